@@ -1,0 +1,167 @@
+//! Command-line arguments: what the user typed, parsed by clap.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// ruche: an embedded hybrid search engine for AI agents (rules and memory chunks).
+#[derive(Debug, Parser)]
+#[command(name = "ruche", version, about, long_about = None)]
+pub struct Cli {
+    /// Configuration file (TOML); defaults to $RUCHE_CONFIG, then built-in defaults.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Index rules and chunks from JSONL (or TOML rules) into DIR, creating it if needed.
+    Index(IndexArgs),
+    /// Search an index (one query, or a batch of JSONL queries).
+    Search(SearchArgs),
+    /// Print documents by id as JSONL.
+    Get(GetArgs),
+    /// Delete documents by id, or every chunk of a context.
+    Delete(DeleteArgs),
+    /// Delete every chunk that has expired.
+    Purge(PurgeArgs),
+    /// Print counts and the state of the index.
+    Stats(StatsArgs),
+    /// Write every document back as JSONL (backup and migration).
+    Export(ExportArgs),
+    /// Apply a k-selection strategy to score lists read as JSONL from stdin.
+    Select,
+    /// Index the bundled sample corpus into a fresh directory and run example queries.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KindArg {
+    Rules,
+    Chunks,
+}
+
+impl From<KindArg> for ruche::Kind {
+    fn from(kind: KindArg) -> ruche::Kind {
+        match kind {
+            KindArg::Rules => ruche::Kind::Rule,
+            KindArg::Chunks => ruche::Kind::Chunk,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// The index directory.
+    pub dir: PathBuf,
+    /// Rules: JSONL (one rule per line), or a .toml file of [[rules]]; `-` for stdin.
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// Chunks: JSONL (one chunk per line); `-` for stdin.
+    #[arg(long, value_name = "FILE")]
+    pub chunks: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// The index directory.
+    pub dir: PathBuf,
+    /// The query text (omit with --batch; may be empty for chunks).
+    #[arg(required_unless_present = "batch")]
+    pub text: Option<String>,
+    /// JSONL file of queries (`-` for stdin); prints one JSON line per query.
+    #[arg(long, value_name = "FILE", conflicts_with = "text")]
+    pub batch: Option<PathBuf>,
+    /// What to search.
+    #[arg(long, value_enum, default_value = "rules")]
+    pub kind: KindArg,
+    #[arg(long, default_value = ruche::DEFAULT_TENANT)]
+    pub tenant: String,
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The active scenario (its scenario rules apply).
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// The active step of the scenario (its step rules apply).
+    #[arg(long)]
+    pub step: Option<String>,
+    /// Chunks of this context only.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Required tag (repeatable).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Required chunk metadata entry (repeatable).
+    #[arg(long = "filter", value_name = "KEY=VALUE")]
+    pub filters: Vec<String>,
+    /// Exactly the N best hits (no selection strategy).
+    #[arg(long, value_name = "N")]
+    pub top_k: Option<usize>,
+    /// The time recency and expiry are measured against (RFC 3339 or unix seconds).
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+    /// Print one compact JSON line (as in batch output).
+    #[arg(long)]
+    pub json: bool,
+    /// Show how each score was made.
+    #[arg(long)]
+    pub explain: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    pub dir: PathBuf,
+    #[arg(long, value_enum)]
+    pub kind: KindArg,
+    #[arg(long, default_value = ruche::DEFAULT_TENANT)]
+    pub tenant: String,
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    pub dir: PathBuf,
+    #[arg(long, value_enum)]
+    pub kind: KindArg,
+    #[arg(long, default_value = ruche::DEFAULT_TENANT)]
+    pub tenant: String,
+    /// Delete every chunk of this context.
+    #[arg(long)]
+    pub context: Option<String>,
+    #[arg(required_unless_present = "context")]
+    pub ids: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
+    pub dir: PathBuf,
+    /// The time to compare expiry against (default: now).
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    pub dir: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    pub dir: PathBuf,
+    /// Only this kind (default: rules, then chunks).
+    #[arg(long, value_enum)]
+    pub kind: Option<KindArg>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to build the demo index (default: a temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}

@@ -1,0 +1,302 @@
+//! The subcommands.
+
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use ruche::{Config, Engine, Kind};
+
+use crate::args::{DeleteArgs, ExportArgs, GetArgs, IndexArgs, PurgeArgs, SearchArgs, StatsArgs};
+use crate::input::{self, QueryDefaults, QueryLine};
+use crate::output;
+
+/// Documents upserted per call while indexing (the progress bar's step).
+const UPSERT_BATCH: usize = 1_000;
+
+pub fn open(config: &Config, dir: &Path) -> Result<Engine> {
+    Ok(Engine::builder().config(config.clone()).open(dir)?)
+}
+
+fn progress(total: u64, message: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ({per_sec}, {eta})")
+            .expect("the template is valid")
+            .progress_chars("=> "),
+    );
+    bar.set_message(message.to_string());
+    bar
+}
+
+fn spinner(message: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    bar.set_message(message.to_string());
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
+    if args.rules.is_none() && args.chunks.is_none() {
+        bail!("nothing to index: give --rules FILE and/or --chunks FILE");
+    }
+    // Read and validate everything before touching the index: a bad line fails the
+    // whole import and leaves the index as it was.
+    let rules = args.rules.as_deref().map(input::read_rules).transpose()?;
+    let chunks = args.chunks.as_deref().map(input::read_chunks).transpose()?;
+    let existed = args.dir.join("store").exists();
+    let dir_existed = args.dir.exists();
+    let result = index_into(
+        config,
+        &args.dir,
+        rules.unwrap_or_default(),
+        chunks.unwrap_or_default(),
+    );
+    if result.is_err() && !existed {
+        // Do not leave a half-made new index behind.
+        if dir_existed {
+            let _ = std::fs::remove_dir_all(args.dir.join("store"));
+            let _ = std::fs::remove_dir_all(args.dir.join("text"));
+            let _ = std::fs::remove_file(args.dir.join("LOCK"));
+        } else {
+            let _ = std::fs::remove_dir_all(&args.dir);
+        }
+    }
+    let (n_rules, n_chunks, changes) = result?;
+    println!(
+        "indexed {n_rules} rules and {n_chunks} chunks into {} ({changes} changes)",
+        args.dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn index_into(
+    config: &Config,
+    dir: &Path,
+    rules: Vec<ruche::Rule>,
+    chunks: Vec<ruche::Chunk>,
+) -> Result<(usize, usize, usize)> {
+    let engine = Engine::builder()
+        .config(config.clone())
+        .open_or_create(dir)?;
+    let (n_rules, n_chunks) = (rules.len(), chunks.len());
+    let bar = progress((n_rules + n_chunks) as u64, "indexing");
+    for (batch_idx, batch) in rules.chunks(UPSERT_BATCH).enumerate() {
+        let first = batch_idx * UPSERT_BATCH + 1;
+        engine
+            .upsert_rules(batch.to_vec())
+            .with_context(|| format!("rules {first}..{}", first + batch.len() - 1))?;
+        bar.inc(batch.len() as u64);
+    }
+    for (batch_idx, batch) in chunks.chunks(UPSERT_BATCH).enumerate() {
+        let first = batch_idx * UPSERT_BATCH + 1;
+        engine
+            .upsert_chunks(batch.to_vec())
+            .with_context(|| format!("chunks {first}..{}", first + batch.len() - 1))?;
+        bar.inc(batch.len() as u64);
+    }
+    bar.finish_and_clear();
+    let spin = spinner("committing");
+    let changes = engine.commit()?;
+    spin.set_message("building the vector graph");
+    engine.close()?;
+    spin.finish_and_clear();
+    Ok((n_rules, n_chunks, changes))
+}
+
+fn defaults(args: &SearchArgs) -> Result<QueryDefaults> {
+    Ok(QueryDefaults {
+        kind: Some(args.kind.into()),
+        tenant: Some(args.tenant.clone()),
+        agent: args.agent.clone(),
+        scenario: args.scenario.clone(),
+        step: args.step.clone(),
+        context: args.context.clone(),
+        tags: args.tags.clone(),
+        filters: args
+            .filters
+            .iter()
+            .map(|pair| input::key_value(pair))
+            .collect::<Result<_>>()?,
+        top_k: args.top_k,
+        now: args.now.as_deref().map(input::timestamp).transpose()?,
+    })
+}
+
+pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
+    let defaults = defaults(args)?;
+    if let Some(batch) = &args.batch {
+        // Validate every query line before running any.
+        let lines: Vec<QueryLine> = input::read_jsonl(batch)?;
+        let requests = lines
+            .iter()
+            .enumerate()
+            .map(|(idx, line)| {
+                line.to_request(&defaults)
+                    .with_context(|| format!("{}: line {}", batch.display(), idx + 1))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let engine = open(config, &args.dir)?;
+        let mut out = BufWriter::new(std::io::stdout().lock());
+        for (line, request) in lines.iter().zip(&requests) {
+            let response = engine.search(request)?;
+            output::write_line(
+                &mut out,
+                &output::response_json(Some(&line.id), &response, args.explain),
+            )?;
+        }
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let line = QueryLine {
+        id: serde_json::Value::Null,
+        text: args.text.clone().unwrap_or_default(),
+        embedding: None,
+        kind: None,
+        tenant_id: None,
+        agent_id: None,
+        scenario_id: None,
+        step_id: None,
+        context_id: None,
+        tags: Vec::new(),
+        filters: Default::default(),
+        top_k: None,
+        now: None,
+        note: None,
+    };
+    let request = line.to_request(&defaults)?;
+    let engine = open(config, &args.dir)?;
+    let response = engine.search(&request)?;
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    if args.json {
+        output::write_line(
+            &mut out,
+            &output::response_json(None, &response, args.explain),
+        )?;
+    } else {
+        output::write_table(&mut out, &response, args.explain)?;
+    }
+    out.flush()?;
+    Ok(if response.hits.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn get(config: &Config, args: &GetArgs) -> Result<ExitCode> {
+    let engine = open(config, &args.dir)?;
+    let kind: Kind = args.kind.into();
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut missing = Vec::new();
+    for id in &args.ids {
+        match engine.get(kind, &args.tenant, id)? {
+            Some(doc) => output::write_line(&mut out, &serde_json::to_value(&doc)?)?,
+            None => missing.push(id.as_str()),
+        }
+    }
+    out.flush()?;
+    if !missing.is_empty() {
+        bail!(
+            "no {kind} with id {} in tenant `{}`",
+            missing.join(", "),
+            args.tenant
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn delete(config: &Config, args: &DeleteArgs) -> Result<ExitCode> {
+    let engine = open(config, &args.dir)?;
+    let kind: Kind = args.kind.into();
+    if let Some(context) = &args.context {
+        if kind != Kind::Chunk {
+            bail!("--context deletes chunks: use --kind chunks");
+        }
+        engine.delete_context(&args.tenant, context);
+    }
+    for id in &args.ids {
+        engine.delete(kind, &args.tenant, id);
+    }
+    let deleted = engine.commit()?;
+    engine.close()?;
+    println!("deleted {deleted} documents");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn purge(config: &Config, args: &PurgeArgs) -> Result<ExitCode> {
+    let now = match &args.now {
+        Some(text) => input::timestamp(text)?,
+        None => ruche::Timestamp::now(),
+    };
+    let engine = open(config, &args.dir)?;
+    engine.purge_expired(now);
+    let purged = engine.commit()?;
+    engine.close()?;
+    println!("purged {purged} expired chunks");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
+    let engine = open(config, &args.dir)?;
+    let stats = engine.stats();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        output::write_line(&mut out, &serde_json::to_value(&stats)?)?;
+    } else {
+        writeln!(out, "index:      {}", args.dir.display())?;
+        writeln!(out, "rules:      {}", stats.rules)?;
+        writeln!(out, "chunks:     {}", stats.chunks)?;
+        writeln!(out, "tenants:    {}", stats.tenants)?;
+        match (&stats.dimensions, &stats.model_id) {
+            (Some(dim), Some(model)) => writeln!(out, "vectors:    {dim} dimensions ({model})")?,
+            _ => writeln!(out, "vectors:    none")?,
+        }
+        writeln!(out, "last seq:   {}", stats.last_seq)?;
+        writeln!(
+            out,
+            "text docs:  {} in {} segments",
+            stats.text_docs, stats.text_segments
+        )?;
+        for (name, graph) in [
+            ("rule graph", stats.rule_graph),
+            ("chunk graph", stats.chunk_graph),
+        ] {
+            writeln!(
+                out,
+                "{name}: {} points, {} live vectors, covers seq {}, checkpoint at seq {}, {} docs in tail",
+                graph.points, graph.live_vectors, graph.covered_seq, graph.checkpoint_seq, graph.tail_docs
+            )?;
+        }
+        writeln!(out, "store:      {} bytes", stats.store_bytes)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn export(config: &Config, args: &ExportArgs) -> Result<ExitCode> {
+    let engine = open(config, &args.dir)?;
+    let kinds = match args.kind {
+        Some(kind) => vec![kind.into()],
+        None => vec![Kind::Rule, Kind::Chunk],
+    };
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    for kind in kinds {
+        for doc in engine.export(kind, None) {
+            output::write_line(&mut out, &serde_json::to_value(doc?)?)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn select() -> Result<ExitCode> {
+    bail!("`ruche select` is not available in this build")
+}

@@ -1,0 +1,118 @@
+//! `ruche demo`: the bundled sample corpus, indexed and queried.
+//!
+//! The corpus (`index_data/`) is compiled into the binary, so the demo runs from any
+//! directory without files.
+
+use std::io::{BufWriter, Write};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use ruche::{Config, Engine};
+
+use crate::args::DemoArgs;
+use crate::input::{QueryDefaults, QueryLine};
+use crate::output;
+
+const RULES: &str = include_str!("../../../index_data/rules.toml");
+const CHUNKS: &str = include_str!("../../../index_data/chunks.jsonl");
+const QUERIES: &str = include_str!("../../../index_data/queries.jsonl");
+
+fn parse_rules() -> Result<Vec<ruche::Rule>> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RulesFile {
+        rules: Vec<ruche::Rule>,
+    }
+    let file: RulesFile = toml::from_str(RULES).context("index_data/rules.toml")?;
+    Ok(file.rules)
+}
+
+fn parse_jsonl<T: serde::de::DeserializeOwned>(text: &str, name: &str) -> Result<Vec<T>> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(idx, line)| {
+            serde_json::from_str(line).with_context(|| format!("{name}: line {}", idx + 1))
+        })
+        .collect()
+}
+
+pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
+    let rules = parse_rules()?;
+    let chunks: Vec<ruche::Chunk> = parse_jsonl(CHUNKS, "index_data/chunks.jsonl")?;
+    let queries: Vec<QueryLine> = parse_jsonl(QUERIES, "index_data/queries.jsonl")?;
+
+    let temp;
+    let dir = match &args.dir {
+        Some(dir) => {
+            if dir.join("store").exists() {
+                bail!(
+                    "{} already holds an index; the demo builds a fresh one",
+                    dir.display()
+                );
+            }
+            dir.clone()
+        }
+        None => {
+            temp = tempfile::Builder::new().prefix("ruche-demo-").tempdir()?;
+            temp.path().join("index")
+        }
+    };
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    writeln!(out, "# ruche demo")?;
+    writeln!(
+        out,
+        "Indexing {} rules and {} chunks of the sample corpus (a customer-support agent) into {}",
+        rules.len(),
+        chunks.len(),
+        dir.display()
+    )?;
+    let engine = Engine::builder().config(config.clone()).create(&dir)?;
+    engine.upsert_rules(rules)?;
+    engine.upsert_chunks(chunks)?;
+    engine.commit()?;
+    engine.sync_graph()?;
+    let stats = engine.stats();
+    writeln!(
+        out,
+        "Indexed: {} rules, {} chunks, {} tenants; vectors: {}\n",
+        stats.rules,
+        stats.chunks,
+        stats.tenants,
+        match (&stats.dimensions, &stats.model_id) {
+            (Some(dim), Some(model)) => format!("{dim} dimensions ({model})"),
+            _ => "none (BM25 only)".to_string(),
+        }
+    )?;
+
+    for query in &queries {
+        let request = query.to_request(&QueryDefaults::default())?;
+        let response = engine.search(&request)?;
+        writeln!(
+            out,
+            "## {}",
+            query.id.as_str().unwrap_or(&query.id.to_string())
+        )?;
+        if let Some(note) = &query.note {
+            writeln!(out, "{note}")?;
+        }
+        let mut context = vec![format!("{}s", request.kind())];
+        for (name, value) in [
+            ("tenant", query.tenant_id.as_deref()),
+            ("agent", query.agent_id.as_deref()),
+            ("scenario", query.scenario_id.as_deref()),
+            ("step", query.step_id.as_deref()),
+            ("context", query.context_id.as_deref()),
+        ] {
+            if let Some(value) = value {
+                context.push(format!("{name}={value}"));
+            }
+        }
+        writeln!(out, "query: {:?} [{}]", query.text, context.join(", "))?;
+        output::write_table(&mut out, &response, true)?;
+        writeln!(out)?;
+    }
+    out.flush()?;
+    engine.close()?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,382 @@
+//! The in-memory view of the live documents: what filters and both legs consult.
+//!
+//! The catalog is derived from the store at open and updated at every commit, under the
+//! engine's write lock, in the same critical section that makes the text index's commit
+//! visible, so a search never sees one without the other. It holds each live document
+//! (without vectors), its normalised vectors, the sequence number that wrote it, and
+//! postings by tenant and context to enumerate candidate sets without a full scan.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::doc::{Document, Scope};
+use crate::id::{DocId, VectorKey};
+use crate::store::StoredVectors;
+use crate::time::Timestamp;
+use crate::vector::metric;
+use crate::Kind;
+
+/// One live document.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) doc: Arc<Document>,
+    /// The sequence number of the upsert that wrote this version.
+    pub(crate) seq: u64,
+    /// Normalised vectors, `rows x dim`, with the index of each row within the document
+    /// (0 = main, 1.. = patterns); `None` when the document has no vector.
+    pub(crate) vectors: Option<Vectors>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Vectors {
+    pub(crate) data: Arc<[f32]>,
+    pub(crate) rows: Arc<[u16]>,
+}
+
+impl Vectors {
+    /// Normalises the present vectors of `stored`; `None` when all are zero or absent.
+    pub(crate) fn from_stored(stored: &StoredVectors) -> Option<Vectors> {
+        let mut data = Vec::new();
+        let mut rows = Vec::new();
+        for (idx, vector) in stored.indexed() {
+            let mut v = vector.to_vec();
+            if metric::normalize(&mut v) {
+                data.extend_from_slice(&v);
+                rows.push(u16::try_from(idx).expect("vector index checked at validation"));
+            }
+        }
+        (!rows.is_empty()).then(|| Vectors {
+            data: data.into(),
+            rows: rows.into(),
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Each row with its graph key.
+    pub(crate) fn keyed(
+        &self,
+        doc: DocId,
+        dim: usize,
+    ) -> impl Iterator<Item = (&[f32], VectorKey)> {
+        self.data
+            .chunks_exact(dim)
+            .zip(self.rows.iter())
+            .map(move |(v, &row)| (v, VectorKey::new(doc, usize::from(row))))
+    }
+}
+
+/// What a search admits, checked against every candidate of both legs.
+#[derive(Debug, Clone)]
+pub(crate) struct DocFilter<'a> {
+    pub(crate) kind: Kind,
+    pub(crate) tenant: &'a str,
+    pub(crate) agent: Option<&'a str>,
+    pub(crate) scenario: Option<&'a str>,
+    pub(crate) step: Option<&'a str>,
+    pub(crate) context: Option<&'a str>,
+    pub(crate) tags: &'a [String],
+    pub(crate) metadata: &'a [(String, String)],
+    /// Chunks expired at this time are excluded.
+    pub(crate) now: Timestamp,
+}
+
+impl DocFilter<'_> {
+    pub(crate) fn matches(&self, doc: &Document) -> bool {
+        if doc.kind() != self.kind || doc.tenant_id() != self.tenant {
+            return false;
+        }
+        match doc {
+            Document::Rule(rule) => {
+                if !rule.enabled || !agent_matches(rule.agent_id.as_deref(), self.agent) {
+                    return false;
+                }
+                let in_scope = match &rule.scope {
+                    Scope::Global => true,
+                    Scope::Scenario { scenario_id } => self.scenario == Some(scenario_id),
+                    Scope::Step {
+                        scenario_id,
+                        step_id,
+                    } => self.scenario == Some(scenario_id) && self.step == Some(step_id),
+                };
+                in_scope && self.tags.iter().all(|tag| rule.tags.contains(tag))
+            }
+            Document::Chunk(chunk) => {
+                agent_matches(chunk.agent_id.as_deref(), self.agent)
+                    && self
+                        .context
+                        .is_none_or(|context| chunk.context_id.as_deref() == Some(context))
+                    && !chunk.is_expired(self.now)
+                    && self.tags.iter().all(|tag| chunk_has_tag(chunk, tag))
+                    && self.metadata.iter().all(|(key, value)| {
+                        chunk
+                            .metadata
+                            .get(key)
+                            .is_some_and(|found| json_equals(found, value))
+                    })
+            }
+        }
+    }
+}
+
+/// A document without agent applies to every agent; a query without agent sees all.
+fn agent_matches(doc_agent: Option<&str>, query_agent: Option<&str>) -> bool {
+    match (doc_agent, query_agent) {
+        (None, _) | (_, None) => true,
+        (Some(doc), Some(query)) => doc == query,
+    }
+}
+
+/// A chunk's tags are its `tags` metadata entry: a string or an array of strings.
+fn chunk_has_tag(chunk: &crate::Chunk, tag: &str) -> bool {
+    match chunk.metadata.get("tags") {
+        Some(serde_json::Value::String(s)) => s == tag,
+        Some(serde_json::Value::Array(values)) => values.iter().any(|v| v.as_str() == Some(tag)),
+        _ => false,
+    }
+}
+
+/// Whether a metadata value equals a filter value given as text (`key=value`).
+fn json_equals(found: &serde_json::Value, wanted: &str) -> bool {
+    match found {
+        serde_json::Value::String(s) => s == wanted,
+        serde_json::Value::Array(values) => values.iter().any(|v| json_equals(v, wanted)),
+        other => other.to_string() == wanted,
+    }
+}
+
+/// The live documents of an index.
+#[derive(Debug, Default)]
+pub(crate) struct Catalog {
+    entries: HashMap<DocId, Entry>,
+    /// Live documents by kind and tenant.
+    by_tenant: HashMap<(Kind, String), HashSet<DocId>>,
+    /// Live chunks by tenant and context.
+    by_context: HashMap<(String, String), HashSet<DocId>>,
+    /// Live documents that have vectors, by kind and upsert sequence number.
+    vectors_by_seq: [BTreeMap<u64, DocId>; 2],
+    /// The number of live vectors of each kind.
+    n_vectors: [usize; 2],
+}
+
+impl Catalog {
+    pub(crate) fn get(&self, doc: DocId) -> Option<&Entry> {
+        self.entries.get(&doc)
+    }
+
+    pub(crate) fn count(&self, kind: Kind) -> usize {
+        self.by_tenant
+            .iter()
+            .filter(|((k, _), _)| *k == kind)
+            .map(|(_, docs)| docs.len())
+            .sum()
+    }
+
+    pub(crate) fn tenants(&self) -> usize {
+        self.by_tenant
+            .keys()
+            .map(|(_, tenant)| tenant.as_str())
+            .collect::<HashSet<_>>()
+            .len()
+    }
+
+    pub(crate) fn n_vectors(&self, kind: Kind) -> usize {
+        self.n_vectors[usize::from(kind.as_u8())]
+    }
+
+    /// Adds a live document version.
+    pub(crate) fn insert(&mut self, doc_id: DocId, entry: Entry) {
+        let doc = &entry.doc;
+        self.by_tenant
+            .entry((doc.kind(), doc.tenant_id().to_string()))
+            .or_default()
+            .insert(doc_id);
+        if let Document::Chunk(chunk) = doc.as_ref() {
+            if let Some(context) = &chunk.context_id {
+                self.by_context
+                    .entry((chunk.tenant_id.clone(), context.clone()))
+                    .or_default()
+                    .insert(doc_id);
+            }
+        }
+        if let Some(vectors) = &entry.vectors {
+            let kind_idx = usize::from(doc.kind().as_u8());
+            self.vectors_by_seq[kind_idx].insert(entry.seq, doc_id);
+            self.n_vectors[kind_idx] += vectors.len();
+        }
+        self.entries.insert(doc_id, entry);
+    }
+
+    /// Removes a document version; returns it if it was live.
+    pub(crate) fn remove(&mut self, doc_id: DocId) -> Option<Entry> {
+        let entry = self.entries.remove(&doc_id)?;
+        let doc = &entry.doc;
+        let key = (doc.kind(), doc.tenant_id().to_string());
+        if let Some(set) = self.by_tenant.get_mut(&key) {
+            set.remove(&doc_id);
+            if set.is_empty() {
+                self.by_tenant.remove(&key);
+            }
+        }
+        if let Document::Chunk(chunk) = doc.as_ref() {
+            if let Some(context) = &chunk.context_id {
+                let key = (chunk.tenant_id.clone(), context.clone());
+                if let Some(set) = self.by_context.get_mut(&key) {
+                    set.remove(&doc_id);
+                    if set.is_empty() {
+                        self.by_context.remove(&key);
+                    }
+                }
+            }
+        }
+        if let Some(vectors) = &entry.vectors {
+            let kind_idx = usize::from(doc.kind().as_u8());
+            self.vectors_by_seq[kind_idx].remove(&entry.seq);
+            self.n_vectors[kind_idx] -= vectors.len();
+        }
+        Some(entry)
+    }
+
+    /// The smallest indexed superset of what `filter` admits, and its size.
+    pub(crate) fn superset(&self, filter: &DocFilter<'_>) -> Option<&HashSet<DocId>> {
+        if filter.kind == Kind::Chunk {
+            if let Some(context) = filter.context {
+                return self
+                    .by_context
+                    .get(&(filter.tenant.to_string(), context.to_string()));
+            }
+        }
+        self.by_tenant
+            .get(&(filter.kind, filter.tenant.to_string()))
+    }
+
+    /// Every live document that `filter` admits.
+    pub(crate) fn matching(&self, filter: &DocFilter<'_>) -> Vec<DocId> {
+        let Some(superset) = self.superset(filter) else {
+            return Vec::new();
+        };
+        superset
+            .iter()
+            .copied()
+            .filter(|doc| {
+                self.entries
+                    .get(doc)
+                    .is_some_and(|e| filter.matches(&e.doc))
+            })
+            .collect()
+    }
+
+    /// Documents of `kind` with vectors written after sequence number `after`, in order.
+    pub(crate) fn vectors_after(
+        &self,
+        kind: Kind,
+        after: u64,
+    ) -> impl Iterator<Item = (u64, DocId)> + '_ {
+        self.vectors_by_seq[usize::from(kind.as_u8())]
+            .range(after.saturating_add(1)..)
+            .map(|(seq, doc)| (*seq, *doc))
+    }
+
+    /// The number of live vectors of `kind` written up to sequence number `upto`.
+    pub(crate) fn n_vectors_upto(&self, kind: Kind, upto: u64) -> usize {
+        self.vectors_by_seq[usize::from(kind.as_u8())]
+            .range(..=upto)
+            .filter_map(|(_, doc)| self.entries.get(doc))
+            .filter_map(|entry| entry.vectors.as_ref())
+            .map(Vectors::len)
+            .sum()
+    }
+
+    /// Every live document, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (DocId, &Entry)> {
+        self.entries.iter().map(|(doc, entry)| (*doc, entry))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Chunk, Rule};
+
+    fn filter<'a>(kind: Kind) -> DocFilter<'a> {
+        DocFilter {
+            kind,
+            tenant: "default",
+            agent: None,
+            scenario: None,
+            step: None,
+            context: None,
+            tags: &[],
+            metadata: &[],
+            now: Timestamp::from_unix_millis(0),
+        }
+    }
+
+    #[test]
+    fn scope_rules() {
+        let global = Document::Rule(Rule::new("g", "c", "a"));
+        let scenario = Document::Rule(Rule::new("s", "c", "a").with_scope(Scope::scenario("s1")));
+        let step = Document::Rule(Rule::new("t", "c", "a").with_scope(Scope::step("s1", "t1")));
+        let mut f = filter(Kind::Rule);
+        assert!(f.matches(&global) && !f.matches(&scenario) && !f.matches(&step));
+        f.scenario = Some("s1");
+        assert!(f.matches(&global) && f.matches(&scenario) && !f.matches(&step));
+        f.step = Some("t1");
+        assert!(f.matches(&global) && f.matches(&scenario) && f.matches(&step));
+        f.scenario = Some("s2");
+        assert!(f.matches(&global) && !f.matches(&scenario) && !f.matches(&step));
+    }
+
+    #[test]
+    fn agents_tenants_enabled_tags() {
+        let any_agent = Document::Rule(Rule::new("a", "c", "a"));
+        let bot = Document::Rule(
+            Rule::new("b", "c", "a")
+                .with_agent("bot")
+                .with_tags(["vip"]),
+        );
+        let disabled = Document::Rule(Rule::new("d", "c", "a").with_enabled(false));
+        let other_tenant = Document::Rule(Rule::new("o", "c", "a").with_tenant("acme"));
+        let mut f = filter(Kind::Rule);
+        assert!(f.matches(&any_agent) && f.matches(&bot));
+        assert!(!f.matches(&disabled) && !f.matches(&other_tenant));
+        f.agent = Some("other");
+        assert!(f.matches(&any_agent) && !f.matches(&bot));
+        f.agent = Some("bot");
+        assert!(f.matches(&bot));
+        let tags = ["vip".to_string()];
+        f.tags = &tags;
+        assert!(f.matches(&bot) && !f.matches(&any_agent));
+    }
+
+    #[test]
+    fn chunk_filters() {
+        let chunk = Document::Chunk(
+            Chunk::new("c", "x")
+                .with_context("u1")
+                .with_metadata("source", "chat")
+                .with_metadata("turn", 3)
+                .with_expires_at(Timestamp::from_unix_millis(1_000)),
+        );
+        let mut f = filter(Kind::Chunk);
+        assert!(f.matches(&chunk));
+        f.context = Some("u2");
+        assert!(!f.matches(&chunk));
+        f.context = Some("u1");
+        let meta = [
+            ("source".to_string(), "chat".to_string()),
+            ("turn".to_string(), "3".to_string()),
+        ];
+        f.metadata = &meta;
+        assert!(f.matches(&chunk));
+        let wrong = [("source".to_string(), "mail".to_string())];
+        f.metadata = &wrong;
+        assert!(!f.matches(&chunk));
+        f.metadata = &[];
+        f.now = Timestamp::from_unix_millis(1_000);
+        assert!(!f.matches(&chunk), "expired chunks never match");
+        assert!(!filter(Kind::Rule).matches(&chunk));
+    }
+}

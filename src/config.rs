@@ -1,0 +1,378 @@
+//! Engine configuration: TOML file, environment overrides, validation.
+//!
+//! ```toml
+//! [pipeline.retrieval]
+//! max_k = 30              # most hits a selection strategy may return
+//! min_k = 1               # fewest hits returned when there are enough
+//! max_candidates = 30     # candidates each leg fetches
+//! exact_scan_threshold = 5000
+//!
+//! [pipeline.retrieval.rule_selection]
+//! strategy = "adaptive_k" # elbow | adaptive_k | entropy | clustering | fixed_k | autocut
+//! alpha = 1.5
+//!
+//! [pipeline.retrieval.memory_selection]
+//! strategy = "clustering"
+//!
+//! [fusion.rules]          # and [fusion.chunks]
+//! vector_weight = 0.7
+//! text_weight = 0.3
+//!
+//! [scoring.rules]
+//! hybrid_weight = 0.6
+//! priority_weight = 0.3
+//! scope_weight = 0.1
+//!
+//! [scoring.chunks]
+//! relevance_weight = 0.5
+//! importance_weight = 0.3
+//! recency_weight = 0.2
+//! recency_decay_hours = 168
+//!
+//! [vector]
+//! max_connections = 16
+//! ef_construction = 200
+//! ef_search = 64
+//! ```
+//!
+//! [`Config::load`] reads a file (or the one `RUCHE_CONFIG` names) and then environment
+//! variables `RUCHE_<SECTION>__<KEY>` (`__` nests, e.g.
+//! `RUCHE_PIPELINE__RETRIEVAL__MAX_K=10`). Every value is validated, and errors name the
+//! dotted key.
+
+use std::path::Path;
+
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+
+use crate::chunk::ChunkWeights;
+use crate::fusion::{FusionWeights, RuleWeights};
+use crate::select::SelectionConfig;
+use crate::vector::HnswParams;
+use crate::{Error, Result};
+
+/// The whole configuration of an engine. [`Default`] is the documented defaults.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Retrieval sizes and k-selection.
+    pub pipeline: PipelineConfig,
+    /// Fusion of the two legs, per kind.
+    pub fusion: FusionConfig,
+    /// Weighting of fused scores, per kind.
+    pub scoring: ScoringConfig,
+    /// The HNSW graph.
+    pub vector: VectorConfig,
+}
+
+/// `[pipeline]`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PipelineConfig {
+    /// `[pipeline.retrieval]`.
+    pub retrieval: RetrievalConfig,
+}
+
+/// `[pipeline.retrieval]`: how many candidates and results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetrievalConfig {
+    /// The most hits returned (default 30).
+    pub max_k: usize,
+    /// The fewest hits returned when there are enough (default 1).
+    pub min_k: usize,
+    /// Candidates each leg fetches before fusion (default 30).
+    pub max_candidates: usize,
+    /// Filtered candidate sets up to this size are scanned exactly instead of searched
+    /// in the graph (default 5,000).
+    pub exact_scan_threshold: usize,
+    /// `[pipeline.retrieval.rule_selection]`: how many rules a search returns (default
+    /// `adaptive_k`, as seed 000 recommends).
+    pub rule_selection: SelectionConfig,
+    /// `[pipeline.retrieval.memory_selection]`: how many chunks a search returns (default
+    /// `clustering`, as seed 000 recommends).
+    pub memory_selection: SelectionConfig,
+}
+
+impl Default for RetrievalConfig {
+    fn default() -> RetrievalConfig {
+        RetrievalConfig {
+            max_k: 30,
+            min_k: 1,
+            max_candidates: 30,
+            exact_scan_threshold: 5_000,
+            rule_selection: SelectionConfig::AdaptiveK {
+                alpha: None,
+                min_score: None,
+            },
+            memory_selection: SelectionConfig::Clustering {
+                eps: None,
+                min_cluster_size: None,
+                top_per_cluster: None,
+                min_score: None,
+            },
+        }
+    }
+}
+
+/// `[fusion]`: one section per kind.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FusionConfig {
+    /// `[fusion.rules]`.
+    pub rules: FusionWeights,
+    /// `[fusion.chunks]`.
+    pub chunks: FusionWeights,
+}
+
+/// `[scoring]`: one section per kind.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScoringConfig {
+    /// `[scoring.rules]`: priority and scope weighting.
+    pub rules: RuleWeights,
+    /// `[scoring.chunks]`: relevance, importance and recency.
+    pub chunks: ChunkWeights,
+}
+
+/// `[vector]`: the HNSW graph and its maintenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VectorConfig {
+    /// Maximum connections per node and layer (`M`, default 16, at most 256).
+    pub max_connections: usize,
+    /// Candidate list size while building (default 200).
+    pub ef_construction: usize,
+    /// Candidate list size while searching (default 64).
+    pub ef_search: usize,
+    /// A checkpoint is stored once this many vectors were added since the last one
+    /// (default 20,000; also at a clean close).
+    pub checkpoint_every: usize,
+    /// The graph is rebuilt when this fraction of its entries are dead (default 0.25).
+    pub rebuild_dead_fraction: f64,
+}
+
+impl Default for VectorConfig {
+    fn default() -> VectorConfig {
+        let params = HnswParams::default();
+        VectorConfig {
+            max_connections: params.max_connections,
+            ef_construction: params.ef_construction,
+            ef_search: params.ef_search,
+            checkpoint_every: 20_000,
+            rebuild_dead_fraction: 0.25,
+        }
+    }
+}
+
+impl VectorConfig {
+    pub(crate) fn params(&self) -> HnswParams {
+        HnswParams {
+            max_connections: self.max_connections,
+            ef_construction: self.ef_construction,
+            ef_search: self.ef_search,
+        }
+    }
+}
+
+impl Config {
+    /// Reads `path` if given, else the file named by `RUCHE_CONFIG` if set, then the
+    /// `RUCHE_*` environment overrides, over the defaults; and validates the result.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidConfig`](crate::ErrorKind::InvalidConfig) naming the key for
+    /// an unknown key, a value of the wrong type or out of range, or an unreadable file.
+    pub fn load(path: Option<&Path>) -> Result<Config> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        let from_env = std::env::var_os("RUCHE_CONFIG").map(std::path::PathBuf::from);
+        if let Some(path) = path.map(Path::to_path_buf).or(from_env) {
+            if !path.is_file() {
+                return Err(Error::invalid_config(
+                    "config",
+                    format!("cannot read config file {}", path.display()),
+                ));
+            }
+            figment = figment.merge(Toml::file(path));
+        }
+        figment = figment.merge(Env::prefixed("RUCHE_").ignore(&["CONFIG"]).split("__"));
+        Config::extract(figment)
+    }
+
+    /// Parses a TOML document over the defaults (no environment), and validates it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Config::load`].
+    pub fn from_toml(toml: &str) -> Result<Config> {
+        Config::extract(
+            Figment::from(Serialized::defaults(Config::default())).merge(Toml::string(toml)),
+        )
+    }
+
+    fn extract(figment: Figment) -> Result<Config> {
+        let config: Config = figment.extract().map_err(|err| {
+            let key = err.path.join(".");
+            let key = if key.is_empty() {
+                "config".to_string()
+            } else {
+                key
+            };
+            Error::invalid_config(key, err.kind.to_string())
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks every value.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidConfig`](crate::ErrorKind::InvalidConfig) naming the key.
+    pub fn validate(&self) -> Result<()> {
+        let retrieval = &self.pipeline.retrieval;
+        if retrieval.max_k == 0 {
+            return Err(Error::invalid_config(
+                "pipeline.retrieval.max_k",
+                "must be at least 1",
+            ));
+        }
+        if retrieval.min_k > retrieval.max_k {
+            return Err(Error::invalid_config(
+                "pipeline.retrieval.min_k",
+                format!(
+                    "must not exceed max_k ({} > {})",
+                    retrieval.min_k, retrieval.max_k
+                ),
+            ));
+        }
+        retrieval
+            .rule_selection
+            .validate("pipeline.retrieval.rule_selection")?;
+        retrieval
+            .memory_selection
+            .validate("pipeline.retrieval.memory_selection")?;
+        if retrieval.max_candidates == 0 {
+            return Err(Error::invalid_config(
+                "pipeline.retrieval.max_candidates",
+                "must be at least 1",
+            ));
+        }
+        self.fusion.rules.validate("fusion.rules")?;
+        self.fusion.chunks.validate("fusion.chunks")?;
+        self.scoring.rules.validate("scoring.rules")?;
+        self.scoring.chunks.validate("scoring.chunks")?;
+        self.vector.params().validate()?;
+        if !(0.0..=1.0).contains(&self.vector.rebuild_dead_fraction) {
+            return Err(Error::invalid_config(
+                "vector.rebuild_dead_fraction",
+                "must be in 0..=1",
+            ));
+        }
+        if self.vector.checkpoint_every == 0 {
+            return Err(Error::invalid_config(
+                "vector.checkpoint_every",
+                "must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        Config::default().validate().unwrap();
+        assert_eq!(Config::from_toml("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn toml_overrides_defaults() {
+        let config = Config::from_toml(
+            "[pipeline.retrieval]\nmax_k = 10\n[fusion.rules]\nvector_weight = 1.0\n",
+        )
+        .unwrap();
+        assert_eq!(config.pipeline.retrieval.max_k, 10);
+        assert_eq!(config.pipeline.retrieval.min_k, 1);
+        assert_eq!(config.fusion.rules.vector_weight, 1.0);
+        assert_eq!(config.fusion.rules.text_weight, 0.3);
+    }
+
+    #[track_caller]
+    fn check_err(toml: &str, key: &str) {
+        let err = Config::from_toml(toml).unwrap_err();
+        match err.kind() {
+            crate::ErrorKind::InvalidConfig { key: found, .. } => assert_eq!(found, key, "{err}"),
+            other => panic!("unexpected error {other:?}"),
+        }
+    }
+
+    #[test]
+    fn selection_sections() {
+        let config = Config::from_toml(
+            "[pipeline.retrieval.rule_selection]\nstrategy = \"elbow\"\ndrop_threshold = 0.3\n",
+        )
+        .unwrap();
+        assert_eq!(
+            config.pipeline.retrieval.rule_selection,
+            SelectionConfig::Elbow {
+                drop_threshold: Some(0.3),
+                min_score: None
+            }
+        );
+        // Leaving out `strategy` keeps the default strategy and sets its parameter.
+        let config =
+            Config::from_toml("[pipeline.retrieval.rule_selection]\nalpha = 2.0\n").unwrap();
+        assert_eq!(
+            config.pipeline.retrieval.rule_selection,
+            SelectionConfig::AdaptiveK {
+                alpha: Some(2.0),
+                min_score: None
+            }
+        );
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        check_err(
+            "[pipeline.retrieval.rule_selection]\nalpha = 9.0\n",
+            "pipeline.retrieval.rule_selection.alpha",
+        );
+        check_err(
+            "[pipeline.retrieval.memory_selection]\nstrategy = \"top_p\"\n",
+            "pipeline.retrieval.memory_selection.strategy",
+        );
+        check_err(
+            "[pipeline.retrieval]\nmax_k = 0\n",
+            "pipeline.retrieval.max_k",
+        );
+        check_err(
+            "[pipeline.retrieval]\nmin_k = 50\n",
+            "pipeline.retrieval.min_k",
+        );
+        check_err(
+            "[scoring.chunks]\nrecency_decay_hours = -1\n",
+            "scoring.chunks.recency_decay_hours",
+        );
+        check_err(
+            "[fusion.rules]\ntext_weight = -0.1\n",
+            "fusion.rules.text_weight",
+        );
+        check_err(
+            "[vector]\nmax_connections = 1000\n",
+            "vector.max_connections",
+        );
+        check_err(
+            "[pipeline.retrieval]\nmax_k = \"ten\"\n",
+            "pipeline.retrieval.max_k",
+        );
+        check_err(
+            "[pipeline.retrieval]\nmax_kk = 3\n",
+            "pipeline.retrieval.max_kk",
+        );
+    }
+}

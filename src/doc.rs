@@ -1,0 +1,843 @@
+//! The documents an index holds: [`Rule`]s and [`Chunk`]s.
+//!
+//! Their serde form is the JSONL record format of the CLI (`ruche index`, `ruche
+//! export`): optional fields may be left out, unknown fields are an error, and every
+//! value is validated when a record is read or upserted.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::Timestamp;
+use crate::{Error, Kind, Result};
+
+/// The tenant of documents and queries that name none.
+pub const DEFAULT_TENANT: &str = "default";
+
+/// Longest accepted id, tenant, agent, scenario, step or context name, in bytes.
+const MAX_NAME_LEN: usize = 1024;
+
+/// Where a rule applies.
+///
+/// Global rules apply to every query; scenario rules only when the query names that
+/// active scenario; step rules only when the query names that scenario and that step.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub enum Scope {
+    /// Applies everywhere.
+    #[default]
+    Global,
+    /// Applies while the named scenario is active.
+    Scenario {
+        /// The scenario.
+        scenario_id: String,
+    },
+    /// Applies while the named step of the named scenario is active.
+    Step {
+        /// The scenario the step belongs to.
+        scenario_id: String,
+        /// The step.
+        step_id: String,
+    },
+}
+
+impl Scope {
+    /// The scope's name as in JSONL records (`global`, `scenario`, `step`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Scope::Global => "global",
+            Scope::Scenario { .. } => "scenario",
+            Scope::Step { .. } => "step",
+        }
+    }
+
+    /// A scenario scope.
+    pub fn scenario(scenario_id: impl Into<String>) -> Scope {
+        Scope::Scenario {
+            scenario_id: scenario_id.into(),
+        }
+    }
+
+    /// A step scope.
+    pub fn step(scenario_id: impl Into<String>, step_id: impl Into<String>) -> Scope {
+        Scope::Step {
+            scenario_id: scenario_id.into(),
+            step_id: step_id.into(),
+        }
+    }
+}
+
+/// "When CONDITION, do ACTION" guidance for an agent.
+///
+/// The text indexed for a rule (and embedded, when it carries no embedding of its own)
+/// is `condition + " " + action`. Patterns are example messages that should match the
+/// rule; each gets its own embedding, and the rule's vector score is the best over its
+/// main embedding and its patterns.
+///
+/// # Example
+///
+/// ```
+/// use ruche::{Rule, Scope};
+///
+/// let rule = Rule::new("refund", "customer asks for a refund", "explain the refund policy")
+///     .with_priority(80)
+///     .with_scope(Scope::scenario("returns"))
+///     .with_patterns(["I want my money back"]);
+/// assert_eq!(rule.text(), "customer asks for a refund explain the refund policy");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RuleRecord", into = "RuleRecord")]
+#[non_exhaustive]
+pub struct Rule {
+    /// The user's id, unique per tenant among rules.
+    pub id: String,
+    /// The tenant (default [`DEFAULT_TENANT`]).
+    pub tenant_id: String,
+    /// The agent the rule is restricted to; `None` applies to every agent of the tenant.
+    pub agent_id: Option<String>,
+    /// Where the rule applies.
+    pub scope: Scope,
+    /// When the rule applies, in words.
+    pub condition: String,
+    /// What the agent should do.
+    pub action: String,
+    /// Business priority; higher wins (default 0).
+    pub priority: i32,
+    /// Disabled rules never match (default `true`).
+    pub enabled: bool,
+    /// Free tags, usable as search filters.
+    pub tags: Vec<String>,
+    /// Example messages that should match the rule.
+    pub patterns: Vec<String>,
+    /// The embedding of [`Rule::text`], when the caller brings its own vectors.
+    pub embedding: Option<Vec<f32>>,
+    /// One embedding per pattern, in the order of `patterns`.
+    pub pattern_embeddings: Option<Vec<Vec<f32>>>,
+}
+
+impl Rule {
+    /// A global, enabled rule of the default tenant with priority 0.
+    pub fn new(
+        id: impl Into<String>,
+        condition: impl Into<String>,
+        action: impl Into<String>,
+    ) -> Rule {
+        Rule {
+            id: id.into(),
+            tenant_id: DEFAULT_TENANT.to_string(),
+            agent_id: None,
+            scope: Scope::Global,
+            condition: condition.into(),
+            action: action.into(),
+            priority: 0,
+            enabled: true,
+            tags: Vec::new(),
+            patterns: Vec::new(),
+            embedding: None,
+            pattern_embeddings: None,
+        }
+    }
+
+    /// Sets the tenant.
+    #[must_use]
+    pub fn with_tenant(mut self, tenant_id: impl Into<String>) -> Rule {
+        self.tenant_id = tenant_id.into();
+        self
+    }
+
+    /// Restricts the rule to one agent.
+    #[must_use]
+    pub fn with_agent(mut self, agent_id: impl Into<String>) -> Rule {
+        self.agent_id = Some(agent_id.into());
+        self
+    }
+
+    /// Sets the scope.
+    #[must_use]
+    pub fn with_scope(mut self, scope: Scope) -> Rule {
+        self.scope = scope;
+        self
+    }
+
+    /// Sets the priority.
+    #[must_use]
+    pub fn with_priority(mut self, priority: i32) -> Rule {
+        self.priority = priority;
+        self
+    }
+
+    /// Enables or disables the rule.
+    #[must_use]
+    pub fn with_enabled(mut self, enabled: bool) -> Rule {
+        self.enabled = enabled;
+        self
+    }
+
+    /// Sets the tags.
+    #[must_use]
+    pub fn with_tags<S: Into<String>>(mut self, tags: impl IntoIterator<Item = S>) -> Rule {
+        self.tags = tags.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the example messages.
+    #[must_use]
+    pub fn with_patterns<S: Into<String>>(mut self, patterns: impl IntoIterator<Item = S>) -> Rule {
+        self.patterns = patterns.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the rule's own embedding (of [`Rule::text`]).
+    #[must_use]
+    pub fn with_embedding(mut self, embedding: Vec<f32>) -> Rule {
+        self.embedding = Some(embedding);
+        self
+    }
+
+    /// Sets one embedding per pattern.
+    #[must_use]
+    pub fn with_pattern_embeddings(mut self, embeddings: Vec<Vec<f32>>) -> Rule {
+        self.pattern_embeddings = Some(embeddings);
+        self
+    }
+
+    /// The text indexed and embedded for the rule: `condition + " " + action`.
+    pub fn text(&self) -> String {
+        format!("{} {}", self.condition, self.action)
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) naming the
+    /// field, or [`ErrorKind::NonFiniteScore`](crate::ErrorKind::NonFiniteScore) for a
+    /// NaN or infinite vector component.
+    pub fn validate(&self) -> Result<()> {
+        check_name("id", &self.id)?;
+        check_name("tenant_id", &self.tenant_id)?;
+        if let Some(agent) = &self.agent_id {
+            check_name("agent_id", agent)?;
+        }
+        match &self.scope {
+            Scope::Global => {}
+            Scope::Scenario { scenario_id } => check_name("scenario_id", scenario_id)?,
+            Scope::Step {
+                scenario_id,
+                step_id,
+            } => {
+                check_name("scenario_id", scenario_id)?;
+                check_name("step_id", step_id)?;
+            }
+        }
+        if self.condition.trim().is_empty() {
+            return Err(Error::invalid_input(format!(
+                "rule `{}`: `condition` must not be empty",
+                self.id
+            )));
+        }
+        for tag in &self.tags {
+            check_name("tags", tag)?;
+        }
+        if let Some(embedding) = &self.embedding {
+            check_vector("embedding", embedding)?;
+        }
+        if let Some(embeddings) = &self.pattern_embeddings {
+            if embeddings.len() != self.patterns.len() {
+                return Err(Error::invalid_input(format!(
+                    "rule `{}`: `pattern_embeddings` has {} vectors but `patterns` has {} texts",
+                    self.id,
+                    embeddings.len(),
+                    self.patterns.len()
+                )));
+            }
+            for embedding in embeddings {
+                check_vector("pattern_embeddings", embedding)?;
+            }
+        }
+        // One vector key per pattern plus the main embedding must fit the graph's keys.
+        if self.patterns.len() >= crate::id::VectorKey::MAX_VECTORS_PER_DOC {
+            return Err(Error::invalid_input(format!(
+                "rule `{}` has {} patterns (at most {})",
+                self.id,
+                self.patterns.len(),
+                crate::id::VectorKey::MAX_VECTORS_PER_DOC - 1
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A piece of memory or knowledge.
+///
+/// # Example
+///
+/// ```
+/// use ruche::Chunk;
+///
+/// let chunk = Chunk::new("c1", "The customer prefers email over phone calls.")
+///     .with_importance(8)
+///     .with_context("user-42");
+/// assert_eq!(chunk.importance, Some(8));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ChunkRecord", into = "ChunkRecord")]
+#[non_exhaustive]
+pub struct Chunk {
+    /// The user's id, unique per tenant among chunks.
+    pub id: String,
+    /// The tenant (default [`DEFAULT_TENANT`]).
+    pub tenant_id: String,
+    /// The agent the chunk belongs to; `None` is visible to every agent of the tenant.
+    pub agent_id: Option<String>,
+    /// A context (conversation, user, session) the chunk belongs to.
+    pub context_id: Option<String>,
+    /// The memory this chunk was cut from, if any.
+    pub memory_id: Option<String>,
+    /// The text.
+    pub content: String,
+    /// Importance from 1 to 10 (5 is neutral); `None` scores as neutral.
+    pub importance: Option<u8>,
+    /// When the chunk was written; `None` scores as neutral recency.
+    pub created_at: Option<Timestamp>,
+    /// After this time the chunk is never returned.
+    pub expires_at: Option<Timestamp>,
+    /// Free key-value metadata, usable as search filters.
+    pub metadata: BTreeMap<String, serde_json::Value>,
+    /// The embedding of `content`, when the caller brings its own vectors.
+    pub embedding: Option<Vec<f32>>,
+}
+
+impl Chunk {
+    /// A chunk of the default tenant with no importance, timestamp or metadata.
+    pub fn new(id: impl Into<String>, content: impl Into<String>) -> Chunk {
+        Chunk {
+            id: id.into(),
+            tenant_id: DEFAULT_TENANT.to_string(),
+            agent_id: None,
+            context_id: None,
+            memory_id: None,
+            content: content.into(),
+            importance: None,
+            created_at: None,
+            expires_at: None,
+            metadata: BTreeMap::new(),
+            embedding: None,
+        }
+    }
+
+    /// Sets the tenant.
+    #[must_use]
+    pub fn with_tenant(mut self, tenant_id: impl Into<String>) -> Chunk {
+        self.tenant_id = tenant_id.into();
+        self
+    }
+
+    /// Restricts the chunk to one agent.
+    #[must_use]
+    pub fn with_agent(mut self, agent_id: impl Into<String>) -> Chunk {
+        self.agent_id = Some(agent_id.into());
+        self
+    }
+
+    /// Sets the context.
+    #[must_use]
+    pub fn with_context(mut self, context_id: impl Into<String>) -> Chunk {
+        self.context_id = Some(context_id.into());
+        self
+    }
+
+    /// Names the memory the chunk was cut from.
+    #[must_use]
+    pub fn with_memory(mut self, memory_id: impl Into<String>) -> Chunk {
+        self.memory_id = Some(memory_id.into());
+        self
+    }
+
+    /// Sets the importance (1..=10; checked by [`Chunk::validate`]).
+    #[must_use]
+    pub fn with_importance(mut self, importance: u8) -> Chunk {
+        self.importance = Some(importance);
+        self
+    }
+
+    /// Sets the creation time.
+    #[must_use]
+    pub fn with_created_at(mut self, created_at: Timestamp) -> Chunk {
+        self.created_at = Some(created_at);
+        self
+    }
+
+    /// Sets the expiry time.
+    #[must_use]
+    pub fn with_expires_at(mut self, expires_at: Timestamp) -> Chunk {
+        self.expires_at = Some(expires_at);
+        self
+    }
+
+    /// Adds one metadata entry.
+    #[must_use]
+    pub fn with_metadata(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+    ) -> Chunk {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets the chunk's own embedding.
+    #[must_use]
+    pub fn with_embedding(mut self, embedding: Vec<f32>) -> Chunk {
+        self.embedding = Some(embedding);
+        self
+    }
+
+    /// Whether the chunk has expired at `now`.
+    pub fn is_expired(&self, now: Timestamp) -> bool {
+        self.expires_at.is_some_and(|expires_at| expires_at <= now)
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) naming the
+    /// field (an importance outside 1..=10 is an error, never clamped), or
+    /// [`ErrorKind::NonFiniteScore`](crate::ErrorKind::NonFiniteScore) for a NaN or
+    /// infinite vector component.
+    pub fn validate(&self) -> Result<()> {
+        check_name("id", &self.id)?;
+        check_name("tenant_id", &self.tenant_id)?;
+        for (field, value) in [
+            ("agent_id", &self.agent_id),
+            ("context_id", &self.context_id),
+            ("memory_id", &self.memory_id),
+        ] {
+            if let Some(value) = value {
+                check_name(field, value)?;
+            }
+        }
+        check_importance(self.importance)
+            .map_err(|message| Error::invalid_input(format!("chunk `{}`: {message}", self.id)))?;
+        if let Some(embedding) = &self.embedding {
+            check_vector("embedding", embedding)?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks an importance: absent, or an integer in 1..=10.
+pub(crate) fn check_importance(importance: Option<u8>) -> std::result::Result<(), String> {
+    match importance {
+        Some(i) if !(1..=10).contains(&i) => Err(format!(
+            "`importance` must be an integer from 1 to 10, got {i}"
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn check_name(field: &str, value: &str) -> Result<()> {
+    if value.is_empty() {
+        return Err(Error::invalid_input(format!("`{field}` must not be empty")));
+    }
+    if value.len() > MAX_NAME_LEN {
+        return Err(Error::invalid_input(format!(
+            "`{field}` is {} bytes long (at most {MAX_NAME_LEN})",
+            value.len()
+        )));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(Error::invalid_input(format!(
+            "`{field}` must not contain control characters: {value:?}"
+        )));
+    }
+    Ok(())
+}
+
+fn check_vector(field: &str, vector: &[f32]) -> Result<()> {
+    if vector.is_empty() {
+        return Err(Error::invalid_input(format!("`{field}` must not be empty")));
+    }
+    if vector.iter().any(|x| !x.is_finite()) {
+        return Err(Error::new(crate::ErrorKind::NonFiniteScore {
+            context: format!("`{field}`"),
+        }));
+    }
+    Ok(())
+}
+
+/// A stored document of either kind.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Document {
+    /// A rule.
+    Rule(Rule),
+    /// A chunk.
+    Chunk(Chunk),
+}
+
+impl Document {
+    /// The document's kind.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Document::Rule(_) => Kind::Rule,
+            Document::Chunk(_) => Kind::Chunk,
+        }
+    }
+
+    /// The user's id.
+    pub fn id(&self) -> &str {
+        match self {
+            Document::Rule(rule) => &rule.id,
+            Document::Chunk(chunk) => &chunk.id,
+        }
+    }
+
+    /// The tenant.
+    pub fn tenant_id(&self) -> &str {
+        match self {
+            Document::Rule(rule) => &rule.tenant_id,
+            Document::Chunk(chunk) => &chunk.tenant_id,
+        }
+    }
+
+    /// The rule, if this is one.
+    pub fn as_rule(&self) -> Option<&Rule> {
+        match self {
+            Document::Rule(rule) => Some(rule),
+            Document::Chunk(_) => None,
+        }
+    }
+
+    /// The chunk, if this is one.
+    pub fn as_chunk(&self) -> Option<&Chunk> {
+        match self {
+            Document::Chunk(chunk) => Some(chunk),
+            Document::Rule(_) => None,
+        }
+    }
+
+    /// The text of the text leg: a rule's condition and action, a chunk's content.
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Document::Rule(rule) => rule.text(),
+            Document::Chunk(chunk) => chunk.content.clone(),
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        match self {
+            Document::Rule(rule) => rule.validate(),
+            Document::Chunk(chunk) => chunk.validate(),
+        }
+    }
+}
+
+impl From<Rule> for Document {
+    fn from(rule: Rule) -> Document {
+        Document::Rule(rule)
+    }
+}
+
+impl From<Chunk> for Document {
+    fn from(chunk: Chunk) -> Document {
+        Document::Chunk(chunk)
+    }
+}
+
+/// The scope names of the JSONL format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ScopeName {
+    Global,
+    Scenario,
+    Step,
+}
+
+/// The flat JSONL form of a rule.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleRecord {
+    id: String,
+    condition: String,
+    action: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    priority: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scope: Option<ScopeName>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scenario_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    step_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tenant_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    patterns: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    embedding: Option<Vec<f32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pattern_embeddings: Option<Vec<Vec<f32>>>,
+}
+
+fn is_zero(value: &i32) -> bool {
+    *value == 0
+}
+
+impl TryFrom<RuleRecord> for Rule {
+    type Error = String;
+
+    fn try_from(record: RuleRecord) -> std::result::Result<Rule, String> {
+        let scope_name = match record.scope {
+            Some(name) => name,
+            // Without an explicit scope, the most specific id given decides it.
+            None if record.step_id.is_some() => ScopeName::Step,
+            None if record.scenario_id.is_some() => ScopeName::Scenario,
+            None => ScopeName::Global,
+        };
+        let scope = match (scope_name, record.scenario_id, record.step_id) {
+            (ScopeName::Global, None, None) => Scope::Global,
+            (ScopeName::Global, _, _) => {
+                return Err("scope `global` takes no `scenario_id` or `step_id`".to_string())
+            }
+            (ScopeName::Scenario, Some(scenario_id), None) => Scope::Scenario { scenario_id },
+            (ScopeName::Scenario, None, _) => {
+                return Err("scope `scenario` needs a `scenario_id`".to_string())
+            }
+            (ScopeName::Scenario, Some(_), Some(_)) => {
+                return Err("scope `scenario` takes no `step_id` (use scope `step`)".to_string())
+            }
+            (ScopeName::Step, Some(scenario_id), Some(step_id)) => Scope::Step {
+                scenario_id,
+                step_id,
+            },
+            (ScopeName::Step, _, _) => {
+                return Err("scope `step` needs a `scenario_id` and a `step_id`".to_string())
+            }
+        };
+        let rule = Rule {
+            id: record.id,
+            tenant_id: record
+                .tenant_id
+                .unwrap_or_else(|| DEFAULT_TENANT.to_string()),
+            agent_id: record.agent_id,
+            scope,
+            condition: record.condition,
+            action: record.action,
+            priority: record.priority,
+            enabled: record.enabled.unwrap_or(true),
+            tags: record.tags,
+            patterns: record.patterns,
+            embedding: record.embedding,
+            pattern_embeddings: record.pattern_embeddings,
+        };
+        rule.validate().map_err(|err| err.to_string())?;
+        Ok(rule)
+    }
+}
+
+impl From<Rule> for RuleRecord {
+    fn from(rule: Rule) -> RuleRecord {
+        let (scope, scenario_id, step_id) = match rule.scope {
+            Scope::Global => (None, None, None),
+            Scope::Scenario { scenario_id } => (Some(ScopeName::Scenario), Some(scenario_id), None),
+            Scope::Step {
+                scenario_id,
+                step_id,
+            } => (Some(ScopeName::Step), Some(scenario_id), Some(step_id)),
+        };
+        RuleRecord {
+            id: rule.id,
+            condition: rule.condition,
+            action: rule.action,
+            priority: rule.priority,
+            scope,
+            scenario_id,
+            step_id,
+            tenant_id: (rule.tenant_id != DEFAULT_TENANT).then_some(rule.tenant_id),
+            agent_id: rule.agent_id,
+            enabled: (!rule.enabled).then_some(false),
+            tags: rule.tags,
+            patterns: rule.patterns,
+            embedding: rule.embedding,
+            pattern_embeddings: rule.pattern_embeddings,
+        }
+    }
+}
+
+/// The JSONL form of a chunk.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChunkRecord {
+    id: String,
+    content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    importance: Option<serde_json::Number>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    created_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tenant_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    context_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    memory_id: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    metadata: BTreeMap<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    embedding: Option<Vec<f32>>,
+}
+
+impl TryFrom<ChunkRecord> for Chunk {
+    type Error = String;
+
+    fn try_from(record: ChunkRecord) -> std::result::Result<Chunk, String> {
+        let importance = match record.importance {
+            None => None,
+            Some(number) => match number.as_u64() {
+                Some(i @ 1..=10) => Some(i as u8),
+                _ => {
+                    return Err(format!(
+                        "`importance` must be an integer from 1 to 10, got {number}"
+                    ))
+                }
+            },
+        };
+        let chunk = Chunk {
+            id: record.id,
+            tenant_id: record
+                .tenant_id
+                .unwrap_or_else(|| DEFAULT_TENANT.to_string()),
+            agent_id: record.agent_id,
+            context_id: record.context_id,
+            memory_id: record.memory_id,
+            content: record.content,
+            importance,
+            created_at: record.created_at,
+            expires_at: record.expires_at,
+            metadata: record.metadata,
+            embedding: record.embedding,
+        };
+        chunk.validate().map_err(|err| err.to_string())?;
+        Ok(chunk)
+    }
+}
+
+impl From<Chunk> for ChunkRecord {
+    fn from(chunk: Chunk) -> ChunkRecord {
+        ChunkRecord {
+            id: chunk.id,
+            content: chunk.content,
+            importance: chunk.importance.map(serde_json::Number::from),
+            created_at: chunk.created_at,
+            expires_at: chunk.expires_at,
+            tenant_id: (chunk.tenant_id != DEFAULT_TENANT).then_some(chunk.tenant_id),
+            agent_id: chunk.agent_id,
+            context_id: chunk.context_id,
+            memory_id: chunk.memory_id,
+            metadata: chunk.metadata,
+            embedding: chunk.embedding,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn rule_err(json: &str, expected: &str) {
+        let err = serde_json::from_str::<Rule>(json).unwrap_err().to_string();
+        assert!(err.contains(expected), "{err}");
+    }
+
+    #[test]
+    fn rule_defaults() {
+        let rule: Rule =
+            serde_json::from_str(r#"{"id":"r1","condition":"c","action":"a"}"#).unwrap();
+        assert_eq!(rule, Rule::new("r1", "c", "a"));
+        assert_eq!(
+            serde_json::to_string(&rule).unwrap(),
+            r#"{"id":"r1","condition":"c","action":"a"}"#
+        );
+    }
+
+    #[test]
+    fn rule_scopes() {
+        let rule: Rule = serde_json::from_str(
+            r#"{"id":"r","condition":"c","action":"a","scope":"step","scenario_id":"s","step_id":"t"}"#,
+        )
+        .unwrap();
+        assert_eq!(rule.scope, Scope::step("s", "t"));
+        let inferred: Rule =
+            serde_json::from_str(r#"{"id":"r","condition":"c","action":"a","scenario_id":"s"}"#)
+                .unwrap();
+        assert_eq!(inferred.scope, Scope::scenario("s"));
+        rule_err(
+            r#"{"id":"r","condition":"c","action":"a","scope":"scenario"}"#,
+            "needs a `scenario_id`",
+        );
+        rule_err(
+            r#"{"id":"r","condition":"c","action":"a","scope":"step","scenario_id":"s"}"#,
+            "needs a `scenario_id` and a `step_id`",
+        );
+        rule_err(
+            r#"{"id":"r","condition":"c","action":"a","scope":"galaxy"}"#,
+            "unknown variant `galaxy`",
+        );
+    }
+
+    #[test]
+    fn rule_rejects_bad_fields() {
+        rule_err(
+            r#"{"id":"r","condition":"c","action":"a","colour":1}"#,
+            "unknown field `colour`",
+        );
+        rule_err(
+            r#"{"id":"","condition":"c","action":"a"}"#,
+            "`id` must not be empty",
+        );
+        rule_err(
+            r#"{"id":"r","condition":" ","action":"a"}"#,
+            "`condition` must not be empty",
+        );
+        rule_err(r#"{"id":"r","action":"a"}"#, "missing field `condition`");
+        rule_err(
+            r#"{"id":"r","condition":"c","action":"a","patterns":["x"],"pattern_embeddings":[]}"#,
+            "has 0 vectors but `patterns` has 1",
+        );
+        rule_err(
+            r#"{"id":"r","condition":"c","action":"a","embedding":[]}"#,
+            "must not be empty",
+        );
+    }
+
+    #[test]
+    fn chunk_round_trip() {
+        let json = r#"{"id":"c1","content":"hello","importance":7,"created_at":"2026-11-21T00:00:00Z","tenant_id":"t","context_id":"u1","metadata":{"source":"chat"}}"#;
+        let chunk: Chunk = serde_json::from_str(json).unwrap();
+        assert_eq!(chunk.importance, Some(7));
+        assert_eq!(chunk.tenant_id, "t");
+        assert_eq!(serde_json::to_string(&chunk).unwrap(), json);
+        let unix: Chunk =
+            serde_json::from_str(r#"{"id":"c1","content":"x","created_at":1795219200}"#).unwrap();
+        assert_eq!(unix.created_at, chunk.created_at);
+    }
+
+    #[test]
+    fn chunk_importance_out_of_range_is_an_error() {
+        for bad in ["0", "11", "5.5", "-1", "\"5\""] {
+            let json = format!(r#"{{"id":"c","content":"x","importance":{bad}}}"#);
+            assert!(serde_json::from_str::<Chunk>(&json).is_err(), "{bad}");
+        }
+        assert!(Chunk::new("c", "x").with_importance(11).validate().is_err());
+    }
+}

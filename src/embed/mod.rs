@@ -1,0 +1,36 @@
+//! Embedders: turn text into vectors for the vector leg.
+//!
+//! The engine calls an [`Embedder`] for records and queries that carry no vector of their
+//! own. Implementations return L2-normalised vectors of [`Embedder::dimensions`]
+//! components; a text that embeds to nothing (empty, or only unknown tokens) comes back
+//! as an all-zero vector, which the engine treats as "no vector" (the vector leg is
+//! skipped for it, never NaN).
+
+#[cfg(feature = "bert")]
+mod bert;
+#[cfg(feature = "bert")]
+pub use bert::BertEmbedder;
+
+use crate::Result;
+
+/// Turns texts into vectors.
+///
+/// Implementations must be deterministic (the same text gives the same vector) and
+/// thread-safe: the engine embeds batches in parallel.
+pub trait Embedder: Send + Sync {
+    /// A stable identifier of the model (recorded in the index at creation).
+    fn model_id(&self) -> &str;
+
+    /// The number of components of every vector this embedder returns.
+    fn dimensions(&self) -> usize;
+
+    /// Embeds every text of `texts`, in order.
+    ///
+    /// Each vector has [`Embedder::dimensions`] components and is L2-normalised, or is
+    /// all zeros when the text has nothing to embed.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`ErrorKind::Embedder`](crate::ErrorKind::Embedder) when the model fails.
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+}

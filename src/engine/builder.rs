@@ -1,0 +1,138 @@
+//! [`EngineBuilder`]: how an [`Engine`] is configured, created and opened.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::Engine;
+use crate::config::Config;
+use crate::embed::Embedder;
+use crate::Result;
+
+/// Configures and opens an [`Engine`].
+///
+/// ## Defaults
+///
+/// - configuration: [`Config::default`] (see [`Config`] for every value);
+/// - no embedder: records and queries without vectors use the text leg alone, unless
+///   one is set with [`EngineBuilder::embedder`];
+/// - sled page cache: 64 MiB.
+///
+/// # Example
+///
+/// ```
+/// use ruche::{Engine, Rule, SearchRequest};
+///
+/// let engine = Engine::builder().temporary()?;
+/// engine.upsert_rules([Rule::new("refund", "customer asks for a refund", "explain the policy")])?;
+/// engine.commit()?;
+/// let response = engine.search(&SearchRequest::rules("refund please"))?;
+/// assert_eq!(response.hits[0].id, "refund");
+/// # Ok::<(), ruche::Error>(())
+/// ```
+#[derive(Clone)]
+#[must_use]
+pub struct EngineBuilder {
+    pub(crate) config: Config,
+    pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    pub(crate) dimensions: Option<usize>,
+    pub(crate) cache_bytes: u64,
+}
+
+impl std::fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineBuilder")
+            .field("config", &self.config)
+            .field(
+                "embedder",
+                &self.embedder.as_ref().map(|e| e.model_id().to_string()),
+            )
+            .field("dimensions", &self.dimensions)
+            .field("cache_bytes", &self.cache_bytes)
+            .finish()
+    }
+}
+
+impl Default for EngineBuilder {
+    fn default() -> EngineBuilder {
+        EngineBuilder {
+            config: Config::default(),
+            embedder: None,
+            dimensions: None,
+            cache_bytes: 64 << 20,
+        }
+    }
+}
+
+impl EngineBuilder {
+    /// Uses this configuration.
+    pub fn config(mut self, config: Config) -> EngineBuilder {
+        self.config = config;
+        self
+    }
+
+    /// Embeds records and queries that carry no vector with `embedder`.
+    ///
+    /// An index records the model id and dimension of its embedder at creation; opening
+    /// it with another embedder is an error.
+    pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> EngineBuilder {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// Fixes the vector dimension at creation (otherwise it comes from the embedder or
+    /// from the first record that carries a vector).
+    pub fn dimensions(mut self, dimensions: usize) -> EngineBuilder {
+        self.dimensions = Some(dimensions);
+        self
+    }
+
+    /// The size of sled's page cache in bytes.
+    pub fn cache_bytes(mut self, bytes: u64) -> EngineBuilder {
+        self.cache_bytes = bytes;
+        self
+    }
+
+    /// Creates a new index in `dir` (created if missing) and opens it.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::IndexExists`](crate::ErrorKind::IndexExists) when `dir` already
+    /// holds an index; [`ErrorKind::InvalidConfig`](crate::ErrorKind::InvalidConfig);
+    /// I/O errors.
+    pub fn create(self, dir: impl AsRef<Path>) -> Result<Engine> {
+        Engine::open_dir(self, dir.as_ref(), super::OpenMode::Create, None)
+    }
+
+    /// Opens the existing index in `dir`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::IndexNotFound`](crate::ErrorKind::IndexNotFound) when there is none
+    /// (opening never creates an index); [`ErrorKind::Locked`](crate::ErrorKind::Locked)
+    /// when another process has it open;
+    /// [`ErrorKind::IncompatibleFormat`](crate::ErrorKind::IncompatibleFormat);
+    /// [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt).
+    pub fn open(self, dir: impl AsRef<Path>) -> Result<Engine> {
+        Engine::open_dir(self, dir.as_ref(), super::OpenMode::Open, None)
+    }
+
+    /// Opens the index in `dir`, creating it if there is none.
+    ///
+    /// # Errors
+    ///
+    /// As [`EngineBuilder::create`] and [`EngineBuilder::open`].
+    pub fn open_or_create(self, dir: impl AsRef<Path>) -> Result<Engine> {
+        Engine::open_dir(self, dir.as_ref(), super::OpenMode::OpenOrCreate, None)
+    }
+
+    /// Creates an index in a new temporary directory, deleted when the engine drops.
+    ///
+    /// # Errors
+    ///
+    /// As [`EngineBuilder::create`].
+    pub fn temporary(self) -> Result<Engine> {
+        let dir = tempfile::Builder::new().prefix("ruche-").tempdir()?;
+        let path = dir.path().to_path_buf();
+        Engine::open_dir(self, &path, super::OpenMode::Create, Some(dir))
+    }
+}

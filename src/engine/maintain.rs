@@ -1,0 +1,329 @@
+//! Keeping the derived indexes in step with the store.
+//!
+//! At open: the catalog is loaded from the store; the text index is opened and caught up
+//! from the change log, or rebuilt when it is missing, corrupt or cannot be caught up;
+//! each graph is loaded from its checkpoint. In the background, a worker thread inserts
+//! the tail of each graph (vectors committed after what the graph covers), rebuilds a
+//! graph when too many of its entries are dead, and stores checkpoints when enough has
+//! changed.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use super::{entry_of, Counters, Inner};
+use crate::catalog::{Catalog, Vectors};
+use crate::id::{DocId, VectorKey};
+use crate::store::{LogEntry, Store};
+use crate::text::TextIndex;
+use crate::vector::{Graph, Manifest, VectorIndex};
+use crate::{Error, Kind, Result};
+
+/// Vectors inserted into a graph per round of the worker.
+const INSERT_BATCH: usize = 2_048;
+
+/// Reads every live document and its vectors from the store.
+pub(super) fn load_catalog(store: &Store) -> Result<Catalog> {
+    let mut vectors: HashMap<DocId, crate::store::StoredVectors> = HashMap::new();
+    for item in store.all_vectors() {
+        let (doc, stored) = item?;
+        vectors.insert(doc, stored);
+    }
+    let mut catalog = Catalog::default();
+    for item in store.docs() {
+        let (doc, record) = item?;
+        let entry = entry_of(&record, vectors.get(&doc))?;
+        catalog.insert(doc, entry);
+    }
+    Ok(catalog)
+}
+
+/// Opens the text index, catching it up or rebuilding it as needed.
+pub(super) fn open_text(
+    dir: &Path,
+    store: &Store,
+    catalog: &Catalog,
+    counters: &Counters,
+) -> Result<TextIndex> {
+    let last_seq = store.meta().last_seq;
+    match TextIndex::open(dir) {
+        Ok((text, seq)) if seq == last_seq => return Ok(text),
+        Ok((text, seq)) if seq < last_seq => match catch_up(&text, store, seq, last_seq) {
+            Ok(replayed) => {
+                counters
+                    .text_replayed
+                    .fetch_add(replayed, Ordering::Relaxed);
+                tracing::info!(from = seq, to = last_seq, replayed, "text index caught up");
+                return Ok(text);
+            }
+            Err(err) => tracing::warn!(error = %err, "text index could not catch up; rebuilding"),
+        },
+        Ok((_, seq)) => {
+            tracing::warn!(
+                text_seq = seq,
+                store_seq = last_seq,
+                "text index ahead of store; rebuilding"
+            )
+        }
+        Err(err) => tracing::warn!(error = %err, "text index unreadable; rebuilding"),
+    }
+    counters.text_rebuilds.fetch_add(1, Ordering::Relaxed);
+    rebuild_text(dir, catalog, last_seq)
+}
+
+/// Replays the change log after `from` into `text`; returns how many entries it applied.
+fn catch_up(text: &TextIndex, store: &Store, from: u64, to: u64) -> Result<u64> {
+    let entries = store.log_after(from)?;
+    // The log must hold every entry from `from + 1` on, else it was truncated too far.
+    let contiguous = entries
+        .iter()
+        .enumerate()
+        .all(|(i, (seq, _))| *seq == from + 1 + i as u64);
+    if !contiguous || entries.last().map(|(seq, _)| *seq) != Some(to) {
+        return Err(Error::corrupt(
+            "change log does not reach the text index's sequence number",
+        ));
+    }
+    for (_, entry) in &entries {
+        match *entry {
+            LogEntry::Upsert { doc, replaced } => {
+                if let Some(replaced) = replaced {
+                    text.delete(DocId::new(replaced));
+                }
+                let doc = DocId::new(doc);
+                // Idempotent: the version may already be in the index.
+                text.delete(doc);
+                // A version removed later in the log is no longer in the store.
+                if let Some(record) = store.doc(doc)? {
+                    text.add(doc, &record.to_document(None)?.text())?;
+                }
+            }
+            LogEntry::Delete { doc } => text.delete(DocId::new(doc)),
+        }
+    }
+    text.commit(to)?;
+    text.reload()?;
+    store.truncate_log(to)?;
+    Ok(entries.len() as u64)
+}
+
+fn rebuild_text(dir: &Path, catalog: &Catalog, last_seq: u64) -> Result<TextIndex> {
+    let text = TextIndex::create(dir)?;
+    for (doc, entry) in catalog.iter() {
+        text.add(doc, &entry.doc.text())?;
+    }
+    text.commit(last_seq)?;
+    text.reload()?;
+    Ok(text)
+}
+
+/// Loads each kind's graph from its checkpoint; a missing or damaged checkpoint leaves
+/// an empty graph that the worker fills from the store.
+pub(super) fn load_graphs(
+    store: &Store,
+    vectors: &VectorIndex,
+    counters: &Counters,
+    dimensions: Option<usize>,
+) -> Result<()> {
+    for kind in [Kind::Rule, Kind::Chunk] {
+        let Some(manifest_bytes) = store.checkpoint_manifest(kind)? else {
+            continue;
+        };
+        let loaded = decode_manifest(&manifest_bytes).and_then(|manifest| {
+            if Some(manifest.dimensions) != dimensions && manifest.n_points > 0 {
+                return Err(Error::corrupt("graph checkpoint has another dimension"));
+            }
+            let files = store.checkpoint_files(kind, manifest.files.len())?;
+            let graph = Graph::load(&manifest, &files, vectors.params())?;
+            Ok((graph, manifest.covered_seq))
+        });
+        match loaded {
+            Ok((graph, covered)) => {
+                vectors.install(kind, graph, covered, true);
+                counters
+                    .graph_checkpoint_loads
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            Err(err) => {
+                tracing::warn!(kind = %kind, error = %err, "graph checkpoint unusable; rebuilding");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn decode_manifest(bytes: &[u8]) -> Result<Manifest> {
+    bincode::deserialize(bytes).map_err(|err| Error::corrupt(format!("graph manifest: {err}")))
+}
+
+pub(super) fn spawn_worker(inner: Arc<Inner>) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("ruche-graph".to_string())
+        .spawn(move || worker_loop(&inner))
+        .map_err(Error::from)
+}
+
+fn worker_loop(inner: &Inner) {
+    let signal = &inner.worker;
+    loop {
+        {
+            let mut state = signal.state.lock().unwrap_or_else(|p| p.into_inner());
+            while !state.work && !signal.stop.load(Ordering::Acquire) {
+                state = signal.wake.wait(state).unwrap_or_else(|p| p.into_inner());
+            }
+            if signal.stop.load(Ordering::Acquire) {
+                state.busy = false;
+                signal.idle.notify_all();
+                return;
+            }
+            state.work = false;
+            state.busy = true;
+        }
+        let mut more = false;
+        for kind in [Kind::Rule, Kind::Chunk] {
+            match maintain_graph(inner, kind) {
+                Ok(unfinished) => more |= unfinished,
+                Err(err) => tracing::warn!(kind = %kind, error = %err, "graph maintenance failed"),
+            }
+        }
+        let mut state = signal.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.busy = false;
+        state.work |= more;
+        if !state.work {
+            signal.idle.notify_all();
+        }
+    }
+}
+
+/// One round of maintenance of one graph; returns whether work is left.
+fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
+    let Some(dim) = inner.store.meta().dimensions else {
+        return Ok(false);
+    };
+    let vectors = &inner.vectors;
+    let graph = vectors.graph(kind);
+    let covered = vectors.covered(kind);
+    let live_in_graph = inner.read_catalog().n_vectors_upto(kind, covered);
+    let dead = graph.len().saturating_sub(live_in_graph);
+    let rebuild = graph.len() >= 1_000
+        && dead as f64 > inner.config.vector.rebuild_dead_fraction * graph.len() as f64;
+    if rebuild {
+        rebuild_graph(inner, kind, dim);
+        checkpoint(inner, kind)?;
+        return Ok(true);
+    }
+
+    // Insert the next batch of the tail, in sequence order, so that the graph keeps
+    // covering a prefix of the change sequence.
+    let batch: Vec<(u64, DocId, Vectors)> = {
+        let catalog = inner.read_catalog();
+        let mut n_vectors = 0;
+        let mut batch = Vec::new();
+        for (seq, doc) in catalog.vectors_after(kind, covered) {
+            if n_vectors >= INSERT_BATCH {
+                break;
+            }
+            if let Some(vectors) = catalog.get(doc).and_then(|e| e.vectors.clone()) {
+                n_vectors += vectors.len();
+                batch.push((seq, doc, vectors));
+            }
+        }
+        batch
+    };
+    if let Some(&(last_seq, _, _)) = batch.last() {
+        let items: Vec<(&[f32], VectorKey)> = batch
+            .iter()
+            .flat_map(|(_, doc, vectors)| vectors.keyed(*doc, dim))
+            .collect();
+        graph.insert(&items);
+        vectors.advance(kind, last_seq, items.len());
+        inner
+            .counters
+            .graph_vectors_inserted
+            .fetch_add(items.len() as u64, Ordering::Relaxed);
+    }
+    if vectors.dirty(kind) >= inner.config.vector.checkpoint_every {
+        checkpoint(inner, kind)?;
+    }
+    let unfinished = inner
+        .read_catalog()
+        .vectors_after(kind, vectors.covered(kind))
+        .next()
+        .is_some();
+    Ok(unfinished)
+}
+
+/// Builds a new graph of every live vector of `kind` and swaps it in.
+fn rebuild_graph(inner: &Inner, kind: Kind, dim: usize) {
+    let snapshot: Vec<(u64, DocId, Vectors)> = {
+        let catalog = inner.read_catalog();
+        catalog
+            .vectors_after(kind, 0)
+            .filter_map(|(seq, doc)| Some((seq, doc, catalog.get(doc)?.vectors.clone()?)))
+            .collect()
+    };
+    let covered = snapshot.last().map_or(0, |(seq, _, _)| *seq);
+    let n_vectors: usize = snapshot.iter().map(|(_, _, v)| v.len()).sum();
+    let graph = Graph::new(inner.vectors.params(), n_vectors);
+    for chunk in snapshot.chunks(INSERT_BATCH) {
+        let items: Vec<(&[f32], VectorKey)> = chunk
+            .iter()
+            .flat_map(|(_, doc, vectors)| vectors.keyed(*doc, dim))
+            .collect();
+        graph.insert(&items);
+    }
+    let covered = covered.max(inner.vectors.covered(kind));
+    inner.vectors.install(kind, graph, covered, false);
+    inner
+        .counters
+        .graph_rebuilds
+        .fetch_add(1, Ordering::Relaxed);
+    inner
+        .counters
+        .graph_vectors_inserted
+        .fetch_add(n_vectors as u64, Ordering::Relaxed);
+    tracing::info!(kind = %kind, vectors = n_vectors, "graph rebuilt");
+}
+
+/// Stores a checkpoint of the graph of `kind` if it changed since the last one.
+pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
+    let vectors = &inner.vectors;
+    if vectors.dirty(kind) == 0 {
+        return Ok(());
+    }
+    let Some(dimensions) = inner.store.meta().dimensions else {
+        return Ok(());
+    };
+    let covered = vectors.covered(kind);
+    let graph = vectors.graph(kind);
+    let files = graph.dump()?;
+    let manifest = Manifest {
+        covered_seq: covered,
+        n_points: graph.len(),
+        dimensions,
+        files: Graph::file_sums(&files),
+    };
+    let manifest_bytes = bincode::serialize(&manifest).expect("manifests serialise");
+    inner.store.save_checkpoint(kind, &manifest_bytes, &files)?;
+    vectors.mark_checkpointed(kind, covered);
+    inner
+        .counters
+        .graph_checkpoints
+        .fetch_add(1, Ordering::Relaxed);
+    tracing::debug!(kind = %kind, covered, points = graph.len(), "graph checkpoint stored");
+    Ok(())
+}
+
+/// Checkpoints both graphs; with `finish`, first inserts whatever tail is left (the
+/// worker must be idle or stopped).
+pub(super) fn checkpoint_all(inner: &Inner, finish: bool) -> Result<()> {
+    for kind in [Kind::Rule, Kind::Chunk] {
+        if finish {
+            while maintain_graph(inner, kind)? {}
+        }
+        checkpoint(inner, kind)?;
+    }
+    Ok(())
+}

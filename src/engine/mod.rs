@@ -1,0 +1,523 @@
+//! [`Engine`]: open an index directory, write documents, search them.
+//!
+//! The engine ties the stores together. sled (`store/`) is the source of truth; the
+//! tantivy index (`text/`) and the HNSW graphs (`vector/`) are derived from it, caught up
+//! from the change log when they are behind and rebuilt when they are missing. The
+//! in-memory [`Catalog`] holds the live documents that filters check.
+
+mod builder;
+mod maintain;
+mod search;
+mod write;
+
+#[cfg(test)]
+mod tests;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::thread::JoinHandle;
+
+use serde::Serialize;
+
+use crate::catalog::{Catalog, Entry, Vectors};
+use crate::config::Config;
+use crate::doc::Document;
+use crate::embed::Embedder;
+use crate::store::{PendingOp, Store};
+use crate::text::TextIndex;
+use crate::vector::VectorIndex;
+use crate::{Error, ErrorKind, Kind, Result};
+
+pub use self::builder::EngineBuilder;
+
+/// An open index: rules and chunks on disk, searchable by text and vector.
+///
+/// `Engine` is `Send + Sync`: share it between threads (in an `Arc`); searches run
+/// concurrently, writes are serialised internally. Writes (`upsert_*`, `delete*`) are
+/// buffered until [`Engine::commit`], which makes them durable and visible at once.
+///
+/// Dropping an engine stops its background graph builder and stores a graph checkpoint;
+/// [`Engine::close`] does the same and also finishes the graph first, reporting errors.
+///
+/// # Example
+///
+/// ```
+/// use ruche::{Chunk, Engine, Rule, Scope, SearchRequest};
+///
+/// let engine = Engine::builder().temporary()?;
+/// engine.upsert_rules([
+///     Rule::new("greet", "the conversation starts", "greet the customer by name"),
+///     Rule::new("refund", "the customer wants a refund", "check the order, then refund")
+///         .with_scope(Scope::scenario("returns"))
+///         .with_priority(80),
+/// ])?;
+/// engine.commit()?;
+///
+/// // Scenario rules apply only while their scenario is active.
+/// let outside = engine.search(&SearchRequest::rules("I want a refund"))?;
+/// assert!(outside.hits.iter().all(|hit| hit.id != "refund"));
+/// let inside = engine.search(&SearchRequest::rules("I want a refund").scenario("returns"))?;
+/// assert_eq!(inside.hits[0].id, "refund");
+/// # Ok::<(), ruche::Error>(())
+/// ```
+pub struct Engine {
+    inner: Arc<Inner>,
+    worker: Option<JoinHandle<()>>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) dir: PathBuf,
+    pub(crate) config: Config,
+    pub(crate) store: Store,
+    pub(crate) text: TextIndex,
+    pub(crate) vectors: VectorIndex,
+    pub(crate) catalog: RwLock<Catalog>,
+    pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    /// Writes waiting for the next commit, and the vector space they may fix.
+    pub(crate) pending: Mutex<Pending>,
+    /// Held for the whole of a commit, so commits are serialised.
+    pub(crate) commit_lock: Mutex<()>,
+    pub(crate) counters: Counters,
+    pub(crate) worker: WorkerSignal,
+    pub(crate) query_counter: AtomicU64,
+    _lock_file: File,
+    _temp_dir: Option<tempfile::TempDir>,
+}
+
+#[derive(Default)]
+pub(crate) struct Pending {
+    pub(crate) ops: Vec<PendingOp>,
+    /// The dimension of the first vectors written, when the index has none yet.
+    pub(crate) dimensions: Option<usize>,
+}
+
+/// Wakes the background graph builder.
+#[derive(Default)]
+pub(crate) struct WorkerSignal {
+    pub(crate) state: Mutex<WorkerState>,
+    pub(crate) wake: Condvar,
+    pub(crate) idle: Condvar,
+    pub(crate) stop: AtomicBool,
+}
+
+#[derive(Default)]
+pub(crate) struct WorkerState {
+    /// Set when there may be work; cleared by the worker when it starts a round.
+    pub(crate) work: bool,
+    /// Set while the worker is in a round.
+    pub(crate) busy: bool,
+}
+
+/// Monotonic counters of what the engine did (exposed in [`Stats`]).
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) graph_checkpoint_loads: AtomicU64,
+    pub(crate) graph_rebuilds: AtomicU64,
+    pub(crate) graph_vectors_inserted: AtomicU64,
+    pub(crate) graph_checkpoints: AtomicU64,
+    pub(crate) text_rebuilds: AtomicU64,
+    pub(crate) text_replayed: AtomicU64,
+    pub(crate) embedded_texts: AtomicU64,
+}
+
+/// Counts and state of an index, as [`Engine::stats`] reports them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Live rules.
+    pub rules: usize,
+    /// Live chunks.
+    pub chunks: usize,
+    /// Distinct tenants.
+    pub tenants: usize,
+    /// The vector dimension, once known.
+    pub dimensions: Option<usize>,
+    /// The model that makes the vectors (`external` when records bring their own).
+    pub model_id: Option<String>,
+    /// The sequence number of the last committed change.
+    pub last_seq: u64,
+    /// Documents in the text index.
+    pub text_docs: u64,
+    /// Segments of the text index.
+    pub text_segments: usize,
+    /// The rule graph.
+    pub rule_graph: GraphStats,
+    /// The chunk graph.
+    pub chunk_graph: GraphStats,
+    /// Bytes sled uses on disk.
+    pub store_bytes: u64,
+    /// What the engine did since it was opened.
+    pub counters: CounterStats,
+}
+
+/// The state of one HNSW graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct GraphStats {
+    /// Entries in the graph, dead ones included.
+    pub points: usize,
+    /// Live vectors of the kind.
+    pub live_vectors: usize,
+    /// Every upsert up to this sequence number is in the graph.
+    pub covered_seq: u64,
+    /// The sequence number the stored checkpoint covers.
+    pub checkpoint_seq: u64,
+    /// Live documents not yet in the graph (scanned exactly).
+    pub tail_docs: usize,
+}
+
+/// What the engine did since it was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct CounterStats {
+    /// Graphs loaded from a checkpoint at open.
+    pub graph_checkpoint_loads: u64,
+    /// Graphs rebuilt from scratch (to drop dead entries, or after a lost checkpoint).
+    pub graph_rebuilds: u64,
+    /// Vectors inserted into graphs.
+    pub graph_vectors_inserted: u64,
+    /// Graph checkpoints stored.
+    pub graph_checkpoints: u64,
+    /// Text indexes rebuilt from the store (missing or corrupt at open).
+    pub text_rebuilds: u64,
+    /// Change-log entries replayed into the text index at open.
+    pub text_replayed: u64,
+    /// Texts embedded by the embedder.
+    pub embedded_texts: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpenMode {
+    Create,
+    Open,
+    OpenOrCreate,
+}
+
+const STORE_DIR: &str = "store";
+const TEXT_DIR: &str = "text";
+const LOCK_FILE: &str = "LOCK";
+
+impl Engine {
+    /// Starts configuring an engine.
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder::default()
+    }
+
+    fn open_dir(
+        builder: EngineBuilder,
+        dir: &Path,
+        mode: OpenMode,
+        temp_dir: Option<tempfile::TempDir>,
+    ) -> Result<Engine> {
+        builder.config.validate()?;
+        let store_dir = dir.join(STORE_DIR);
+        let exists = store_dir.exists();
+        let create = match (mode, exists) {
+            (OpenMode::Create, true) => {
+                return Err(Error::new(ErrorKind::IndexExists {
+                    path: dir.to_path_buf(),
+                }))
+            }
+            (OpenMode::Open, false) => {
+                return Err(Error::new(ErrorKind::IndexNotFound {
+                    path: dir.to_path_buf(),
+                }))
+            }
+            (OpenMode::Create, false) | (OpenMode::OpenOrCreate, false) => true,
+            (_, true) => false,
+        };
+        if create {
+            std::fs::create_dir_all(dir)?;
+        }
+        let lock_file = lock(dir)?;
+        let store = Store::open(&store_dir, create, builder.cache_bytes)?;
+        if create {
+            let dimensions = builder
+                .dimensions
+                .or(builder.embedder.as_ref().map(|e| e.dimensions()));
+            if let Some(dimensions) = dimensions {
+                let model_id = builder
+                    .embedder
+                    .as_ref()
+                    .map_or("external", |e| e.model_id());
+                store.set_vector_space(dimensions, model_id)?;
+            }
+        }
+        let meta = store.meta();
+        if let Some(embedder) = &builder.embedder {
+            check_embedder(embedder.as_ref(), meta.dimensions, meta.model_id.as_deref())?;
+        }
+
+        let catalog = maintain::load_catalog(&store)?;
+        let counters = Counters::default();
+        let text = maintain::open_text(&dir.join(TEXT_DIR), &store, &catalog, &counters)?;
+        let vectors = VectorIndex::new(builder.config.vector.params());
+        maintain::load_graphs(&store, &vectors, &counters, meta.dimensions)?;
+
+        let inner = Arc::new(Inner {
+            dir: dir.to_path_buf(),
+            config: builder.config,
+            store,
+            text,
+            vectors,
+            catalog: RwLock::new(catalog),
+            embedder: builder.embedder,
+            pending: Mutex::new(Pending::default()),
+            commit_lock: Mutex::new(()),
+            counters,
+            worker: WorkerSignal::default(),
+            query_counter: AtomicU64::new(0),
+            _lock_file: lock_file,
+            _temp_dir: temp_dir,
+        });
+        let worker = maintain::spawn_worker(Arc::clone(&inner))?;
+        inner.wake_worker();
+        Ok(Engine {
+            inner,
+            worker: Some(worker),
+        })
+    }
+
+    /// The index directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The embedder in use, if any.
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.inner.embedder.as_ref()
+    }
+
+    /// The current version of a document, with the vectors the caller supplied.
+    ///
+    /// # Errors
+    ///
+    /// Storage errors.
+    pub fn get(&self, kind: Kind, tenant: &str, id: &str) -> Result<Option<Document>> {
+        let store = &self.inner.store;
+        let Some(doc) = store.lookup(kind, tenant, id)? else {
+            return Ok(None);
+        };
+        let Some(record) = store.doc(doc)? else {
+            return Ok(None);
+        };
+        let vectors = store.vectors(doc)?;
+        record.to_document(vectors.as_ref()).map(Some)
+    }
+
+    /// Every committed document of `kind` (of one tenant, or all), ordered by tenant and
+    /// then id, with the vectors the caller supplied: what `ruche export` writes.
+    pub fn export<'a>(
+        &'a self,
+        kind: Kind,
+        tenant: Option<&'a str>,
+    ) -> impl Iterator<Item = Result<Document>> + 'a {
+        let store = &self.inner.store;
+        store.ids(kind, tenant).filter_map(move |doc| {
+            let doc = match doc {
+                Ok(doc) => doc,
+                Err(err) => return Some(Err(err)),
+            };
+            let record = match store.doc(doc) {
+                Ok(Some(record)) => record,
+                Ok(None) => return Some(Err(Error::corrupt("id map names a missing document"))),
+                Err(err) => return Some(Err(err)),
+            };
+            let vectors = match store.vectors(doc) {
+                Ok(vectors) => vectors,
+                Err(err) => return Some(Err(err)),
+            };
+            Some(record.to_document(vectors.as_ref()))
+        })
+    }
+
+    /// Counts and state of the index.
+    pub fn stats(&self) -> Stats {
+        let inner = &self.inner;
+        let meta = inner.store.meta();
+        let catalog = inner.read_catalog();
+        let graph_stats = |kind: Kind| {
+            let covered = inner.vectors.covered(kind);
+            GraphStats {
+                points: inner.vectors.graph(kind).len(),
+                live_vectors: catalog.n_vectors(kind),
+                covered_seq: covered,
+                checkpoint_seq: inner.vectors.checkpointed(kind),
+                tail_docs: catalog.vectors_after(kind, covered).count(),
+            }
+        };
+        let c = &inner.counters;
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        Stats {
+            rules: catalog.count(Kind::Rule),
+            chunks: catalog.count(Kind::Chunk),
+            tenants: catalog.tenants(),
+            dimensions: meta.dimensions,
+            model_id: meta.model_id.clone(),
+            last_seq: meta.last_seq,
+            text_docs: inner.text.num_docs(),
+            text_segments: inner.text.segment_count(),
+            rule_graph: graph_stats(Kind::Rule),
+            chunk_graph: graph_stats(Kind::Chunk),
+            store_bytes: inner.store.size_on_disk(),
+            counters: CounterStats {
+                graph_checkpoint_loads: load(&c.graph_checkpoint_loads),
+                graph_rebuilds: load(&c.graph_rebuilds),
+                graph_vectors_inserted: load(&c.graph_vectors_inserted),
+                graph_checkpoints: load(&c.graph_checkpoints),
+                text_rebuilds: load(&c.text_rebuilds),
+                text_replayed: load(&c.text_replayed),
+                embedded_texts: load(&c.embedded_texts),
+            },
+        }
+    }
+
+    /// Blocks until the graphs hold every committed vector, then stores checkpoints.
+    ///
+    /// Searches never need this (documents not in a graph are scanned exactly); it makes
+    /// the next open fast and the next searches use the graph alone.
+    ///
+    /// # Errors
+    ///
+    /// Storage errors while writing the checkpoint.
+    pub fn sync_graph(&self) -> Result<()> {
+        self.inner.wait_for_worker();
+        maintain::checkpoint_all(&self.inner, true)
+    }
+
+    /// Finishes the graphs, stores their checkpoints, flushes and closes the index.
+    ///
+    /// # Errors
+    ///
+    /// Storage errors; the index stays consistent (what was committed is kept).
+    pub fn close(mut self) -> Result<()> {
+        self.inner.wait_for_worker();
+        self.stop_worker();
+        maintain::checkpoint_all(&self.inner, true)?;
+        self.inner.store.flush()
+    }
+
+    fn stop_worker(&mut self) {
+        self.inner.worker.stop.store(true, Ordering::Release);
+        self.inner.wake_worker();
+        if let Some(worker) = self.worker.take() {
+            // A panicking worker has already reported itself; the graph is derived data.
+            let _ = worker.join();
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if self.worker.is_none() {
+            return;
+        }
+        self.stop_worker();
+        if let Err(err) = maintain::checkpoint_all(&self.inner, false) {
+            tracing::warn!(error = %err, "could not store the graph checkpoint at close");
+        }
+        if let Err(err) = self.inner.store.flush() {
+            tracing::warn!(error = %err, "could not flush the store at close");
+        }
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("dir", &self.inner.dir)
+            .finish()
+    }
+}
+
+impl Inner {
+    pub(crate) fn read_catalog(&self) -> RwLockReadGuard<'_, Catalog> {
+        self.catalog
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    pub(crate) fn write_catalog(&self) -> RwLockWriteGuard<'_, Catalog> {
+        self.catalog
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    pub(crate) fn wake_worker(&self) {
+        let mut state = self.worker.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.work = true;
+        self.worker.wake.notify_all();
+    }
+
+    /// Blocks until the worker has no work left.
+    pub(crate) fn wait_for_worker(&self) {
+        let mut state = self.worker.state.lock().unwrap_or_else(|p| p.into_inner());
+        while (state.work || state.busy) && !self.worker.stop.load(Ordering::Acquire) {
+            state = self
+                .worker
+                .idle
+                .wait(state)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// Takes the index directory's lock, or fails with `Locked`.
+fn lock(dir: &Path) -> Result<File> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(LOCK_FILE))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::new(ErrorKind::Locked {
+            path: dir.to_path_buf(),
+        })),
+        Err(std::fs::TryLockError::Error(err)) => Err(err.into()),
+    }
+}
+
+/// Checks that `embedder` makes the vectors the index was created with.
+fn check_embedder(
+    embedder: &dyn Embedder,
+    dimensions: Option<usize>,
+    model_id: Option<&str>,
+) -> Result<()> {
+    if let Some(expected) = dimensions {
+        if embedder.dimensions() != expected {
+            return Err(Error::new(ErrorKind::DimensionMismatch {
+                expected,
+                got: embedder.dimensions(),
+            }));
+        }
+    }
+    match model_id {
+        Some(recorded) if recorded != embedder.model_id() && recorded != "external" => {
+            Err(Error::invalid_input(format!(
+                "the index was created with embedder `{recorded}`, not `{}` (re-embed it to change models)",
+                embedder.model_id()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Builds a catalog entry from a stored record and its vectors.
+pub(crate) fn entry_of(
+    record: &crate::store::DocRecord,
+    vectors: Option<&crate::store::StoredVectors>,
+) -> Result<Entry> {
+    Ok(Entry {
+        doc: Arc::new(record.to_document(None)?),
+        seq: record.seq,
+        vectors: vectors.and_then(Vectors::from_stored),
+    })
+}

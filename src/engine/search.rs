@@ -1,0 +1,442 @@
+//! The query pipeline: filters, both legs, fusion, weighting, order, selection.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::{Engine, Inner};
+use crate::catalog::{Catalog, DocFilter};
+use crate::chunk::{importance_score, ChunkSelector};
+use crate::doc::Document;
+use crate::fusion::{min_max, FusionWeights};
+use crate::id::DocId;
+use crate::query::{
+    FoundBy, Hit, ScoreBreakdown, SearchRequest, SearchResponse, SelectionSummary, Timings,
+};
+use crate::time::Timestamp;
+use crate::vector::metric;
+use crate::{Error, ErrorKind, Kind, Result};
+
+/// One candidate while it is being scored.
+#[derive(Debug, Clone)]
+struct Candidate {
+    doc: DocId,
+    bm25: f64,
+    cosine: Option<f32>,
+    found_by: FoundBy,
+}
+
+/// A scored candidate, before selection.
+struct Scored<'a> {
+    doc: &'a Document,
+    entry_doc: std::sync::Arc<Document>,
+    priority: i32,
+    final_score: f64,
+    breakdown: ScoreBreakdown,
+}
+
+impl Engine {
+    /// Runs a search.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid request
+    /// (a step without its scenario, a context or metadata filter on rules, a scenario on
+    /// chunks); [`ErrorKind::DimensionMismatch`](crate::ErrorKind::DimensionMismatch) for
+    /// a query vector of another dimension than the index's;
+    /// [`ErrorKind::NonFiniteScore`](crate::ErrorKind::NonFiniteScore) for a NaN in it;
+    /// embedder and storage errors.
+    pub fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
+        self.inner.search(request)
+    }
+}
+
+impl Inner {
+    fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
+        let started = Instant::now();
+        validate(request)?;
+        let mut timings = Timings::default();
+        let now = request.now.unwrap_or_else(Timestamp::now);
+        let retrieval = &self.config.pipeline.retrieval;
+        let limit = retrieval
+            .max_candidates
+            .max(request.max_candidates.unwrap_or(0))
+            .max(request.top_k.unwrap_or(0));
+        let text_present = !request.text.trim().is_empty();
+
+        // The query vector: the request's, or the embedder's.
+        let stage = Instant::now();
+        let (query_vector, vector_skipped) = self.query_vector(request, text_present)?;
+        timings.embed_us = micros(stage);
+
+        let text_query = self.text.analyze(&request.text);
+        let catalog = self.read_catalog();
+        let filter = DocFilter {
+            kind: request.kind,
+            tenant: &request.tenant_id,
+            agent: request.agent_id.as_deref(),
+            scenario: request.scenario_id.as_deref(),
+            step: request.step_id.as_deref(),
+            context: request.context_id.as_deref(),
+            tags: &request.tags,
+            metadata: &request.filters,
+            now,
+        };
+        let accept = |doc: DocId| {
+            catalog
+                .get(doc)
+                .filter(|entry| filter.matches(&entry.doc))
+                .map(|entry| entry.doc.id())
+        };
+
+        let stage = Instant::now();
+        let text_hits = self.text.search(&text_query, limit, &accept)?;
+        timings.text_us = micros(stage);
+
+        let stage = Instant::now();
+        let vector_hits = match &query_vector {
+            Some(query) => {
+                self.vectors
+                    .search(
+                        &catalog,
+                        &filter,
+                        query,
+                        limit,
+                        retrieval.exact_scan_threshold,
+                    )
+                    .0
+            }
+            None => Vec::new(),
+        };
+        timings.vector_us = micros(stage);
+        let leg_candidates = [text_hits.len(), vector_hits.len()];
+
+        // Browsing chunks without any query: every admitted chunk is a candidate.
+        let browse = request.kind == Kind::Chunk
+            && !text_present
+            && query_vector.is_none()
+            && request.embedding.is_none();
+
+        let stage = Instant::now();
+        let mut candidates: HashMap<DocId, Candidate> = HashMap::new();
+        for (doc, bm25) in &text_hits {
+            candidates.insert(
+                *doc,
+                Candidate {
+                    doc: *doc,
+                    bm25: f64::from(*bm25),
+                    cosine: None,
+                    found_by: FoundBy {
+                        text: true,
+                        vector: false,
+                    },
+                },
+            );
+        }
+        for (doc, cosine) in &vector_hits {
+            let candidate = candidates.entry(*doc).or_insert(Candidate {
+                doc: *doc,
+                bm25: 0.0,
+                cosine: None,
+                found_by: FoundBy::default(),
+            });
+            candidate.cosine = Some(*cosine);
+            candidate.found_by.vector = true;
+        }
+        if browse {
+            for doc in catalog.matching(&filter) {
+                candidates.entry(doc).or_insert(Candidate {
+                    doc,
+                    bm25: 0.0,
+                    cosine: None,
+                    found_by: FoundBy::default(),
+                });
+            }
+        }
+        // Fill each leg's score for candidates the other leg found: BM25 of vector-only
+        // candidates from the text index, cosine of text-only ones from stored vectors.
+        let vector_only: Vec<DocId> = candidates
+            .values()
+            .filter(|c| !c.found_by.text && c.found_by.vector)
+            .map(|c| c.doc)
+            .collect();
+        if !text_query.is_empty() && !vector_only.is_empty() {
+            for (doc, bm25) in self.text.score_docs(&text_query, &vector_only)? {
+                if let Some(candidate) = candidates.get_mut(&doc) {
+                    candidate.bm25 = f64::from(bm25);
+                }
+            }
+        }
+        if let Some(query) = &query_vector {
+            for candidate in candidates.values_mut() {
+                if candidate.cosine.is_none() {
+                    candidate.cosine = catalog
+                        .get(candidate.doc)
+                        .and_then(|entry| entry.vectors.as_ref())
+                        .map(|v| crate::vector::best_cosine(query, &v.data, query.len()));
+                }
+            }
+        }
+        let mut scored = self.score(
+            request,
+            &catalog,
+            candidates.into_values().collect(),
+            query_vector.is_some(),
+            !text_query.is_empty(),
+            now,
+        )?;
+        timings.fuse_us = micros(stage);
+
+        let stage = Instant::now();
+        scored.sort_by(|a, b| {
+            b.final_score
+                .total_cmp(&a.final_score)
+                .then_with(|| b.priority.cmp(&a.priority))
+                .then_with(|| a.doc.id().cmp(b.doc.id()))
+        });
+        let input_count = scored.len();
+        let selection = match request.top_k {
+            Some(k) => {
+                scored.truncate(k);
+                SelectionSummary {
+                    strategy: "top_k".to_string(),
+                    input_count,
+                    output_count: scored.len(),
+                    cutoff_score: scored.last().map_or(0.0, |s| s.final_score),
+                    metadata: serde_json::Map::new(),
+                }
+            }
+            None => {
+                let config = request.selection.as_ref().unwrap_or(match request.kind {
+                    Kind::Rule => &retrieval.rule_selection,
+                    Kind::Chunk => &retrieval.memory_selection,
+                });
+                let strategy = config.build()?;
+                let max_k = request.max_k.unwrap_or(retrieval.max_k);
+                let min_k = request.min_k.unwrap_or(retrieval.min_k);
+                let scores: Vec<f64> = scored.iter().map(|s| s.final_score).collect();
+                let result = strategy.select_scores(&scores, max_k, min_k)?;
+                let mut slots: Vec<Option<Scored<'_>>> = scored.into_iter().map(Some).collect();
+                scored = result
+                    .selected
+                    .iter()
+                    .filter_map(|&idx| slots.get_mut(idx).and_then(Option::take))
+                    .collect();
+                SelectionSummary {
+                    strategy: result.method.to_string(),
+                    input_count,
+                    output_count: scored.len(),
+                    cutoff_score: result.cutoff_score,
+                    metadata: result.metadata,
+                }
+            }
+        };
+        tracing::info!(
+            target: "ruche::select",
+            strategy = %selection.strategy,
+            input_count = selection.input_count,
+            output_count = selection.output_count,
+            cutoff_score = selection.cutoff_score,
+            metadata = %serde_json::Value::Object(selection.metadata.clone()),
+            "selection"
+        );
+        let hits: Vec<Hit> = scored
+            .into_iter()
+            .map(|s| Hit {
+                id: s.doc.id().to_string(),
+                score: s.final_score,
+                breakdown: s.breakdown,
+                document: s.entry_doc,
+            })
+            .collect();
+        timings.select_us = micros(stage);
+        drop(catalog);
+        timings.total_us = micros(started);
+        Ok(SearchResponse {
+            query_id: self.next_query_id(),
+            hits,
+            selection,
+            timings,
+            leg_candidates,
+            vector_leg_skipped: vector_skipped,
+        })
+    }
+
+    /// The normalised query vector, or why there is none.
+    fn query_vector(
+        &self,
+        request: &SearchRequest,
+        text_present: bool,
+    ) -> Result<(Option<Vec<f32>>, Option<String>)> {
+        let dimensions = self.store.meta().dimensions;
+        let mut vector = match (&request.embedding, &self.embedder) {
+            (Some(given), _) => {
+                if given.iter().any(|x| !x.is_finite()) {
+                    return Err(Error::new(ErrorKind::NonFiniteScore {
+                        context: "the query embedding".to_string(),
+                    }));
+                }
+                if let Some(expected) = dimensions {
+                    if given.len() != expected {
+                        return Err(Error::new(ErrorKind::DimensionMismatch {
+                            expected,
+                            got: given.len(),
+                        }));
+                    }
+                }
+                given.clone()
+            }
+            (None, Some(embedder)) if text_present => {
+                self.counters.embedded_texts.fetch_add(1, Ordering::Relaxed);
+                embedder
+                    .embed_batch(&[request.text.as_str()])?
+                    .pop()
+                    .unwrap_or_default()
+            }
+            (None, Some(_)) => return Ok((None, Some("the query has no text".to_string()))),
+            (None, None) => {
+                let reason = if dimensions.is_some() {
+                    "the query has no vector and the engine has no embedder"
+                } else {
+                    "the index has no vectors"
+                };
+                return Ok((None, Some(reason.to_string())));
+            }
+        };
+        if dimensions.is_none() {
+            return Ok((None, Some("the index has no vectors".to_string())));
+        }
+        if !metric::normalize(&mut vector) {
+            return Ok((None, Some("the query vector is zero".to_string())));
+        }
+        Ok((Some(vector), None))
+    }
+
+    /// Fuses the legs and weights the result by kind.
+    fn score<'a>(
+        &self,
+        request: &SearchRequest,
+        catalog: &'a Catalog,
+        candidates: Vec<Candidate>,
+        vector_leg: bool,
+        text_leg: bool,
+        now: Timestamp,
+    ) -> Result<Vec<Scored<'a>>> {
+        let bm25: Vec<f64> = candidates.iter().map(|c| c.bm25).collect();
+        let bm25_normalized = min_max(&bm25);
+        let configured = match request.kind {
+            Kind::Rule => self.config.fusion.rules,
+            Kind::Chunk => self.config.fusion.chunks,
+        };
+        // A leg that did not run gives its weight to the other, so that an index
+        // without vectors ranks by BM25 alone on the full scale.
+        let weights = match (vector_leg, text_leg) {
+            (true, false) => FusionWeights {
+                vector_weight: 1.0,
+                text_weight: 0.0,
+            },
+            (false, true) => FusionWeights {
+                vector_weight: 0.0,
+                text_weight: 1.0,
+            },
+            _ => configured,
+        };
+        let selector = ChunkSelector::with_weights(
+            request.chunk_weights.unwrap_or(self.config.scoring.chunks),
+        )?;
+        let any_leg = vector_leg || text_leg;
+        Ok(candidates
+            .into_iter()
+            .zip(bm25_normalized)
+            .filter_map(|(candidate, bm25_normalized)| {
+                let entry = catalog.get(candidate.doc)?;
+                let vector = candidate.cosine.map(metric::score_of_cosine);
+                let hybrid = weights.hybrid(vector.unwrap_or(0.0), bm25_normalized);
+                let mut breakdown = ScoreBreakdown {
+                    vector,
+                    bm25: candidate.bm25,
+                    bm25_normalized,
+                    hybrid,
+                    priority_term: None,
+                    scope_term: None,
+                    relevance: None,
+                    importance: None,
+                    recency: None,
+                    found_by: candidate.found_by,
+                };
+                let (final_score, priority) = match entry.doc.as_ref() {
+                    Document::Rule(rule) => {
+                        let score =
+                            self.config
+                                .scoring
+                                .rules
+                                .score(hybrid, rule.priority, &rule.scope);
+                        breakdown.priority_term = Some(score.priority_term);
+                        breakdown.scope_term = Some(score.scope_term);
+                        (score.final_score, rule.priority)
+                    }
+                    Document::Chunk(chunk) => {
+                        let relevance = if any_leg { hybrid } else { 0.5 };
+                        let importance = importance_score(chunk.importance);
+                        let recency = selector.recency_score(chunk.created_at, now);
+                        breakdown.relevance = Some(relevance);
+                        breakdown.importance = Some(importance);
+                        breakdown.recency = Some(recency);
+                        (selector.combine(relevance, importance, recency), 0)
+                    }
+                };
+                Some(Scored {
+                    doc: entry.doc.as_ref(),
+                    entry_doc: std::sync::Arc::clone(&entry.doc),
+                    priority,
+                    final_score,
+                    breakdown,
+                })
+            })
+            .collect())
+    }
+
+    fn next_query_id(&self) -> String {
+        let n = self.query_counter.fetch_add(1, Ordering::Relaxed);
+        let millis = Timestamp::now().unix_millis();
+        format!("q{millis:x}-{:x}-{n:x}", std::process::id())
+    }
+}
+
+fn validate(request: &SearchRequest) -> Result<()> {
+    if request.tenant_id.is_empty() {
+        return Err(Error::invalid_input("`tenant_id` must not be empty"));
+    }
+    if request.step_id.is_some() && request.scenario_id.is_none() {
+        return Err(Error::invalid_input("a `step_id` needs its `scenario_id`"));
+    }
+    match request.kind {
+        Kind::Rule => {
+            if request.context_id.is_some() {
+                return Err(Error::invalid_input(
+                    "`context_id` filters chunks, not rules",
+                ));
+            }
+            if !request.filters.is_empty() {
+                return Err(Error::invalid_input(
+                    "metadata filters apply to chunks; rules have no metadata (use tags)",
+                ));
+            }
+        }
+        Kind::Chunk => {
+            if request.scenario_id.is_some() {
+                return Err(Error::invalid_input(
+                    "`scenario_id` and `step_id` select rules, not chunks",
+                ));
+            }
+        }
+    }
+    if request.top_k == Some(0) {
+        return Err(Error::invalid_input("`top_k` must be at least 1"));
+    }
+    Ok(())
+}
+
+fn micros(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,308 @@
+//! Writes: validation, embedding, buffering, and the commit that makes them durable.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+
+use rayon::prelude::*;
+
+use super::{entry_of, Engine, Inner};
+use crate::doc::{Chunk, Document, Rule};
+use crate::store::{PendingOp, StoredVectors};
+use crate::{Error, ErrorKind, Kind, Result};
+
+/// Texts embedded per call of the embedder.
+const EMBED_BATCH: usize = 64;
+
+impl Engine {
+    /// Buffers rules for the next [`Engine::commit`]; a rule whose id exists in its
+    /// tenant replaces the stored one.
+    ///
+    /// Rules without vectors are embedded now (in parallel) when the engine has an
+    /// embedder, so errors surface here rather than at commit.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid rule,
+    /// [`ErrorKind::DuplicateId`](crate::ErrorKind::DuplicateId) when two rules of the
+    /// call share a tenant and id,
+    /// [`ErrorKind::DimensionMismatch`](crate::ErrorKind::DimensionMismatch) for vectors
+    /// of another dimension than the index's, embedder errors. Nothing of the call is
+    /// buffered when it fails.
+    pub fn upsert_rules(&self, rules: impl IntoIterator<Item = Rule>) -> Result<()> {
+        self.upsert(rules.into_iter().map(Document::Rule).collect())
+    }
+
+    /// Buffers chunks for the next [`Engine::commit`]; see [`Engine::upsert_rules`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Engine::upsert_rules`]; an importance outside 1..=10 is an error.
+    pub fn upsert_chunks(&self, chunks: impl IntoIterator<Item = Chunk>) -> Result<()> {
+        self.upsert(chunks.into_iter().map(Document::Chunk).collect())
+    }
+
+    /// Buffers documents of either kind for the next [`Engine::commit`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Engine::upsert_rules`].
+    pub fn upsert(&self, docs: Vec<Document>) -> Result<()> {
+        let mut seen = HashSet::with_capacity(docs.len());
+        for doc in &docs {
+            doc.validate()?;
+            if !seen.insert((doc.kind(), doc.tenant_id(), doc.id())) {
+                return Err(Error::new(ErrorKind::DuplicateId {
+                    id: doc.id().to_string(),
+                }));
+            }
+        }
+        let prepared = self.inner.prepare(docs)?;
+        let mut pending = self.inner.lock_pending();
+        // The first vectors of an index without a dimension fix it.
+        if let Some(dim) = prepared.dimensions {
+            let known = self.inner.store.meta().dimensions.or(pending.dimensions);
+            match known {
+                Some(expected) if expected != dim => {
+                    return Err(Error::new(ErrorKind::DimensionMismatch {
+                        expected,
+                        got: dim,
+                    }))
+                }
+                Some(_) => {}
+                None => pending.dimensions = Some(dim),
+            }
+        }
+        pending.ops.extend(prepared.ops);
+        Ok(())
+    }
+
+    /// Buffers the deletion of a document (a no-op at commit if it does not exist).
+    pub fn delete(&self, kind: Kind, tenant: &str, id: &str) {
+        self.inner.lock_pending().ops.push(PendingOp::Delete {
+            kind,
+            tenant: tenant.to_string(),
+            id: id.to_string(),
+        });
+    }
+
+    /// Buffers the deletion of every committed chunk of a context; returns how many.
+    pub fn delete_context(&self, tenant: &str, context_id: &str) -> usize {
+        let ids: Vec<String> = {
+            let catalog = self.inner.read_catalog();
+            catalog
+                .iter()
+                .filter_map(|(_, entry)| entry.doc.as_chunk())
+                .filter(|c| c.tenant_id == tenant && c.context_id.as_deref() == Some(context_id))
+                .map(|c| c.id.clone())
+                .collect()
+        };
+        for id in &ids {
+            self.delete(Kind::Chunk, tenant, id);
+        }
+        ids.len()
+    }
+
+    /// Buffers the deletion of every committed chunk expired at `now`; returns how many.
+    pub fn purge_expired(&self, now: crate::Timestamp) -> usize {
+        let expired: Vec<(String, String)> = {
+            let catalog = self.inner.read_catalog();
+            catalog
+                .iter()
+                .filter_map(|(_, entry)| entry.doc.as_chunk())
+                .filter(|c| c.is_expired(now))
+                .map(|c| (c.tenant_id.clone(), c.id.clone()))
+                .collect()
+        };
+        for (tenant, id) in &expired {
+            self.delete(Kind::Chunk, tenant, id);
+        }
+        expired.len()
+    }
+
+    /// Makes every buffered write durable and visible to searches, atomically.
+    ///
+    /// After `commit` returns, a crash (even `kill -9`) loses none of it. Returns the
+    /// number of changes applied (deleting a missing id is not a change).
+    ///
+    /// # Errors
+    ///
+    /// Storage errors. If the store's write fails, nothing of the batch is applied and
+    /// the batch is dropped; if a derived index fails after the store succeeded, the
+    /// change is kept and the index catches up when the engine is next opened.
+    pub fn commit(&self) -> Result<usize> {
+        let inner = &self.inner;
+        let _serial = inner.commit_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let (ops, dimensions) = {
+            let mut pending = inner.lock_pending();
+            (std::mem::take(&mut pending.ops), pending.dimensions.take())
+        };
+        if let Some(dimensions) = dimensions {
+            if inner.store.meta().dimensions.is_none() {
+                inner.store.set_vector_space(dimensions, "external")?;
+            }
+        }
+        if ops.is_empty() {
+            return Ok(0);
+        }
+        let applied = inner.store.commit(ops)?;
+        let last_seq = inner.store.meta().last_seq;
+
+        // Text index: every change of the batch, then one commit recording `last_seq`.
+        let text_result = (|| {
+            for change in &applied {
+                if let Some(removed) = change.removed {
+                    inner.text.delete(removed);
+                }
+                if let Some((doc, record, _)) = &change.written {
+                    inner.text.add(*doc, &record.to_document(None)?.text())?;
+                }
+            }
+            inner.text.commit(last_seq)
+        })();
+
+        // The catalog and the text reader change together, under the write lock.
+        let catalog_result = (|| {
+            let mut catalog = inner.write_catalog();
+            for change in &applied {
+                if let Some(removed) = change.removed {
+                    catalog.remove(removed);
+                }
+                if let Some((doc, record, vectors)) = &change.written {
+                    catalog.insert(*doc, entry_of(record, Some(vectors))?);
+                }
+            }
+            inner.text.reload()
+        })();
+        inner.wake_worker();
+        text_result?;
+        catalog_result?;
+        inner.store.truncate_log(last_seq)?;
+        Ok(applied.len())
+    }
+}
+
+/// Documents ready to buffer: their vectors made, their embedding fields emptied.
+struct Prepared {
+    ops: Vec<PendingOp>,
+    /// The dimension of the vectors, if any document has one.
+    dimensions: Option<usize>,
+}
+
+impl Inner {
+    pub(crate) fn lock_pending(&self) -> std::sync::MutexGuard<'_, super::Pending> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes each document's own vectors, or embeds its texts, checking dimensions.
+    fn prepare(&self, docs: Vec<Document>) -> Result<Prepared> {
+        let mut ops = Vec::with_capacity(docs.len());
+        let mut to_embed: Vec<(usize, usize, String)> = Vec::new();
+        let mut dimensions: Option<usize> = None;
+        let mut check_dim = |len: usize| -> Result<()> {
+            match dimensions {
+                Some(expected) if expected != len => {
+                    Err(Error::new(ErrorKind::DimensionMismatch {
+                        expected,
+                        got: len,
+                    }))
+                }
+                _ => {
+                    dimensions = Some(len);
+                    Ok(())
+                }
+            }
+        };
+        for (doc_idx, mut doc) in docs.into_iter().enumerate() {
+            let mut vectors = StoredVectors::default();
+            match &mut doc {
+                Document::Rule(rule) => {
+                    let given_main = rule.embedding.take();
+                    let given_patterns = rule.pattern_embeddings.take();
+                    vectors.external = given_main.is_some() || given_patterns.is_some();
+                    if let Some(v) = &given_main {
+                        check_dim(v.len())?;
+                    }
+                    vectors.main = given_main;
+                    match given_patterns {
+                        Some(patterns) => {
+                            for v in &patterns {
+                                check_dim(v.len())?;
+                            }
+                            vectors.patterns = patterns.into_iter().map(Some).collect();
+                        }
+                        None => vectors.patterns = vec![None; rule.patterns.len()],
+                    }
+                    if self.embedder.is_some() {
+                        if vectors.main.is_none() {
+                            to_embed.push((doc_idx, 0, rule.text()));
+                        }
+                        if vectors.patterns.iter().all(Option::is_none) {
+                            for (i, pattern) in rule.patterns.iter().enumerate() {
+                                to_embed.push((doc_idx, i + 1, pattern.clone()));
+                            }
+                        }
+                    }
+                }
+                Document::Chunk(chunk) => {
+                    let given = chunk.embedding.take();
+                    vectors.external = given.is_some();
+                    match given {
+                        Some(v) => {
+                            check_dim(v.len())?;
+                            vectors.main = Some(v);
+                        }
+                        None if self.embedder.is_some() => {
+                            to_embed.push((doc_idx, 0, chunk.content.clone()));
+                        }
+                        None => {}
+                    }
+                }
+            }
+            ops.push((doc, vectors));
+        }
+
+        if let (Some(embedder), false) = (&self.embedder, to_embed.is_empty()) {
+            let embedded: Vec<Vec<Vec<f32>>> = to_embed
+                .par_chunks(EMBED_BATCH)
+                .map(|batch| {
+                    let texts: Vec<&str> = batch.iter().map(|(_, _, t)| t.as_str()).collect();
+                    embedder.embed_batch(&texts)
+                })
+                .collect::<Result<_>>()?;
+            self.counters
+                .embedded_texts
+                .fetch_add(to_embed.len() as u64, Ordering::Relaxed);
+            for ((doc_idx, slot, _), vector) in to_embed.iter().zip(embedded.into_iter().flatten())
+            {
+                if vector.len() != embedder.dimensions() {
+                    return Err(Error::new(ErrorKind::Embedder {
+                        message: format!(
+                            "`{}` returned a vector of {} components, not {}",
+                            embedder.model_id(),
+                            vector.len(),
+                            embedder.dimensions()
+                        ),
+                    }));
+                }
+                // An all-zero vector means "nothing to embed": the document has no vector.
+                if vector.iter().all(|x| *x == 0.0) {
+                    continue;
+                }
+                check_dim(vector.len())?;
+                let vectors = &mut ops[*doc_idx].1;
+                if *slot == 0 {
+                    vectors.main = Some(vector);
+                } else {
+                    vectors.patterns[slot - 1] = Some(vector);
+                }
+            }
+        }
+        Ok(Prepared {
+            ops: ops
+                .into_iter()
+                .map(|(doc, vectors)| PendingOp::Upsert { doc, vectors })
+                .collect(),
+            dimensions,
+        })
+    }
+}

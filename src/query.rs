@@ -1,0 +1,308 @@
+//! Search requests and responses.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::chunk::ChunkWeights;
+use crate::doc::{Document, DEFAULT_TENANT};
+use crate::select::SelectionConfig;
+use crate::time::Timestamp;
+use crate::Kind;
+
+/// A search for rules or chunks.
+///
+/// Built with [`SearchRequest::rules`] or [`SearchRequest::chunks`] and chained setters.
+/// Every filter applies before the top-k cut of both legs. The query text is plain text:
+/// it is never parsed as query syntax.
+///
+/// # Example
+///
+/// ```
+/// use ruche::SearchRequest;
+///
+/// let request = SearchRequest::rules("I want my money back")
+///     .tenant("acme")
+///     .agent("support-bot")
+///     .scenario("returns")
+///     .top_k(5);
+/// assert_eq!(request.tenant_id(), "acme");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchRequest {
+    pub(crate) kind: Kind,
+    pub(crate) text: String,
+    pub(crate) embedding: Option<Vec<f32>>,
+    pub(crate) tenant_id: String,
+    pub(crate) agent_id: Option<String>,
+    pub(crate) scenario_id: Option<String>,
+    pub(crate) step_id: Option<String>,
+    pub(crate) context_id: Option<String>,
+    pub(crate) tags: Vec<String>,
+    pub(crate) filters: Vec<(String, String)>,
+    pub(crate) top_k: Option<usize>,
+    pub(crate) max_k: Option<usize>,
+    pub(crate) min_k: Option<usize>,
+    pub(crate) max_candidates: Option<usize>,
+    pub(crate) now: Option<Timestamp>,
+    pub(crate) selection: Option<SelectionConfig>,
+    pub(crate) chunk_weights: Option<ChunkWeights>,
+}
+
+impl SearchRequest {
+    /// A search among rules.
+    pub fn rules(text: impl Into<String>) -> SearchRequest {
+        SearchRequest::new(Kind::Rule, text)
+    }
+
+    /// A search among chunks. The text may be empty: chunks are then ranked by
+    /// importance and recency alone.
+    pub fn chunks(text: impl Into<String>) -> SearchRequest {
+        SearchRequest::new(Kind::Chunk, text)
+    }
+
+    /// A search among documents of `kind`.
+    pub fn new(kind: Kind, text: impl Into<String>) -> SearchRequest {
+        SearchRequest {
+            kind,
+            text: text.into(),
+            embedding: None,
+            tenant_id: DEFAULT_TENANT.to_string(),
+            agent_id: None,
+            scenario_id: None,
+            step_id: None,
+            context_id: None,
+            tags: Vec::new(),
+            filters: Vec::new(),
+            top_k: None,
+            max_k: None,
+            min_k: None,
+            max_candidates: None,
+            now: None,
+            selection: None,
+            chunk_weights: None,
+        }
+    }
+
+    /// Uses this query vector instead of embedding the text.
+    #[must_use]
+    pub fn embedding(mut self, embedding: Vec<f32>) -> SearchRequest {
+        self.embedding = Some(embedding);
+        self
+    }
+
+    /// Searches this tenant (default [`DEFAULT_TENANT`]).
+    #[must_use]
+    pub fn tenant(mut self, tenant_id: impl Into<String>) -> SearchRequest {
+        self.tenant_id = tenant_id.into();
+        self
+    }
+
+    /// Searches as this agent: its documents and those without agent.
+    #[must_use]
+    pub fn agent(mut self, agent_id: impl Into<String>) -> SearchRequest {
+        self.agent_id = Some(agent_id.into());
+        self
+    }
+
+    /// Makes this scenario active (its scenario rules apply).
+    #[must_use]
+    pub fn scenario(mut self, scenario_id: impl Into<String>) -> SearchRequest {
+        self.scenario_id = Some(scenario_id.into());
+        self
+    }
+
+    /// Makes this step of the active scenario active (its step rules apply).
+    #[must_use]
+    pub fn step(mut self, step_id: impl Into<String>) -> SearchRequest {
+        self.step_id = Some(step_id.into());
+        self
+    }
+
+    /// Restricts chunks to one context.
+    #[must_use]
+    pub fn context(mut self, context_id: impl Into<String>) -> SearchRequest {
+        self.context_id = Some(context_id.into());
+        self
+    }
+
+    /// Requires a tag (a rule's `tags`; a chunk's `tags` metadata entry). Repeatable: all
+    /// given tags are required.
+    #[must_use]
+    pub fn tag(mut self, tag: impl Into<String>) -> SearchRequest {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// Requires a chunk metadata entry `key` equal to `value` (for a non-string value,
+    /// its JSON text; for an array, any element). Repeatable.
+    #[must_use]
+    pub fn filter(mut self, key: impl Into<String>, value: impl Into<String>) -> SearchRequest {
+        self.filters.push((key.into(), value.into()));
+        self
+    }
+
+    /// Returns exactly the `k` best hits (fewer only if fewer match): no selection
+    /// strategy, and each leg fetches at least `k` candidates.
+    #[must_use]
+    pub fn top_k(mut self, k: usize) -> SearchRequest {
+        self.top_k = Some(k);
+        self
+    }
+
+    /// The most hits the selection strategy may return (default from config, 30).
+    #[must_use]
+    pub fn max_k(mut self, k: usize) -> SearchRequest {
+        self.max_k = Some(k);
+        self
+    }
+
+    /// The fewest hits the selection strategy returns when there are enough (default 1).
+    #[must_use]
+    pub fn min_k(mut self, k: usize) -> SearchRequest {
+        self.min_k = Some(k);
+        self
+    }
+
+    /// How many candidates each leg fetches (default from config, 30).
+    #[must_use]
+    pub fn max_candidates(mut self, n: usize) -> SearchRequest {
+        self.max_candidates = Some(n);
+        self
+    }
+
+    /// The time recency and expiry are measured against (default: the clock).
+    #[must_use]
+    pub fn now(mut self, now: Timestamp) -> SearchRequest {
+        self.now = Some(now);
+        self
+    }
+
+    /// Selects how many hits to return with this strategy instead of the configured one
+    /// (`[pipeline.retrieval.rule_selection]` or `memory_selection`). Ignored when
+    /// [`SearchRequest::top_k`] is set.
+    #[must_use]
+    pub fn selection(mut self, selection: SelectionConfig) -> SearchRequest {
+        self.selection = Some(selection);
+        self
+    }
+
+    /// Scores chunks with these weights and decay instead of `[scoring.chunks]`.
+    #[must_use]
+    pub fn chunk_weights(mut self, weights: ChunkWeights) -> SearchRequest {
+        self.chunk_weights = Some(weights);
+        self
+    }
+
+    /// The kind searched.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The query text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The tenant searched.
+    pub fn tenant_id(&self) -> &str {
+        &self.tenant_id
+    }
+}
+
+/// Which legs found a hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct FoundBy {
+    /// The BM25 leg returned it among its candidates.
+    pub text: bool,
+    /// The vector leg returned it among its candidates.
+    pub vector: bool,
+}
+
+/// How a hit's score was made. Every score is higher-is-better.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScoreBreakdown {
+    /// `max(0, cosine)` of the query and the document (best over a rule's patterns);
+    /// `None` when the vector leg did not run or the document has no vector.
+    pub vector: Option<f64>,
+    /// The raw BM25 score (0 when the text does not match).
+    pub bm25: f64,
+    /// BM25 normalised over the candidates.
+    pub bm25_normalized: f64,
+    /// The fusion of the two legs.
+    pub hybrid: f64,
+    /// Rules: `priority_weight * norm(priority)`.
+    pub priority_term: Option<f64>,
+    /// Rules: `scope_weight * scope weight`.
+    pub scope_term: Option<f64>,
+    /// Chunks: relevance (the hybrid score, or 0.5 without query).
+    pub relevance: Option<f64>,
+    /// Chunks: importance in `[0, 1]`.
+    pub importance: Option<f64>,
+    /// Chunks: recency in `[0, 1]`.
+    pub recency: Option<f64>,
+    /// Which legs found the document.
+    pub found_by: FoundBy,
+}
+
+/// One result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    /// The user id.
+    pub id: String,
+    /// The final score the hits are sorted by.
+    pub score: f64,
+    /// How the score was made.
+    pub breakdown: ScoreBreakdown,
+    /// The document (without its vectors).
+    pub document: Arc<Document>,
+}
+
+/// Time spent in each stage of a search, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Timings {
+    /// Embedding the query.
+    pub embed_us: u64,
+    /// The BM25 leg.
+    pub text_us: u64,
+    /// The vector leg.
+    pub vector_us: u64,
+    /// Filling missing leg scores, fusing and weighting.
+    pub fuse_us: u64,
+    /// Sorting and k-selection.
+    pub select_us: u64,
+    /// The whole search.
+    pub total_us: u64,
+}
+
+/// How many results were kept, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SelectionSummary {
+    /// The strategy (`top_k` when the request asked for exactly k).
+    pub strategy: String,
+    /// Candidates ranked.
+    pub input_count: usize,
+    /// Hits kept.
+    pub output_count: usize,
+    /// The score of the last hit kept (0 when none).
+    pub cutoff_score: f64,
+    /// Strategy-specific details.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The result of [`Engine::search`](crate::Engine::search).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResponse {
+    /// A unique id of this search (for feedback and logs).
+    pub query_id: String,
+    /// The hits, best first.
+    pub hits: Vec<Hit>,
+    /// How many hits were kept, and why.
+    pub selection: SelectionSummary,
+    /// Time per stage.
+    pub timings: Timings,
+    /// Candidates each leg returned: `[text, vector]`.
+    pub leg_candidates: [usize; 2],
+    /// Why the vector leg did not run, when it did not.
+    pub vector_leg_skipped: Option<String>,
+}

@@ -1,0 +1,258 @@
+//! The bincode records of the `main` tree and their conversion to public documents.
+//!
+//! Records are plain structs, separate from the public types: bincode is not
+//! self-describing, so the records avoid `serde_json::Value` (chunk metadata is kept as a
+//! JSON string) and every `skip_serializing_if` of the JSONL form.
+
+use serde::{Deserialize, Serialize};
+
+use crate::doc::{Chunk, Document, Rule, Scope};
+use crate::time::Timestamp;
+use crate::{Error, Result};
+
+/// One stored version of a document (without its vectors).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct DocRecord {
+    /// The sequence number of the change that wrote this version.
+    pub(crate) seq: u64,
+    pub(crate) body: RecordBody,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum RecordBody {
+    Rule(RuleRecord),
+    Chunk(ChunkRecord),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RuleRecord {
+    id: String,
+    tenant_id: String,
+    agent_id: Option<String>,
+    scope: ScopeRecord,
+    condition: String,
+    action: String,
+    priority: i32,
+    enabled: bool,
+    tags: Vec<String>,
+    patterns: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum ScopeRecord {
+    Global,
+    Scenario(String),
+    Step(String, String),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ChunkRecord {
+    id: String,
+    tenant_id: String,
+    agent_id: Option<String>,
+    context_id: Option<String>,
+    memory_id: Option<String>,
+    content: String,
+    importance: Option<u8>,
+    created_at: Option<i64>,
+    expires_at: Option<i64>,
+    /// `metadata` as a JSON object, empty when there is none.
+    metadata_json: String,
+}
+
+/// The vectors of one document, as given or as embedded (not normalised).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StoredVectors {
+    /// The embedding of the document's text.
+    pub(crate) main: Option<Vec<f32>>,
+    /// One slot per pattern of a rule (empty for chunks); `None` where a pattern has
+    /// nothing to embed.
+    pub(crate) patterns: Vec<Option<Vec<f32>>>,
+    /// Whether the caller supplied the vectors (exported back) or the embedder made them.
+    pub(crate) external: bool,
+}
+
+impl StoredVectors {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.main.is_none() && self.patterns.iter().all(Option::is_none)
+    }
+
+    /// Every present vector with its index within the document (0 = main, 1.. = patterns).
+    pub(crate) fn indexed(&self) -> impl Iterator<Item = (usize, &[f32])> {
+        self.main.iter().map(|v| (0, v.as_slice())).chain(
+            self.patterns
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| v.as_ref().map(|v| (i + 1, v.as_slice()))),
+        )
+    }
+}
+
+/// A write-ahead entry of the change log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum LogEntry {
+    /// A document version was written, replacing `replaced` if any.
+    Upsert { doc: u64, replaced: Option<u64> },
+    /// A document version was removed.
+    Delete { doc: u64 },
+}
+
+impl DocRecord {
+    /// Converts a document (its vectors are stored apart and ignored here).
+    pub(crate) fn from_document(doc: &Document, seq: u64) -> DocRecord {
+        let body = match doc {
+            Document::Rule(rule) => RecordBody::Rule(RuleRecord {
+                id: rule.id.clone(),
+                tenant_id: rule.tenant_id.clone(),
+                agent_id: rule.agent_id.clone(),
+                scope: match &rule.scope {
+                    Scope::Global => ScopeRecord::Global,
+                    Scope::Scenario { scenario_id } => ScopeRecord::Scenario(scenario_id.clone()),
+                    Scope::Step {
+                        scenario_id,
+                        step_id,
+                    } => ScopeRecord::Step(scenario_id.clone(), step_id.clone()),
+                },
+                condition: rule.condition.clone(),
+                action: rule.action.clone(),
+                priority: rule.priority,
+                enabled: rule.enabled,
+                tags: rule.tags.clone(),
+                patterns: rule.patterns.clone(),
+            }),
+            Document::Chunk(chunk) => RecordBody::Chunk(ChunkRecord {
+                id: chunk.id.clone(),
+                tenant_id: chunk.tenant_id.clone(),
+                agent_id: chunk.agent_id.clone(),
+                context_id: chunk.context_id.clone(),
+                memory_id: chunk.memory_id.clone(),
+                content: chunk.content.clone(),
+                importance: chunk.importance,
+                created_at: chunk.created_at.map(Timestamp::unix_millis),
+                expires_at: chunk.expires_at.map(Timestamp::unix_millis),
+                metadata_json: if chunk.metadata.is_empty() {
+                    String::new()
+                } else {
+                    serde_json::to_string(&chunk.metadata).expect("a JSON map serialises")
+                },
+            }),
+        };
+        DocRecord { seq, body }
+    }
+
+    /// The document, without vectors unless `vectors` are given and were external.
+    pub(crate) fn to_document(&self, vectors: Option<&StoredVectors>) -> Result<Document> {
+        let external = vectors.filter(|v| v.external);
+        Ok(match &self.body {
+            RecordBody::Rule(r) => {
+                let mut rule = Rule::new(r.id.clone(), r.condition.clone(), r.action.clone())
+                    .with_tenant(r.tenant_id.clone())
+                    .with_priority(r.priority)
+                    .with_enabled(r.enabled)
+                    .with_tags(r.tags.iter().cloned())
+                    .with_patterns(r.patterns.iter().cloned());
+                rule.agent_id = r.agent_id.clone();
+                rule.scope = match &r.scope {
+                    ScopeRecord::Global => Scope::Global,
+                    ScopeRecord::Scenario(s) => Scope::scenario(s.clone()),
+                    ScopeRecord::Step(s, t) => Scope::step(s.clone(), t.clone()),
+                };
+                if let Some(vectors) = external {
+                    rule.embedding = vectors.main.clone();
+                    if !vectors.patterns.is_empty() {
+                        // External pattern vectors are all present (validated at upsert).
+                        rule.pattern_embeddings = vectors.patterns.iter().cloned().collect();
+                    }
+                }
+                Document::Rule(rule)
+            }
+            RecordBody::Chunk(c) => {
+                let mut chunk =
+                    Chunk::new(c.id.clone(), c.content.clone()).with_tenant(c.tenant_id.clone());
+                chunk.agent_id = c.agent_id.clone();
+                chunk.context_id = c.context_id.clone();
+                chunk.memory_id = c.memory_id.clone();
+                chunk.importance = c.importance;
+                chunk.created_at = c.created_at.map(Timestamp::from_unix_millis);
+                chunk.expires_at = c.expires_at.map(Timestamp::from_unix_millis);
+                if !c.metadata_json.is_empty() {
+                    chunk.metadata = serde_json::from_str(&c.metadata_json)
+                        .map_err(|err| Error::corrupt(format!("chunk metadata: {err}")))?;
+                }
+                if let Some(vectors) = external {
+                    chunk.embedding = vectors.main.clone();
+                }
+                Document::Chunk(chunk)
+            }
+        })
+    }
+}
+
+/// Encodes a record with bincode (fixed-width little-endian integers).
+pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    bincode::serialize(value).expect("in-memory records always serialise")
+}
+
+/// Decodes a bincode record, naming `what` in the error.
+pub(crate) fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8], what: &str) -> Result<T> {
+    bincode::deserialize(bytes).map_err(|err| Error::corrupt(format!("{what}: {err}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_round_trip() {
+        let rule = Rule::new("r", "c", "a")
+            .with_scope(Scope::step("s", "t"))
+            .with_agent("bot")
+            .with_priority(-3)
+            .with_enabled(false)
+            .with_tags(["x"])
+            .with_patterns(["p"]);
+        let chunk = Chunk::new("c", "text")
+            .with_importance(3)
+            .with_created_at(Timestamp::from_unix_millis(1_000))
+            .with_metadata("k", serde_json::json!({"nested": [1, 2]}));
+        for doc in [Document::Rule(rule), Document::Chunk(chunk)] {
+            let record = DocRecord::from_document(&doc, 42);
+            let decoded: DocRecord = decode(&encode(&record), "doc").unwrap();
+            assert_eq!(decoded.seq, 42);
+            assert_eq!(decoded.to_document(None).unwrap(), doc);
+        }
+    }
+
+    #[test]
+    fn external_vectors_come_back() {
+        let rule = Rule::new("r", "c", "a")
+            .with_patterns(["p"])
+            .with_embedding(vec![1.0, 0.0])
+            .with_pattern_embeddings(vec![vec![0.0, 1.0]]);
+        let vectors = StoredVectors {
+            main: rule.embedding.clone(),
+            patterns: vec![Some(vec![0.0, 1.0])],
+            external: true,
+        };
+        let record = DocRecord::from_document(&Document::Rule(rule.clone()), 1);
+        assert_eq!(
+            record.to_document(Some(&vectors)).unwrap(),
+            Document::Rule(rule)
+        );
+        let internal = StoredVectors {
+            external: false,
+            ..vectors
+        };
+        let doc = record.to_document(Some(&internal)).unwrap();
+        assert_eq!(doc.as_rule().unwrap().embedding, None);
+    }
+
+    #[test]
+    fn truncated_records_are_corrupt_not_panics() {
+        let record = DocRecord::from_document(&Document::Chunk(Chunk::new("c", "x")), 1);
+        let bytes = encode(&record);
+        for len in 0..bytes.len() {
+            assert!(decode::<DocRecord>(&bytes[..len], "doc").is_err());
+        }
+    }
+}

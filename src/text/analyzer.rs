@@ -1,0 +1,227 @@
+//! The two analyzers of the text leg.
+//!
+//! - `words`: English prose. Splits on anything that is not a letter or a digit and at
+//!   camelCase boundaries (`EntityStore` gives `entity` and `store`), lowercases, drops
+//!   English stop words and stems (Porter/Snowball English).
+//! - `ident`: exact identifiers. Keeps a whitespace-delimited word, trimmed of surrounding
+//!   punctuation and lowercased, only when it looks like an identifier (`order_1234`,
+//!   `EntityStore`, `src/main.rs`, `v2.1`, `user@example.com`), so that a query naming an
+//!   identifier finds it exactly and ranks it above documents that only share its parts.
+
+use tantivy::tokenizer::{
+    Language, LowerCaser, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer, Token,
+    TokenStream, Tokenizer,
+};
+
+pub(crate) const WORDS: &str = "ruche_words";
+pub(crate) const IDENT: &str = "ruche_ident";
+
+/// Tokens longer than this many bytes are dropped (base64 blobs, hashes).
+const MAX_TOKEN_BYTES: usize = 64;
+
+pub(crate) fn words_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(WordTokenizer)
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+        .filter(LowerCaser)
+        .filter(StopWordFilter::new(Language::English).expect("English stop words exist"))
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+pub(crate) fn ident_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(IdentTokenizer)
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+        .filter(LowerCaser)
+        .build()
+}
+
+/// Every token `analyzer` makes of `text`, in order.
+pub(crate) fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while let Some(token) = stream.next() {
+        out.push(token.text.clone());
+    }
+    out
+}
+
+/// Splits on non-alphanumeric characters and at camelCase boundaries.
+#[derive(Clone, Default)]
+pub(crate) struct WordTokenizer;
+
+/// Emits identifier-like words whole.
+#[derive(Clone, Default)]
+pub(crate) struct IdentTokenizer;
+
+/// A token stream over a precomputed list of byte ranges.
+pub(crate) struct SpanStream<'a> {
+    text: &'a str,
+    spans: std::vec::IntoIter<(usize, usize)>,
+    token: Token,
+}
+
+impl<'a> SpanStream<'a> {
+    fn new(text: &'a str, spans: Vec<(usize, usize)>) -> SpanStream<'a> {
+        SpanStream {
+            text,
+            spans: spans.into_iter(),
+            token: Token::default(),
+        }
+    }
+}
+
+impl TokenStream for SpanStream<'_> {
+    fn advance(&mut self) -> bool {
+        let Some((from, to)) = self.spans.next() else {
+            return false;
+        };
+        let position = if self.token.offset_to == 0 && self.token.text.is_empty() {
+            0
+        } else {
+            self.token.position + 1
+        };
+        self.token.text.clear();
+        self.token.text.push_str(&self.text[from..to]);
+        self.token.offset_from = from;
+        self.token.offset_to = to;
+        self.token.position = position;
+        self.token.position_length = 1;
+        true
+    }
+
+    fn token(&self) -> &Token {
+        &self.token
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.token
+    }
+}
+
+impl Tokenizer for WordTokenizer {
+    type TokenStream<'a> = SpanStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> SpanStream<'a> {
+        SpanStream::new(text, word_spans(text))
+    }
+}
+
+impl Tokenizer for IdentTokenizer {
+    type TokenStream<'a> = SpanStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> SpanStream<'a> {
+        SpanStream::new(text, ident_spans(text))
+    }
+}
+
+/// Byte ranges of alphanumeric runs, split at camelCase boundaries.
+fn word_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut start: Option<usize> = None;
+    for (i, &(offset, c)) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if let Some(from) = start.take() {
+                spans.push((from, offset));
+            }
+            continue;
+        }
+        match start {
+            None => start = Some(offset),
+            Some(from) => {
+                let prev = chars[i - 1].1;
+                let next = chars.get(i + 1).map(|&(_, c)| c);
+                // `entityStore` and `v2Beta` split before the capital; `HTTPServer` splits
+                // before the last capital of the run (`HTTP`, `Server`).
+                let lower_to_upper = c.is_uppercase() && (prev.is_lowercase() || prev.is_numeric());
+                let acronym_end =
+                    c.is_uppercase() && prev.is_uppercase() && next.is_some_and(char::is_lowercase);
+                if lower_to_upper || acronym_end {
+                    spans.push((from, offset));
+                    start = Some(offset);
+                }
+            }
+        }
+    }
+    if let Some(from) = start {
+        spans.push((from, text.len()));
+    }
+    spans
+}
+
+/// Byte ranges of identifier-like words.
+fn ident_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut offset = 0;
+    for word in text.split(char::is_whitespace) {
+        let word_start = offset;
+        offset += word.len() + 1;
+        let trimmed = word.trim_matches(|c: char| !(c.is_alphanumeric() || "_/\\@#$~".contains(c)));
+        if trimmed.is_empty() || !is_identifier(trimmed) {
+            continue;
+        }
+        let from = word_start + (trimmed.as_ptr() as usize - word.as_ptr() as usize);
+        spans.push((from, from + trimmed.len()));
+    }
+    spans
+}
+
+/// Whether a word (trimmed of surrounding punctuation) looks like an identifier.
+fn is_identifier(word: &str) -> bool {
+    let has_alpha = word.chars().any(char::is_alphabetic);
+    let has_digit = word.chars().any(|c| c.is_ascii_digit());
+    let has_joiner = word.contains(['_', '/', '\\', '.', ':', '-', '@', '#', '$', '~']);
+    let camel = word
+        .chars()
+        .zip(word.chars().skip(1))
+        .any(|(a, b)| a.is_lowercase() && b.is_uppercase());
+    (has_alpha && has_digit)
+        || (has_joiner && word.chars().filter(|c| c.is_alphanumeric()).count() >= 2)
+        || camel
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check_words(text: &str, expected: &[&str]) {
+        assert_eq!(tokens(&mut words_analyzer(), text), expected, "{text}");
+    }
+
+    #[track_caller]
+    fn check_ident(text: &str, expected: &[&str]) {
+        assert_eq!(tokens(&mut ident_analyzer(), text), expected, "{text}");
+    }
+
+    #[test]
+    fn words_stem_and_drop_stop_words() {
+        check_words(
+            "The customer is asking for refunds",
+            &["custom", "ask", "refund"],
+        );
+        check_words("title:x AND (", &["titl", "x"]);
+        check_words("", &[]);
+    }
+
+    #[test]
+    fn words_split_identifiers() {
+        check_words("EntityStore", &["entiti", "store"]);
+        check_words("HTTPServer v2Beta", &["http", "server", "v2", "beta"]);
+        check_words("order_1234", &["order", "1234"]);
+        check_words("src/main.rs", &["src", "main", "rs"]);
+        check_words("café naïve", &["café", "naïv"]);
+    }
+
+    #[test]
+    fn ident_keeps_identifiers_whole() {
+        check_ident(
+            "Where is order_1234? See src/main.rs, EntityStore and v2.1.",
+            &["order_1234", "src/main.rs", "entitystore", "v2.1"],
+        );
+        check_ident("plain words only, nothing else", &[]);
+        check_ident("follow-up call at 10am", &["follow-up", "10am"]);
+        check_ident("\"quoted_name\" (paren_id)", &["quoted_name", "paren_id"]);
+        check_ident("a-", &[]);
+    }
+}

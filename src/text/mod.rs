@@ -1,0 +1,393 @@
+//! The text leg: "here is a query text, give me BM25 candidates".
+//!
+//! A tantivy index over the text of every live document, keyed by the document's
+//! [`DocId`] (an indexed fast field). It stores no document: results are ordinals that
+//! the engine resolves in its catalog. The commit payload records the sequence number of
+//! the last change the index includes, which is how [`crate::Engine`] finds out on open
+//! that the index is behind the store and must catch up (or be rebuilt).
+
+mod analyzer;
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+use std::path::Path;
+use std::sync::Mutex;
+
+use tantivy::query::{
+    BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery, TermSetQuery,
+};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
+};
+use tantivy::tokenizer::TextAnalyzer;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use crate::id::DocId;
+use crate::{Error, Result};
+
+/// Memory budget of the index writer.
+const WRITER_MEMORY_BYTES: usize = 64 << 20;
+
+/// The tantivy text index of one engine.
+pub(crate) struct TextIndex {
+    index: Index,
+    writer: Mutex<IndexWriter>,
+    reader: IndexReader,
+    fields: Fields,
+    words: TextAnalyzer,
+    ident: TextAnalyzer,
+}
+
+#[derive(Clone, Copy)]
+struct Fields {
+    doc_id: Field,
+    words: Field,
+    ident: Field,
+}
+
+/// An analysed query: the terms of each field.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TextQuery {
+    query: Option<BooleanQueryParts>,
+}
+
+#[derive(Debug, Clone)]
+struct BooleanQueryParts {
+    terms: Vec<Term>,
+}
+
+impl TextQuery {
+    /// Whether the query has no searchable term (empty text, only stop words).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.query.is_none()
+    }
+
+    fn to_query(&self) -> Option<BooleanQuery> {
+        let parts = self.query.as_ref()?;
+        let clauses: Vec<(Occur, Box<dyn Query>)> = parts
+            .terms
+            .iter()
+            .map(|term| {
+                let query: Box<dyn Query> =
+                    Box::new(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs));
+                (Occur::Should, query)
+            })
+            .collect();
+        Some(BooleanQuery::new(clauses))
+    }
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut builder = Schema::builder();
+    let doc_id = builder.add_u64_field("doc_id", INDEXED | FAST);
+    let text_options = |tokenizer: &str| {
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(tokenizer)
+                .set_index_option(IndexRecordOption::WithFreqs),
+        )
+    };
+    let words = builder.add_text_field("words", text_options(analyzer::WORDS));
+    let ident = builder.add_text_field("ident", text_options(analyzer::IDENT));
+    (
+        builder.build(),
+        Fields {
+            doc_id,
+            words,
+            ident,
+        },
+    )
+}
+
+fn tantivy_err(err: tantivy::TantivyError) -> Error {
+    Error::storage("tantivy", err)
+}
+
+/// The commit payload: the last sequence number the index includes.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Payload {
+    seq: u64,
+}
+
+impl TextIndex {
+    /// Opens the index in `dir`, returning it with the sequence number it includes.
+    ///
+    /// # Errors
+    ///
+    /// Fails when the directory holds no index, a corrupt one, or one of another schema;
+    /// the engine then rebuilds it with [`TextIndex::create`].
+    pub(crate) fn open(dir: &Path) -> Result<(TextIndex, u64)> {
+        let index = Index::open_in_dir(dir).map_err(tantivy_err)?;
+        let (expected, fields) = schema();
+        if index.schema() != expected {
+            return Err(Error::corrupt(
+                "text index schema differs from this build's",
+            ));
+        }
+        let payload = index
+            .load_metas()
+            .map_err(tantivy_err)?
+            .payload
+            .ok_or_else(|| Error::corrupt("text index has no commit payload"))?;
+        let payload: Payload = serde_json::from_str(&payload)
+            .map_err(|err| Error::corrupt(format!("text index payload: {err}")))?;
+        Ok((TextIndex::with_index(index, fields)?, payload.seq))
+    }
+
+    /// Creates an empty index in `dir`, replacing whatever is there.
+    pub(crate) fn create(dir: &Path) -> Result<TextIndex> {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)?;
+        }
+        std::fs::create_dir_all(dir)?;
+        let (schema, fields) = schema();
+        let index = Index::create_in_dir(dir, schema).map_err(tantivy_err)?;
+        let text = TextIndex::with_index(index, fields)?;
+        text.commit(0)?;
+        Ok(text)
+    }
+
+    fn with_index(index: Index, fields: Fields) -> Result<TextIndex> {
+        let words = analyzer::words_analyzer();
+        let ident = analyzer::ident_analyzer();
+        index.tokenizers().register(analyzer::WORDS, words.clone());
+        index.tokenizers().register(analyzer::IDENT, ident.clone());
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
+        let writer = index
+            .writer_with_num_threads(threads, WRITER_MEMORY_BYTES.max(threads * (16 << 20)))
+            .map_err(tantivy_err)?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(tantivy_err)?;
+        Ok(TextIndex {
+            index,
+            writer: Mutex::new(writer),
+            reader,
+            fields,
+            words,
+            ident,
+        })
+    }
+
+    /// Analyses a query text. Query syntax is never parsed: `title:x AND (` is words.
+    pub(crate) fn analyze(&self, text: &str) -> TextQuery {
+        let mut terms = Vec::new();
+        let mut words = self.words.clone();
+        let mut ident = self.ident.clone();
+        for token in analyzer::tokens(&mut words, text) {
+            terms.push(Term::from_field_text(self.fields.words, &token));
+        }
+        for token in analyzer::tokens(&mut ident, text) {
+            terms.push(Term::from_field_text(self.fields.ident, &token));
+        }
+        terms.sort();
+        terms.dedup();
+        TextQuery {
+            query: (!terms.is_empty()).then_some(BooleanQueryParts { terms }),
+        }
+    }
+
+    /// Adds a document version (visible after [`TextIndex::commit`] and a reload).
+    pub(crate) fn add(&self, doc: DocId, text: &str) -> Result<()> {
+        let mut document = TantivyDocument::default();
+        document.add_u64(self.fields.doc_id, doc.as_u64());
+        document.add_text(self.fields.words, text);
+        document.add_text(self.fields.ident, text);
+        self.lock_writer()
+            .add_document(document)
+            .map_err(tantivy_err)?;
+        Ok(())
+    }
+
+    /// Removes a document version.
+    pub(crate) fn delete(&self, doc: DocId) {
+        self.lock_writer()
+            .delete_term(Term::from_field_u64(self.fields.doc_id, doc.as_u64()));
+    }
+
+    /// Commits every change so far, recording that the index includes `seq`.
+    pub(crate) fn commit(&self, seq: u64) -> Result<()> {
+        let mut writer = self.lock_writer();
+        let mut prepared = writer.prepare_commit().map_err(tantivy_err)?;
+        prepared.set_payload(&serde_json::to_string(&Payload { seq }).expect("serialises"));
+        prepared.commit().map_err(tantivy_err)?;
+        Ok(())
+    }
+
+    /// Makes the last commit visible to searches.
+    pub(crate) fn reload(&self) -> Result<()> {
+        self.reader.reload().map_err(tantivy_err)
+    }
+
+    /// The number of documents searches see.
+    pub(crate) fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    fn lock_writer(&self) -> std::sync::MutexGuard<'_, IndexWriter> {
+        // A panic while holding the writer leaves it usable: tantivy's own state is
+        // consistent between calls, so a poisoned lock is recovered.
+        self.writer
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// The best `limit` documents for `query` among those `accept` admits.
+    ///
+    /// `accept` returns the user id of an admitted document (for the tiebreak: among
+    /// equal scores the smaller user id wins), or `None` to filter it out. Filters thus
+    /// apply before the top-k cut. Results are sorted by score descending, then user id.
+    pub(crate) fn search<'a>(
+        &self,
+        query: &TextQuery,
+        limit: usize,
+        accept: &dyn Fn(DocId) -> Option<&'a str>,
+    ) -> Result<Vec<(DocId, f32)>> {
+        let Some(query) = query.to_query() else {
+            return Ok(Vec::new());
+        };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let searcher = self.reader.searcher();
+        let weight = query
+            .weight(EnableScoring::enabled_from_searcher(&searcher))
+            .map_err(tantivy_err)?;
+        let mut heap: BinaryHeap<HeapEntry<'a>> = BinaryHeap::with_capacity(limit + 1);
+        for segment in searcher.segment_readers() {
+            let doc_ids = segment.fast_fields().u64("doc_id").map_err(tantivy_err)?;
+            let alive = segment.alive_bitset();
+            let mut threshold = f32::MIN;
+            if heap.len() == limit {
+                threshold = heap
+                    .peek()
+                    .map_or(f32::MIN, |worst| worst.score.next_down());
+            }
+            weight
+                .for_each_pruning(threshold, segment, &mut |seg_doc, score| {
+                    let current = |heap: &BinaryHeap<HeapEntry<'a>>| {
+                        if heap.len() == limit {
+                            // Keep equal scores coming: the tiebreak on user ids needs them.
+                            heap.peek()
+                                .map_or(f32::MIN, |worst| worst.score.next_down())
+                        } else {
+                            f32::MIN
+                        }
+                    };
+                    if alive.is_some_and(|alive| !alive.is_alive(seg_doc)) {
+                        return current(&heap);
+                    }
+                    let Some(doc) = doc_ids.first(seg_doc).map(DocId::new) else {
+                        return current(&heap);
+                    };
+                    let Some(user_id) = accept(doc) else {
+                        return current(&heap);
+                    };
+                    heap.push(HeapEntry {
+                        score,
+                        user_id,
+                        doc,
+                    });
+                    if heap.len() > limit {
+                        heap.pop();
+                    }
+                    current(&heap)
+                })
+                .map_err(tantivy_err)?;
+        }
+        let mut hits = heap.into_vec();
+        hits.sort();
+        Ok(hits
+            .into_iter()
+            .map(|entry| (entry.doc, entry.score))
+            .collect())
+    }
+
+    /// The BM25 score of `query` for each of `docs` that matches it.
+    pub(crate) fn score_docs(
+        &self,
+        query: &TextQuery,
+        docs: &[DocId],
+    ) -> Result<HashMap<DocId, f32>> {
+        let mut scores = HashMap::new();
+        let Some(text_query) = query.to_query() else {
+            return Ok(scores);
+        };
+        if docs.is_empty() {
+            return Ok(scores);
+        }
+        let id_terms = docs
+            .iter()
+            .map(|doc| Term::from_field_u64(self.fields.doc_id, doc.as_u64()));
+        let restricted = BooleanQuery::new(vec![
+            (Occur::Must, Box::new(text_query) as Box<dyn Query>),
+            (
+                Occur::Must,
+                Box::new(ConstScoreQuery::new(
+                    Box::new(TermSetQuery::new(id_terms)),
+                    0.0,
+                )),
+            ),
+        ]);
+        let searcher = self.reader.searcher();
+        let weight = restricted
+            .weight(EnableScoring::enabled_from_searcher(&searcher))
+            .map_err(tantivy_err)?;
+        for segment in searcher.segment_readers() {
+            let doc_ids = segment.fast_fields().u64("doc_id").map_err(tantivy_err)?;
+            let alive = segment.alive_bitset();
+            weight
+                .for_each(segment, &mut |seg_doc, score| {
+                    if alive.is_some_and(|alive| !alive.is_alive(seg_doc)) {
+                        return;
+                    }
+                    if let Some(doc) = doc_ids.first(seg_doc) {
+                        scores.insert(DocId::new(doc), score);
+                    }
+                })
+                .map_err(tantivy_err)?;
+        }
+        Ok(scores)
+    }
+
+    /// The number of segments of the committed index.
+    pub(crate) fn segment_count(&self) -> usize {
+        self.index
+            .searchable_segment_ids()
+            .map_or(0, |segments| segments.len())
+    }
+}
+
+/// A candidate in the top-k heap. The heap's maximum is the *worst* candidate, so that
+/// popping evicts it: lower score is "greater", and among equal scores the larger user id.
+struct HeapEntry<'a> {
+    score: f32,
+    user_id: &'a str,
+    doc: DocId,
+}
+
+impl PartialEq for HeapEntry<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for HeapEntry<'_> {}
+
+impl PartialOrd for HeapEntry<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for HeapEntry<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .score
+            .total_cmp(&self.score)
+            .then_with(|| self.user_id.cmp(other.user_id))
+            .then_with(|| self.doc.cmp(&other.doc))
+    }
+}

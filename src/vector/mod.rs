@@ -1,0 +1,220 @@
+//! The vector leg: "here is a query vector, give me the nearest admitted documents".
+//!
+//! One HNSW [`Graph`] per document kind, derived from the store and rebuildable. A graph
+//! *covers* a sequence number `s` when every vector of every upsert of its kind up to `s`
+//! is in it; documents written later (the tail) are scanned exactly, so a commit is
+//! searchable before the graph catches up. Dead entries (replaced or deleted versions)
+//! stay in the graph and are filtered at search time until a rebuild drops them.
+//!
+//! A filtered candidate set below the exact-scan threshold is scanned exactly (recall
+//! 1.0, and faster than a graph search at that size).
+
+mod graph;
+pub(crate) mod metric;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+
+use crate::catalog::{Catalog, DocFilter};
+use crate::id::DocId;
+use crate::Kind;
+
+pub use self::graph::HnswParams;
+pub(crate) use self::graph::{best_cosine, Graph, Manifest};
+
+/// The graph of one kind and how far it covers the change sequence.
+pub(crate) struct KindGraph {
+    graph: RwLock<Arc<Graph>>,
+    /// Every vector of this kind upserted at or before this sequence number is in `graph`.
+    covered: AtomicU64,
+    /// `covered` at the last checkpoint stored in sled.
+    checkpointed: AtomicU64,
+    /// Vectors inserted since the last checkpoint.
+    dirty: AtomicUsize,
+}
+
+/// The vector graphs of an engine.
+pub(crate) struct VectorIndex {
+    params: HnswParams,
+    graphs: [KindGraph; 2],
+}
+
+/// How the vector leg found its candidates (for explain output and tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct LegPlan {
+    /// Candidates scanned exactly (the small filtered set, or the tail).
+    pub(crate) exact_scanned: usize,
+    /// Whether the graph was searched.
+    pub(crate) used_graph: bool,
+}
+
+impl VectorIndex {
+    pub(crate) fn new(params: HnswParams) -> VectorIndex {
+        let empty = || KindGraph {
+            graph: RwLock::new(Arc::new(Graph::new(params, 0))),
+            covered: AtomicU64::new(0),
+            checkpointed: AtomicU64::new(0),
+            dirty: AtomicUsize::new(0),
+        };
+        VectorIndex {
+            params,
+            graphs: [empty(), empty()],
+        }
+    }
+
+    pub(crate) fn params(&self) -> HnswParams {
+        self.params
+    }
+
+    fn kind_graph(&self, kind: Kind) -> &KindGraph {
+        &self.graphs[usize::from(kind.as_u8())]
+    }
+
+    pub(crate) fn graph(&self, kind: Kind) -> Arc<Graph> {
+        Arc::clone(
+            &self
+                .kind_graph(kind)
+                .graph
+                .read()
+                .unwrap_or_else(|p| p.into_inner()),
+        )
+    }
+
+    pub(crate) fn covered(&self, kind: Kind) -> u64 {
+        self.kind_graph(kind).covered.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn checkpointed(&self, kind: Kind) -> u64 {
+        self.kind_graph(kind).checkpointed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn dirty(&self, kind: Kind) -> usize {
+        self.kind_graph(kind).dirty.load(Ordering::Acquire)
+    }
+
+    /// Installs a graph that covers `covered` (a loaded checkpoint or a rebuild).
+    pub(crate) fn install(&self, kind: Kind, graph: Graph, covered: u64, checkpointed: bool) {
+        let slot = self.kind_graph(kind);
+        *slot.graph.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(graph);
+        slot.covered.store(covered, Ordering::Release);
+        if checkpointed {
+            slot.checkpointed.store(covered, Ordering::Release);
+            slot.dirty.store(0, Ordering::Release);
+        } else {
+            slot.dirty.store(usize::MAX / 2, Ordering::Release);
+        }
+    }
+
+    /// Records that the graph of `kind` now covers `covered` after inserting `n` vectors.
+    pub(crate) fn advance(&self, kind: Kind, covered: u64, n: usize) {
+        let slot = self.kind_graph(kind);
+        slot.covered.fetch_max(covered, Ordering::AcqRel);
+        slot.dirty.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// Records a checkpoint of the graph of `kind` covering `covered`.
+    pub(crate) fn mark_checkpointed(&self, kind: Kind, covered: u64) {
+        let slot = self.kind_graph(kind);
+        slot.checkpointed.store(covered, Ordering::Release);
+        slot.dirty.store(0, Ordering::Release);
+    }
+
+    /// The `k` documents nearest to `query` (normalised) among those `filter` admits,
+    /// best first, with their best cosine over the document's vectors. Ties break on the
+    /// user id.
+    pub(crate) fn search(
+        &self,
+        catalog: &Catalog,
+        filter: &DocFilter<'_>,
+        query: &[f32],
+        k: usize,
+        exact_threshold: usize,
+    ) -> (Vec<(DocId, f32)>, LegPlan) {
+        let mut plan = LegPlan::default();
+        let Some(superset) = catalog.superset(filter) else {
+            return (Vec::new(), plan);
+        };
+        if k == 0 {
+            return (Vec::new(), plan);
+        }
+        let mut best: HashMap<DocId, f32> = HashMap::new();
+        let exact = |doc: DocId, best: &mut HashMap<DocId, f32>, plan: &mut LegPlan| {
+            let Some(entry) = catalog.get(doc) else {
+                return;
+            };
+            let Some(vectors) = &entry.vectors else {
+                return;
+            };
+            if !filter.matches(&entry.doc) {
+                return;
+            }
+            plan.exact_scanned += 1;
+            let dim = query.len();
+            let cosine = graph::best_cosine(query, &vectors.data, dim);
+            best.insert(doc, cosine);
+        };
+        if superset.len() <= exact_threshold {
+            for &doc in superset {
+                exact(doc, &mut best, &mut plan);
+            }
+            return (top_k(catalog, best, k), plan);
+        }
+
+        // The tail: documents the graph does not cover yet.
+        let covered = self.covered(filter.kind);
+        for (_, doc) in catalog.vectors_after(filter.kind, covered) {
+            exact(doc, &mut best, &mut plan);
+        }
+
+        plan.used_graph = true;
+        let graph = self.graph(filter.kind);
+        let n_docs = catalog.count(filter.kind).max(1);
+        let rows_per_doc = catalog.n_vectors(filter.kind).div_ceil(n_docs).max(1);
+        let fetch = k * rows_per_doc + 8;
+        let accept = |key: crate::id::VectorKey| {
+            catalog
+                .get(key.doc())
+                .is_some_and(|entry| filter.matches(&entry.doc))
+        };
+        let mut from_graph = HashMap::new();
+        let collect = |hits: Vec<(crate::id::VectorKey, f32)>,
+                       from_graph: &mut HashMap<DocId, f32>| {
+            for (key, cosine) in hits {
+                if accept(key) {
+                    let slot = from_graph.entry(key.doc()).or_insert(f32::NEG_INFINITY);
+                    *slot = slot.max(cosine);
+                }
+            }
+        };
+        // A permissive filter (most documents of the kind pass) searches unfiltered and
+        // drops what the filter rejects, which keeps hnsw_rs's early exit; when too few
+        // survive, or the filter is selective, the graph search applies the filter.
+        let permissive = superset.len() * 2 >= n_docs;
+        if permissive {
+            collect(graph.search(query, fetch * 2, None), &mut from_graph);
+        }
+        if from_graph.len() < k {
+            from_graph.clear();
+            collect(graph.search(query, fetch, Some(&accept)), &mut from_graph);
+        }
+        for (doc, cosine) in from_graph {
+            let slot = best.entry(doc).or_insert(f32::NEG_INFINITY);
+            *slot = slot.max(cosine);
+        }
+        (top_k(catalog, best, k), plan)
+    }
+}
+
+/// The best `k` of `scores`, by cosine descending then user id.
+fn top_k(catalog: &Catalog, scores: HashMap<DocId, f32>, k: usize) -> Vec<(DocId, f32)> {
+    let mut ranked: Vec<(DocId, f32)> = scores.into_iter().collect();
+    let user_id = |doc: &DocId| catalog.get(*doc).map_or("", |e| e.doc.id());
+    ranked.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| user_id(&a.0).cmp(user_id(&b.0)))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    ranked.truncate(k);
+    ranked
+}

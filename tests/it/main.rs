@@ -1,0 +1,5 @@
+//! Integration tests: one binary, one module per area.
+
+mod common;
+mod engine;
+mod persistence;
