@@ -143,7 +143,11 @@ fn json_equals(found: &serde_json::Value, wanted: &str) -> bool {
     match found {
         serde_json::Value::String(s) => s == wanted,
         serde_json::Value::Array(values) => values.iter().any(|v| json_equals(v, wanted)),
-        other => other.to_string() == wanted,
+        // A number or a boolean matches its JSON text (`turn=3`, `done=true`).
+        other => {
+            let text = other.to_string();
+            text == wanted
+        }
     }
 }
 

@@ -14,9 +14,20 @@
 //! [pipeline.retrieval.memory_selection]
 //! strategy = "clustering"
 //!
+//! [fusion]
+//! adaptive = false        # adapt leg weights to the query (seed 004)
+//! feedback = false        # apply feedback factors (seed 004)
+//! patterns_in_text = false
+//!
 //! [fusion.rules]          # and [fusion.chunks]
+//! method = "weighted"     # weighted | rrf
+//! text_normalization = "min_max"        # min_max | fixed_bounds | z_score
+//! vector_normalization = "fixed_bounds" # with vector_bounds [0, 1]: the cosine as is
 //! vector_weight = 0.7
 //! text_weight = 0.3
+//! text_bounds = [0.0, 10.0]
+//! vector_bounds = [0.0, 1.0]
+//! rrf_k = 60
 //!
 //! [scoring.rules]
 //! hybrid_weight = 0.6
@@ -32,7 +43,7 @@
 //! [vector]
 //! max_connections = 16
 //! ef_construction = 200
-//! ef_search = 64
+//! ef_search = 128
 //! ```
 //!
 //! [`Config::load`] reads a file (or the one `RUCHE_CONFIG` names) and then environment
@@ -47,7 +58,7 @@ use figment::Figment;
 use serde::{Deserialize, Serialize};
 
 use crate::chunk::ChunkWeights;
-use crate::fusion::{FusionWeights, RuleWeights};
+use crate::fusion::{FusionSpec, RuleWeights};
 use crate::select::SelectionConfig;
 use crate::vector::HnswParams;
 use crate::{Error, Result};
@@ -116,14 +127,22 @@ impl Default for RetrievalConfig {
     }
 }
 
-/// `[fusion]`: one section per kind.
+/// `[fusion]`: how the two legs are fused, one section per kind.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FusionConfig {
+    /// Adapt the leg weights to the query (seed 004: identifiers favour the text leg,
+    /// questions the vector leg). Overridable per request.
+    pub adaptive: bool,
+    /// Multiply the leg weights by the feedback factors (seed 004), once a leg has at
+    /// least 10 feedback entries.
+    pub feedback: bool,
+    /// Index a rule's patterns in the text leg too (they always feed the vector leg).
+    pub patterns_in_text: bool,
     /// `[fusion.rules]`.
-    pub rules: FusionWeights,
+    pub rules: FusionSpec,
     /// `[fusion.chunks]`.
-    pub chunks: FusionWeights,
+    pub chunks: FusionSpec,
 }
 
 /// `[scoring]`: one section per kind.
@@ -144,7 +163,7 @@ pub struct VectorConfig {
     pub max_connections: usize,
     /// Candidate list size while building (default 200).
     pub ef_construction: usize,
-    /// Candidate list size while searching (default 64).
+    /// Candidate list size while searching (default 128).
     pub ef_search: usize,
     /// A checkpoint is stored once this many vectors were added since the last one
     /// (default 20,000; also at a clean close).

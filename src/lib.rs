@@ -7,6 +7,7 @@
 //! importance and recency (chunks), and sorts with a deterministic tiebreak.
 #![doc(test(attr(deny(warnings))))]
 
+mod analysis;
 mod catalog;
 mod chunk;
 mod config;
@@ -14,6 +15,8 @@ mod doc;
 mod embed;
 mod engine;
 mod error;
+pub mod eval;
+mod feedback;
 mod fusion;
 mod id;
 mod policy;
@@ -24,6 +27,7 @@ mod text;
 mod time;
 mod vector;
 
+pub use crate::analysis::{adapt, analyze, Entity, EntityKind, QueryAnalysis};
 pub use crate::chunk::{
     importance_score, lexical_similarity, ChunkQuery, ChunkSelector, ChunkWeights, Memory,
     MemoryType, ScoredChunk,
@@ -32,10 +36,16 @@ pub use crate::config::{
     Config, FusionConfig, PipelineConfig, RetrievalConfig, ScoringConfig, VectorConfig,
 };
 pub use crate::doc::{Chunk, Document, Rule, Scope, DEFAULT_TENANT};
-pub use crate::embed::Embedder;
+#[cfg(feature = "bert")]
+pub use crate::embed::BertEmbedder;
+pub use crate::embed::{Embedder, EmbedderSpec, StaticEmbedder};
 pub use crate::engine::{CounterStats, Engine, EngineBuilder, GraphStats, Stats};
 pub use crate::error::{Error, ErrorKind, Result};
-pub use crate::fusion::{min_max, FusionWeights, RuleScore, RuleWeights};
+pub use crate::feedback::{FeedbackEntry, FeedbackWindow, Leg, LegFeedback};
+pub use crate::fusion::{
+    fuse, min_max, Fused, FusionKind, FusionMethod, FusionSpec, FusionWeights, LegFactors,
+    LegScores, Legs, Normalization, NormalizationKind, RuleScore, RuleWeights,
+};
 pub use crate::id::Kind;
 pub use crate::policy::{
     ActionSelectionPolicy, BeamSearchPolicy, BeamSearchPolicyBuilder, Candidate, GreedyPolicy,
@@ -43,7 +53,8 @@ pub use crate::policy::{
     SamplingPolicyBuilder,
 };
 pub use crate::query::{
-    FoundBy, Hit, ScoreBreakdown, SearchRequest, SearchResponse, SelectionSummary, Timings,
+    FoundBy, FusionSummary, Hit, LegContributions, ScoreBreakdown, SearchRequest, SearchResponse,
+    SelectionSummary, Timings,
 };
 pub use crate::select::{
     AdaptiveKSelection, AutocutSelection, ClusteringSelection, ElbowSelection, EntropySelection,

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::chunk::ChunkWeights;
 use crate::doc::{Document, DEFAULT_TENANT};
+use crate::fusion::FusionSpec;
 use crate::select::SelectionConfig;
 use crate::time::Timestamp;
 use crate::Kind;
@@ -47,6 +48,8 @@ pub struct SearchRequest {
     pub(crate) now: Option<Timestamp>,
     pub(crate) selection: Option<SelectionConfig>,
     pub(crate) chunk_weights: Option<ChunkWeights>,
+    pub(crate) fusion: Option<FusionSpec>,
+    pub(crate) adaptive: Option<bool>,
 }
 
 impl SearchRequest {
@@ -81,6 +84,8 @@ impl SearchRequest {
             now: None,
             selection: None,
             chunk_weights: None,
+            fusion: None,
+            adaptive: None,
         }
     }
 
@@ -194,6 +199,22 @@ impl SearchRequest {
         self
     }
 
+    /// Fuses the two legs with `spec` instead of the configured `[fusion.rules]` or
+    /// `[fusion.chunks]`.
+    #[must_use]
+    pub fn fusion(mut self, spec: FusionSpec) -> SearchRequest {
+        self.fusion = Some(spec);
+        self
+    }
+
+    /// Turns query-adaptive leg weights on or off for this request (default: config's
+    /// `fusion.adaptive`).
+    #[must_use]
+    pub fn adaptive(mut self, adaptive: bool) -> SearchRequest {
+        self.adaptive = Some(adaptive);
+        self
+    }
+
     /// The kind searched.
     pub fn kind(&self) -> Kind {
         self.kind
@@ -227,8 +248,10 @@ pub struct ScoreBreakdown {
     pub vector: Option<f64>,
     /// The raw BM25 score (0 when the text does not match).
     pub bm25: f64,
-    /// BM25 normalised over the candidates.
+    /// BM25 normalised over the candidates by the fusion method.
     pub bm25_normalized: f64,
+    /// The vector score normalised by the fusion method.
+    pub vector_normalized: f64,
     /// The fusion of the two legs.
     pub hybrid: f64,
     /// Rules: `priority_weight * norm(priority)`.
@@ -290,6 +313,33 @@ pub struct SelectionSummary {
     pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
+/// How the two legs were fused for one search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FusionSummary {
+    /// The method, e.g. `weighted (text: min_max, vector: fixed_bounds [0, 1])`.
+    pub method: String,
+    /// The weight of the vector leg actually used (after adaptation and feedback; 0 when
+    /// the leg did not run).
+    pub vector_weight: f64,
+    /// The weight of the text leg actually used.
+    pub text_weight: f64,
+    /// Whether query-adaptive weights were applied.
+    pub adaptive: bool,
+    /// The feedback factors applied (`[vector, text]`), when feedback is on.
+    pub feedback_factors: Option<[f64; 2]>,
+}
+
+/// How many hits each leg found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct LegContributions {
+    /// Hits only the text leg found.
+    pub text_only: usize,
+    /// Hits only the vector leg found.
+    pub vector_only: usize,
+    /// Hits both legs found.
+    pub both: usize,
+}
+
 /// The result of [`Engine::search`](crate::Engine::search).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchResponse {
@@ -303,6 +353,10 @@ pub struct SearchResponse {
     pub timings: Timings,
     /// Candidates each leg returned: `[text, vector]`.
     pub leg_candidates: [usize; 2],
+    /// Which legs found the hits.
+    pub leg_contributions: LegContributions,
+    /// How the legs were fused.
+    pub fusion: FusionSummary,
     /// Why the vector leg did not run, when it did not.
     pub vector_leg_skipped: Option<String>,
 }

@@ -11,6 +11,12 @@ mod bert;
 #[cfg(feature = "bert")]
 pub use bert::BertEmbedder;
 
+mod spec;
+mod static_model;
+
+pub use spec::EmbedderSpec;
+pub use static_model::StaticEmbedder;
+
 use crate::Result;
 
 /// Turns texts into vectors.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::Engine;
 use crate::config::Config;
-use crate::embed::Embedder;
+use crate::embed::{Embedder, EmbedderSpec};
 use crate::Result;
 
 /// Configures and opens an [`Engine`].
@@ -13,8 +13,9 @@ use crate::Result;
 /// ## Defaults
 ///
 /// - configuration: [`Config::default`] (see [`Config`] for every value);
-/// - no embedder: records and queries without vectors use the text leg alone, unless
-///   one is set with [`EngineBuilder::embedder`];
+/// - embedder: the one the index recorded at creation (see
+///   [`EngineBuilder::embedder_spec`]); none for a new index unless one is set, so records
+///   and queries without vectors use the text leg alone;
 /// - sled page cache: 64 MiB.
 ///
 /// # Example
@@ -34,6 +35,7 @@ use crate::Result;
 pub struct EngineBuilder {
     pub(crate) config: Config,
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    pub(crate) embedder_spec: Option<EmbedderSpec>,
     pub(crate) dimensions: Option<usize>,
     pub(crate) cache_bytes: u64,
 }
@@ -46,6 +48,7 @@ impl std::fmt::Debug for EngineBuilder {
                 "embedder",
                 &self.embedder.as_ref().map(|e| e.model_id().to_string()),
             )
+            .field("embedder_spec", &self.embedder_spec)
             .field("dimensions", &self.dimensions)
             .field("cache_bytes", &self.cache_bytes)
             .finish()
@@ -57,6 +60,7 @@ impl Default for EngineBuilder {
         EngineBuilder {
             config: Config::default(),
             embedder: None,
+            embedder_spec: None,
             dimensions: None,
             cache_bytes: 64 << 20,
         }
@@ -70,12 +74,23 @@ impl EngineBuilder {
         self
     }
 
-    /// Embeds records and queries that carry no vector with `embedder`.
+    /// Embeds records and queries that carry no vector of their own with `embedder`.
     ///
     /// An index records the model id and dimension of its embedder at creation; opening
-    /// it with another embedder is an error.
+    /// it with another embedder is an error. A custom embedder cannot be recorded: pass it
+    /// again at every open (or use [`EngineBuilder::embedder_spec`]).
     pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> EngineBuilder {
         self.embedder = Some(embedder);
+        self
+    }
+
+    /// Embeds with the embedder `spec` names, and records the spec in a new index so that
+    /// later opens load the same embedder without being told.
+    ///
+    /// An existing index keeps the embedder it was created with: giving another here is
+    /// an error when the index is opened (re-embed the index to change models).
+    pub fn embedder_spec(mut self, spec: EmbedderSpec) -> EngineBuilder {
+        self.embedder_spec = Some(spec);
         self
     }
 

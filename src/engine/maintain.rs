@@ -46,9 +46,14 @@ pub(super) fn open_text(
     store: &Store,
     catalog: &Catalog,
     counters: &Counters,
+    create: bool,
+    patterns_in_text: bool,
 ) -> Result<TextIndex> {
     let last_seq = store.meta().last_seq;
-    match TextIndex::open(dir) {
+    if create {
+        return rebuild_text(dir, catalog, last_seq, patterns_in_text);
+    }
+    match TextIndex::open(dir, patterns_in_text) {
         Ok((text, seq)) if seq == last_seq => return Ok(text),
         Ok((text, seq)) if seq < last_seq => match catch_up(&text, store, seq, last_seq) {
             Ok(replayed) => {
@@ -67,10 +72,14 @@ pub(super) fn open_text(
                 "text index ahead of store; rebuilding"
             )
         }
-        Err(err) => tracing::warn!(error = %err, "text index unreadable; rebuilding"),
+        Err(err) => tracing::warn!(
+            error = %err,
+            cause = %std::error::Error::source(&err).map(ToString::to_string).unwrap_or_default(),
+            "text index missing or unreadable; rebuilding it from the store"
+        ),
     }
     counters.text_rebuilds.fetch_add(1, Ordering::Relaxed);
-    rebuild_text(dir, catalog, last_seq)
+    rebuild_text(dir, catalog, last_seq, patterns_in_text)
 }
 
 /// Replays the change log after `from` into `text`; returns how many entries it applied.
@@ -97,7 +106,7 @@ fn catch_up(text: &TextIndex, store: &Store, from: u64, to: u64) -> Result<u64> 
                 text.delete(doc);
                 // A version removed later in the log is no longer in the store.
                 if let Some(record) = store.doc(doc)? {
-                    text.add(doc, &record.to_document(None)?.text())?;
+                    text.add_document(doc, &record.to_document(None)?)?;
                 }
             }
             LogEntry::Delete { doc } => text.delete(DocId::new(doc)),
@@ -109,10 +118,15 @@ fn catch_up(text: &TextIndex, store: &Store, from: u64, to: u64) -> Result<u64> 
     Ok(entries.len() as u64)
 }
 
-fn rebuild_text(dir: &Path, catalog: &Catalog, last_seq: u64) -> Result<TextIndex> {
-    let text = TextIndex::create(dir)?;
+fn rebuild_text(
+    dir: &Path,
+    catalog: &Catalog,
+    last_seq: u64,
+    patterns_in_text: bool,
+) -> Result<TextIndex> {
+    let text = TextIndex::create(dir, patterns_in_text)?;
     for (doc, entry) in catalog.iter() {
-        text.add(doc, &entry.doc.text())?;
+        text.add_document(doc, &entry.doc)?;
     }
     text.commit(last_seq)?;
     text.reload()?;

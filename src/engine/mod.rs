@@ -6,7 +6,9 @@
 //! in-memory [`Catalog`] holds the live documents that filters check.
 
 mod builder;
+mod feedback;
 mod maintain;
+mod reembed;
 mod search;
 mod write;
 
@@ -24,7 +26,7 @@ use serde::Serialize;
 use crate::catalog::{Catalog, Entry, Vectors};
 use crate::config::Config;
 use crate::doc::Document;
-use crate::embed::Embedder;
+use crate::embed::{Embedder, EmbedderSpec};
 use crate::store::{PendingOp, Store};
 use crate::text::TextIndex;
 use crate::vector::VectorIndex;
@@ -82,6 +84,8 @@ pub(crate) struct Inner {
     pub(crate) counters: Counters,
     pub(crate) worker: WorkerSignal,
     pub(crate) query_counter: AtomicU64,
+    pub(crate) queries_logged: AtomicU64,
+    pub(crate) feedback: Mutex<crate::feedback::FeedbackWindow>,
     _lock_file: File,
     _temp_dir: Option<tempfile::TempDir>,
 }
@@ -120,6 +124,7 @@ pub(crate) struct Counters {
     pub(crate) text_rebuilds: AtomicU64,
     pub(crate) text_replayed: AtomicU64,
     pub(crate) embedded_texts: AtomicU64,
+    pub(crate) embedding_cache_hits: AtomicU64,
 }
 
 /// Counts and state of an index, as [`Engine::stats`] reports them.
@@ -136,6 +141,8 @@ pub struct Stats {
     pub dimensions: Option<usize>,
     /// The model that makes the vectors (`external` when records bring their own).
     pub model_id: Option<String>,
+    /// The embedder the index loads at open (an [`EmbedderSpec`] string), if recorded.
+    pub embedder: Option<String>,
     /// The sequence number of the last committed change.
     pub last_seq: u64,
     /// Documents in the text index.
@@ -186,6 +193,8 @@ pub struct CounterStats {
     pub text_replayed: u64,
     /// Texts embedded by the embedder.
     pub embedded_texts: u64,
+    /// Texts whose embedding came from the embedding cache.
+    pub embedding_cache_hits: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,6 +237,13 @@ impl Engine {
             (OpenMode::Create, false) | (OpenMode::OpenOrCreate, false) => true,
             (_, true) => false,
         };
+        let spec = builder.embedder_spec.as_ref().map(EmbedderSpec::absolute);
+        let mut embedder = builder.embedder.clone();
+        if embedder.is_none() {
+            if let Some(spec) = &spec {
+                embedder = spec.load()?;
+            }
+        }
         if create {
             std::fs::create_dir_all(dir)?;
         }
@@ -236,23 +252,43 @@ impl Engine {
         if create {
             let dimensions = builder
                 .dimensions
-                .or(builder.embedder.as_ref().map(|e| e.dimensions()));
+                .or(embedder.as_ref().map(|e| e.dimensions()));
             if let Some(dimensions) = dimensions {
-                let model_id = builder
-                    .embedder
-                    .as_ref()
-                    .map_or("external", |e| e.model_id());
-                store.set_vector_space(dimensions, model_id)?;
+                let model_id = embedder.as_ref().map_or("external", |e| e.model_id());
+                let recorded = match (&spec, &embedder, &builder.embedder) {
+                    (Some(spec), Some(_), None) => Some(spec.to_string()),
+                    _ => None,
+                };
+                store.set_vector_space(dimensions, model_id, recorded.as_deref())?;
             }
         }
         let meta = store.meta();
-        if let Some(embedder) = &builder.embedder {
+        if embedder.is_none() && !create {
+            if let Some(recorded) = &meta.embedder {
+                embedder = recorded.parse::<EmbedderSpec>()?.load().map_err(|err| {
+                    Error::new(ErrorKind::Embedder {
+                        message: format!(
+                            "the index's embedder `{recorded}` cannot be loaded ({err})"
+                        ),
+                    })
+                })?;
+            }
+        }
+        if let Some(embedder) = &embedder {
             check_embedder(embedder.as_ref(), meta.dimensions, meta.model_id.as_deref())?;
         }
 
         let catalog = maintain::load_catalog(&store)?;
+        let feedback = crate::feedback::FeedbackWindow::from_entries(store.feedback_entries()?);
         let counters = Counters::default();
-        let text = maintain::open_text(&dir.join(TEXT_DIR), &store, &catalog, &counters)?;
+        let text = maintain::open_text(
+            &dir.join(TEXT_DIR),
+            &store,
+            &catalog,
+            &counters,
+            create,
+            builder.config.fusion.patterns_in_text,
+        )?;
         let vectors = VectorIndex::new(builder.config.vector.params());
         maintain::load_graphs(&store, &vectors, &counters, meta.dimensions)?;
 
@@ -263,12 +299,14 @@ impl Engine {
             text,
             vectors,
             catalog: RwLock::new(catalog),
-            embedder: builder.embedder,
+            embedder,
             pending: Mutex::new(Pending::default()),
             commit_lock: Mutex::new(()),
             counters,
             worker: WorkerSignal::default(),
             query_counter: AtomicU64::new(0),
+            queries_logged: AtomicU64::new(0),
+            feedback: Mutex::new(feedback),
             _lock_file: lock_file,
             _temp_dir: temp_dir,
         });
@@ -320,21 +358,13 @@ impl Engine {
         tenant: Option<&'a str>,
     ) -> impl Iterator<Item = Result<Document>> + 'a {
         let store = &self.inner.store;
-        store.ids(kind, tenant).filter_map(move |doc| {
-            let doc = match doc {
-                Ok(doc) => doc,
-                Err(err) => return Some(Err(err)),
-            };
-            let record = match store.doc(doc) {
-                Ok(Some(record)) => record,
-                Ok(None) => return Some(Err(Error::corrupt("id map names a missing document"))),
-                Err(err) => return Some(Err(err)),
-            };
-            let vectors = match store.vectors(doc) {
-                Ok(vectors) => vectors,
-                Err(err) => return Some(Err(err)),
-            };
-            Some(record.to_document(vectors.as_ref()))
+        store.ids(kind, tenant).map(move |doc| {
+            let doc = doc?;
+            let record = store
+                .doc(doc)?
+                .ok_or_else(|| Error::corrupt("id map names a missing document"))?;
+            let vectors = store.vectors(doc)?;
+            record.to_document(vectors.as_ref())
         })
     }
 
@@ -361,6 +391,7 @@ impl Engine {
             tenants: catalog.tenants(),
             dimensions: meta.dimensions,
             model_id: meta.model_id.clone(),
+            embedder: meta.embedder.clone(),
             last_seq: meta.last_seq,
             text_docs: inner.text.num_docs(),
             text_segments: inner.text.segment_count(),
@@ -375,6 +406,7 @@ impl Engine {
                 text_rebuilds: load(&c.text_rebuilds),
                 text_replayed: load(&c.text_replayed),
                 embedded_texts: load(&c.embedded_texts),
+                embedding_cache_hits: load(&c.embedding_cache_hits),
             },
         }
     }

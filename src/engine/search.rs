@@ -5,13 +5,15 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::{Engine, Inner};
+use crate::analysis::{adapt, analyze};
 use crate::catalog::{Catalog, DocFilter};
 use crate::chunk::{importance_score, ChunkSelector};
 use crate::doc::Document;
-use crate::fusion::{min_max, FusionWeights};
+use crate::fusion::{fuse, Fused, FusionWeights, LegScores, Legs};
 use crate::id::DocId;
 use crate::query::{
-    FoundBy, Hit, ScoreBreakdown, SearchRequest, SearchResponse, SelectionSummary, Timings,
+    FoundBy, FusionSummary, Hit, LegContributions, ScoreBreakdown, SearchRequest, SearchResponse,
+    SelectionSummary, Timings,
 };
 use crate::time::Timestamp;
 use crate::vector::metric;
@@ -21,7 +23,8 @@ use crate::{Error, ErrorKind, Kind, Result};
 #[derive(Debug, Clone)]
 struct Candidate {
     doc: DocId,
-    bm25: f64,
+    /// Raw BM25, `None` when the document does not match the query text.
+    bm25: Option<f64>,
     cosine: Option<f32>,
     found_by: FoundBy,
 }
@@ -124,7 +127,7 @@ impl Inner {
                 *doc,
                 Candidate {
                     doc: *doc,
-                    bm25: f64::from(*bm25),
+                    bm25: Some(f64::from(*bm25)),
                     cosine: None,
                     found_by: FoundBy {
                         text: true,
@@ -136,7 +139,7 @@ impl Inner {
         for (doc, cosine) in &vector_hits {
             let candidate = candidates.entry(*doc).or_insert(Candidate {
                 doc: *doc,
-                bm25: 0.0,
+                bm25: None,
                 cosine: None,
                 found_by: FoundBy::default(),
             });
@@ -147,7 +150,7 @@ impl Inner {
             for doc in catalog.matching(&filter) {
                 candidates.entry(doc).or_insert(Candidate {
                     doc,
-                    bm25: 0.0,
+                    bm25: None,
                     cosine: None,
                     found_by: FoundBy::default(),
                 });
@@ -163,7 +166,7 @@ impl Inner {
         if !text_query.is_empty() && !vector_only.is_empty() {
             for (doc, bm25) in self.text.score_docs(&text_query, &vector_only)? {
                 if let Some(candidate) = candidates.get_mut(&doc) {
-                    candidate.bm25 = f64::from(bm25);
+                    candidate.bm25 = Some(f64::from(bm25));
                 }
             }
         }
@@ -177,10 +180,16 @@ impl Inner {
                 }
             }
         }
-        let mut scored = self.score(
+        // Candidates in user-id order, so that nothing downstream depends on hashing.
+        let mut candidates: Vec<Candidate> = candidates.into_values().collect();
+        candidates.sort_by(|a, b| {
+            let id = |c: &Candidate| catalog.get(c.doc).map_or("", |e| e.doc.id());
+            id(a).cmp(id(b)).then(a.doc.cmp(&b.doc))
+        });
+        let (mut scored, fusion) = self.score(
             request,
             &catalog,
-            candidates.into_values().collect(),
+            candidates,
             query_vector.is_some(),
             !text_query.is_empty(),
             now,
@@ -251,13 +260,28 @@ impl Inner {
             .collect();
         timings.select_us = micros(stage);
         drop(catalog);
+        let mut leg_contributions = LegContributions::default();
+        for hit in &hits {
+            match (hit.breakdown.found_by.text, hit.breakdown.found_by.vector) {
+                (true, true) => leg_contributions.both += 1,
+                (true, false) => leg_contributions.text_only += 1,
+                (false, true) => leg_contributions.vector_only += 1,
+                (false, false) => {}
+            }
+        }
+        let query_id = self.next_query_id();
+        if let Some(top) = hits.first() {
+            self.log_query(&query_id, top.breakdown.found_by)?;
+        }
         timings.total_us = micros(started);
         Ok(SearchResponse {
-            query_id: self.next_query_id(),
+            query_id,
             hits,
             selection,
             timings,
             leg_candidates,
+            leg_contributions,
+            fusion,
             vector_leg_skipped: vector_skipped,
         })
     }
@@ -313,6 +337,7 @@ impl Inner {
     }
 
     /// Fuses the legs and weights the result by kind.
+    #[allow(clippy::too_many_arguments)]
     fn score<'a>(
         &self,
         request: &SearchRequest,
@@ -321,41 +346,65 @@ impl Inner {
         vector_leg: bool,
         text_leg: bool,
         now: Timestamp,
-    ) -> Result<Vec<Scored<'a>>> {
-        let bm25: Vec<f64> = candidates.iter().map(|c| c.bm25).collect();
-        let bm25_normalized = min_max(&bm25);
-        let configured = match request.kind {
+    ) -> Result<(Vec<Scored<'a>>, FusionSummary)> {
+        let spec = request.fusion.unwrap_or(match request.kind {
             Kind::Rule => self.config.fusion.rules,
             Kind::Chunk => self.config.fusion.chunks,
+        });
+        let method = spec.method();
+        let ran = Legs {
+            text: text_leg,
+            vector: vector_leg,
         };
-        // A leg that did not run gives its weight to the other, so that an index
-        // without vectors ranks by BM25 alone on the full scale.
-        let weights = match (vector_leg, text_leg) {
-            (true, false) => FusionWeights {
-                vector_weight: 1.0,
-                text_weight: 0.0,
-            },
-            (false, true) => FusionWeights {
+        let adaptive = request.adaptive.unwrap_or(self.config.fusion.adaptive) && text_leg;
+        let mut weights = spec.weights();
+        if adaptive {
+            weights = adapt(&analyze(&request.text), weights);
+        }
+        let factors = self.config.fusion.feedback.then(|| self.feedback_factors());
+        let any_leg = vector_leg || text_leg;
+        let used = if any_leg {
+            weights.in_use(ran, factors.unwrap_or_default())?
+        } else {
+            FusionWeights {
                 vector_weight: 0.0,
-                text_weight: 1.0,
-            },
-            _ => configured,
+                text_weight: 0.0,
+            }
         };
+        let legs: Vec<LegScores> = candidates
+            .iter()
+            .map(|c| LegScores {
+                text: c.bm25,
+                vector: c.cosine.map(metric::score_of_cosine),
+            })
+            .collect();
+        let fused = if any_leg {
+            fuse(&legs, &method, used)?
+        } else {
+            vec![Fused::default(); legs.len()]
+        };
+        let summary = FusionSummary {
+            method: method.to_string(),
+            vector_weight: used.vector_weight,
+            text_weight: used.text_weight,
+            adaptive,
+            feedback_factors: factors.map(|f| [f.vector, f.text]),
+        };
+
         let selector = ChunkSelector::with_weights(
             request.chunk_weights.unwrap_or(self.config.scoring.chunks),
         )?;
-        let any_leg = vector_leg || text_leg;
-        Ok(candidates
+        let scored = candidates
             .into_iter()
-            .zip(bm25_normalized)
-            .filter_map(|(candidate, bm25_normalized)| {
+            .zip(fused)
+            .filter_map(|(candidate, fused)| {
                 let entry = catalog.get(candidate.doc)?;
-                let vector = candidate.cosine.map(metric::score_of_cosine);
-                let hybrid = weights.hybrid(vector.unwrap_or(0.0), bm25_normalized);
+                let hybrid = fused.hybrid;
                 let mut breakdown = ScoreBreakdown {
-                    vector,
-                    bm25: candidate.bm25,
-                    bm25_normalized,
+                    vector: candidate.cosine.map(metric::score_of_cosine),
+                    bm25: candidate.bm25.unwrap_or(0.0),
+                    bm25_normalized: fused.text_normalized,
+                    vector_normalized: fused.vector_normalized,
                     hybrid,
                     priority_term: None,
                     scope_term: None,
@@ -393,13 +442,19 @@ impl Inner {
                     breakdown,
                 })
             })
-            .collect())
+            .collect();
+        Ok((scored, summary))
     }
 
+    /// A unique, time-ordered query id: `q` + millis + process + counter, fixed-width hex.
     fn next_query_id(&self) -> String {
         let n = self.query_counter.fetch_add(1, Ordering::Relaxed);
-        let millis = Timestamp::now().unix_millis();
-        format!("q{millis:x}-{:x}-{n:x}", std::process::id())
+        let millis = Timestamp::now().unix_millis().max(0);
+        format!(
+            "q{millis:012x}-{:08x}-{:06x}",
+            std::process::id(),
+            n & 0xff_ffff
+        )
     }
 }
 

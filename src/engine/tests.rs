@@ -46,7 +46,7 @@ fn a_text_index_behind_the_store_catches_up_from_the_log() {
         store
             .commit(vec![
                 PendingOp::Upsert {
-                    doc: Document::Chunk(replaced),
+                    doc: Box::new(Document::Chunk(replaced)),
                     vectors: Default::default(),
                 },
                 PendingOp::Delete {
@@ -55,7 +55,11 @@ fn a_text_index_behind_the_store_catches_up_from_the_log() {
                     id: "c004".to_string(),
                 },
                 PendingOp::Upsert {
-                    doc: Document::Rule(Rule::new("r", "zebra crossing", "slow down")),
+                    doc: Box::new(Document::Rule(Rule::new(
+                        "r",
+                        "zebra crossing",
+                        "slow down",
+                    ))),
                     vectors: Default::default(),
                 },
             ])

@@ -138,7 +138,7 @@ impl Engine {
         };
         if let Some(dimensions) = dimensions {
             if inner.store.meta().dimensions.is_none() {
-                inner.store.set_vector_space(dimensions, "external")?;
+                inner.store.set_vector_space(dimensions, "external", None)?;
             }
         }
         if ops.is_empty() {
@@ -154,7 +154,7 @@ impl Engine {
                     inner.text.delete(removed);
                 }
                 if let Some((doc, record, _)) = &change.written {
-                    inner.text.add(*doc, &record.to_document(None)?.text())?;
+                    inner.text.add_document(*doc, &record.to_document(None)?)?;
                 }
             }
             inner.text.commit(last_seq)
@@ -189,6 +189,65 @@ struct Prepared {
 }
 
 impl Inner {
+    /// Embeds the texts of `to_embed`, taking what it can from the embedding cache and
+    /// embedding the rest in parallel batches.
+    fn embed_cached(
+        &self,
+        embedder: &dyn crate::Embedder,
+        to_embed: &[(usize, usize, String)],
+    ) -> Result<Vec<Vec<f32>>> {
+        let model_id = embedder.model_id();
+        let mut vectors: Vec<Option<Vec<f32>>> = Vec::with_capacity(to_embed.len());
+        for (_, _, text) in to_embed {
+            vectors.push(self.store.cached_embedding(model_id, text)?.map(|cached| {
+                if cached.is_empty() {
+                    vec![0.0; embedder.dimensions()]
+                } else {
+                    cached
+                }
+            }));
+        }
+        let missing: Vec<usize> = (0..to_embed.len())
+            .filter(|&i| vectors[i].is_none())
+            .collect();
+        self.counters
+            .embedding_cache_hits
+            .fetch_add((to_embed.len() - missing.len()) as u64, Ordering::Relaxed);
+        if !missing.is_empty() {
+            let embedded: Vec<Vec<Vec<f32>>> = missing
+                .par_chunks(EMBED_BATCH)
+                .map(|batch| {
+                    let texts: Vec<&str> = batch.iter().map(|&i| to_embed[i].2.as_str()).collect();
+                    embedder.embed_batch(&texts)
+                })
+                .collect::<Result<_>>()?;
+            let embedded: Vec<Vec<f32>> = embedded.into_iter().flatten().collect();
+            if embedded.len() != missing.len() {
+                return Err(Error::new(ErrorKind::Embedder {
+                    message: format!(
+                        "`{model_id}` returned {} vectors for {} texts",
+                        embedded.len(),
+                        missing.len()
+                    ),
+                }));
+            }
+            self.counters
+                .embedded_texts
+                .fetch_add(missing.len() as u64, Ordering::Relaxed);
+            self.store.cache_embeddings(
+                model_id,
+                missing
+                    .iter()
+                    .zip(&embedded)
+                    .map(|(&i, v)| (to_embed[i].2.as_str(), v.as_slice())),
+            )?;
+            for (i, vector) in missing.into_iter().zip(embedded) {
+                vectors[i] = Some(vector);
+            }
+        }
+        Ok(vectors.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
     pub(crate) fn lock_pending(&self) -> std::sync::MutexGuard<'_, super::Pending> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -262,18 +321,8 @@ impl Inner {
         }
 
         if let (Some(embedder), false) = (&self.embedder, to_embed.is_empty()) {
-            let embedded: Vec<Vec<Vec<f32>>> = to_embed
-                .par_chunks(EMBED_BATCH)
-                .map(|batch| {
-                    let texts: Vec<&str> = batch.iter().map(|(_, _, t)| t.as_str()).collect();
-                    embedder.embed_batch(&texts)
-                })
-                .collect::<Result<_>>()?;
-            self.counters
-                .embedded_texts
-                .fetch_add(to_embed.len() as u64, Ordering::Relaxed);
-            for ((doc_idx, slot, _), vector) in to_embed.iter().zip(embedded.into_iter().flatten())
-            {
+            let embedded = self.embed_cached(embedder.as_ref(), &to_embed)?;
+            for ((doc_idx, slot, _), vector) in to_embed.iter().zip(embedded) {
                 if vector.len() != embedder.dimensions() {
                     return Err(Error::new(ErrorKind::Embedder {
                         message: format!(
@@ -300,7 +349,10 @@ impl Inner {
         Ok(Prepared {
             ops: ops
                 .into_iter()
-                .map(|(doc, vectors)| PendingOp::Upsert { doc, vectors })
+                .map(|(doc, vectors)| PendingOp::Upsert {
+                    doc: Box::new(doc),
+                    vectors,
+                })
                 .collect(),
             dimensions,
         })

@@ -17,6 +17,8 @@ pub(crate) struct Meta {
     pub(crate) dimensions: Option<usize>,
     /// The model that makes the vectors (`external` when records bring their own).
     pub(crate) model_id: Option<String>,
+    /// How to load the embedder again (an [`EmbedderSpec`](crate::EmbedderSpec) string).
+    pub(crate) embedder: Option<String>,
 }
 
 const FORMAT: &str = "format_version";
@@ -25,6 +27,7 @@ const LAST_SEQ: &str = "last_seq";
 const DIMENSIONS: &str = "dimensions";
 const MODEL_ID: &str = "model_id";
 const METRIC: &str = "metric";
+const EMBEDDER: &str = "embedder";
 
 impl Meta {
     pub(crate) fn new() -> Meta {
@@ -33,6 +36,7 @@ impl Meta {
             last_seq: 0,
             dimensions: None,
             model_id: None,
+            embedder: None,
         }
     }
 
@@ -62,17 +66,22 @@ impl Meta {
             Some(value) => Some(keys::decode_u64(&value)? as usize),
             None => None,
         };
-        let model_id = match get(MODEL_ID)? {
-            Some(value) => {
-                Some(String::from_utf8(value.to_vec()).map_err(|_| Error::corrupt("model id"))?)
-            }
-            None => None,
+        let string_of = |name: &str| -> Result<Option<String>> {
+            get(name)?
+                .map(|value| {
+                    String::from_utf8(value.to_vec())
+                        .map_err(|_| Error::corrupt(format!("`{name}`")))
+                })
+                .transpose()
         };
+        let model_id = string_of(MODEL_ID)?;
+        let embedder = string_of(EMBEDDER)?;
         Ok(Meta {
             next_doc: u64_of(NEXT_DOC)?,
             last_seq: u64_of(LAST_SEQ)?,
             dimensions,
             model_id,
+            embedder,
         })
     }
 
@@ -90,6 +99,9 @@ impl Meta {
         }
         if let Some(model_id) = &self.model_id {
             batch.insert(keys::meta_key(MODEL_ID), model_id.as_bytes());
+        }
+        if let Some(embedder) = &self.embedder {
+            batch.insert(keys::meta_key(EMBEDDER), embedder.as_bytes());
         }
     }
 }

@@ -25,7 +25,7 @@ pub(crate) enum PendingOp {
     /// Insert or replace a document (its embedding fields are empty: vectors travel in
     /// `vectors`).
     Upsert {
-        doc: Document,
+        doc: Box<Document>,
         vectors: StoredVectors,
     },
     /// Remove a document if it exists.
@@ -49,6 +49,12 @@ pub(crate) struct Applied {
 pub(crate) struct Store {
     db: sled::Db,
     main: sled::Tree,
+    /// Embeddings by model and text hash (`model id` + 0 + xxh3-128 of the text, BE).
+    embed_cache: sled::Tree,
+    /// Recent searches: query id to the legs that found the top hit.
+    queries: sled::Tree,
+    /// The feedback window (`window` to bincode entries).
+    feedback: sled::Tree,
     /// One checkpoint tree per kind (`graph_rule`, `graph_chunk`).
     graphs: [sled::Tree; 2],
     meta: std::sync::Mutex<Meta>,
@@ -64,6 +70,9 @@ impl Store {
             .open()
             .map_err(|err| sled_error(err, path))?;
         let main = db.open_tree("main").map_err(sled_err)?;
+        let embed_cache = db.open_tree("embed_cache").map_err(sled_err)?;
+        let queries = db.open_tree("queries").map_err(sled_err)?;
+        let feedback = db.open_tree("feedback").map_err(sled_err)?;
         let graphs = [
             db.open_tree("graph_rule").map_err(sled_err)?,
             db.open_tree("graph_chunk").map_err(sled_err)?,
@@ -81,6 +90,9 @@ impl Store {
         Ok(Store {
             db,
             main,
+            embed_cache,
+            queries,
+            feedback,
             graphs,
             meta: std::sync::Mutex::new(meta),
         })
@@ -97,11 +109,17 @@ impl Store {
     }
 
     /// Records the vector dimension and embedder of the index (once, at first use).
-    pub(crate) fn set_vector_space(&self, dimensions: usize, model_id: &str) -> Result<()> {
+    pub(crate) fn set_vector_space(
+        &self,
+        dimensions: usize,
+        model_id: &str,
+        embedder: Option<&str>,
+    ) -> Result<()> {
         let mut guard = self.lock_meta();
         let mut meta = guard.clone();
         meta.dimensions = Some(dimensions);
         meta.model_id = Some(model_id.to_string());
+        meta.embedder = embedder.map(str::to_string);
         let mut batch = sled::Batch::default();
         meta.write(&mut batch);
         self.main.apply_batch(batch).map_err(sled_err)?;
@@ -332,6 +350,91 @@ impl Store {
         Ok(files)
     }
 
+    /// The cached embedding of `text` by `model_id`: `Some(empty)` for a text that
+    /// embeds to nothing.
+    pub(crate) fn cached_embedding(&self, model_id: &str, text: &str) -> Result<Option<Vec<f32>>> {
+        let value = self
+            .embed_cache
+            .get(cache_key(model_id, text))
+            .map_err(sled_err)?;
+        value
+            .map(|bytes| {
+                if bytes.len() % 4 != 0 {
+                    return Err(Error::corrupt("embedding cache entry"));
+                }
+                Ok(bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect())
+            })
+            .transpose()
+    }
+
+    /// Caches embeddings (an all-zero vector is stored empty). Written with the next
+    /// flush: losing entries in a crash only costs re-embedding.
+    pub(crate) fn cache_embeddings<'a>(
+        &self,
+        model_id: &str,
+        entries: impl IntoIterator<Item = (&'a str, &'a [f32])>,
+    ) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for (text, vector) in entries {
+            let bytes: Vec<u8> = if vector.iter().all(|x| *x == 0.0) {
+                Vec::new()
+            } else {
+                vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+            };
+            batch.insert(cache_key(model_id, text), bytes);
+        }
+        self.embed_cache.apply_batch(batch).map_err(sled_err)
+    }
+
+    /// Records which legs found the top hit of a search (not flushed: a crash may lose
+    /// the most recent entries, which only makes feedback on them fail).
+    pub(crate) fn log_query(&self, query_id: &str, legs: u8) -> Result<()> {
+        self.queries
+            .insert(query_id.as_bytes(), &[legs])
+            .map_err(sled_err)?;
+        Ok(())
+    }
+
+    /// The legs logged for a query id.
+    pub(crate) fn logged_query(&self, query_id: &str) -> Result<Option<u8>> {
+        let value = self.queries.get(query_id.as_bytes()).map_err(sled_err)?;
+        Ok(value.and_then(|v| v.first().copied()))
+    }
+
+    /// Keeps the `keep` most recent query log entries (ids sort by time).
+    pub(crate) fn prune_query_log(&self, keep: usize) -> Result<()> {
+        let len = self.queries.len();
+        if len <= keep {
+            return Ok(());
+        }
+        let mut batch = sled::Batch::default();
+        for item in self.queries.iter().take(len - keep) {
+            let (key, _) = item.map_err(sled_err)?;
+            batch.remove(key);
+        }
+        self.queries.apply_batch(batch).map_err(sled_err)
+    }
+
+    /// The stored feedback entries.
+    pub(crate) fn feedback_entries(&self) -> Result<Vec<crate::feedback::FeedbackEntry>> {
+        match self.feedback.get(b"window").map_err(sled_err)? {
+            Some(bytes) => record::decode(&bytes, "feedback window"),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Replaces the stored feedback entries, durably.
+    pub(crate) fn save_feedback(&self, entries: &[crate::feedback::FeedbackEntry]) -> Result<()> {
+        self.feedback
+            .insert(b"window", record::encode(&entries))
+            .map_err(sled_err)?;
+        self.db.flush().map_err(sled_err)?;
+        Ok(())
+    }
+
     /// Flushes every tree to disk.
     pub(crate) fn flush(&self) -> Result<()> {
         self.db.flush().map_err(sled_err)?;
@@ -342,6 +445,14 @@ impl Store {
     pub(crate) fn size_on_disk(&self) -> u64 {
         self.db.size_on_disk().unwrap_or(0)
     }
+}
+
+fn cache_key(model_id: &str, text: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(model_id.len() + 17);
+    key.extend_from_slice(model_id.as_bytes());
+    key.push(0);
+    key.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(text.as_bytes()).to_be_bytes());
+    key
 }
 
 /// `p` + file index + part index (big-endian), so parts sort in file order.

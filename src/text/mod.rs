@@ -36,6 +36,8 @@ pub(crate) struct TextIndex {
     fields: Fields,
     words: TextAnalyzer,
     ident: TextAnalyzer,
+    /// Whether a rule's patterns are indexed with its condition and action.
+    patterns_in_text: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -103,10 +105,13 @@ fn tantivy_err(err: tantivy::TantivyError) -> Error {
     Error::storage("tantivy", err)
 }
 
-/// The commit payload: the last sequence number the index includes.
+/// The commit payload: the last sequence number the index includes, and how rule text
+/// was built (an index built another way is rebuilt).
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Payload {
     seq: u64,
+    #[serde(default)]
+    patterns_in_text: bool,
 }
 
 impl TextIndex {
@@ -116,7 +121,7 @@ impl TextIndex {
     ///
     /// Fails when the directory holds no index, a corrupt one, or one of another schema;
     /// the engine then rebuilds it with [`TextIndex::create`].
-    pub(crate) fn open(dir: &Path) -> Result<(TextIndex, u64)> {
+    pub(crate) fn open(dir: &Path, patterns_in_text: bool) -> Result<(TextIndex, u64)> {
         let index = Index::open_in_dir(dir).map_err(tantivy_err)?;
         let (expected, fields) = schema();
         if index.schema() != expected {
@@ -131,23 +136,31 @@ impl TextIndex {
             .ok_or_else(|| Error::corrupt("text index has no commit payload"))?;
         let payload: Payload = serde_json::from_str(&payload)
             .map_err(|err| Error::corrupt(format!("text index payload: {err}")))?;
-        Ok((TextIndex::with_index(index, fields)?, payload.seq))
+        if payload.patterns_in_text != patterns_in_text {
+            return Err(Error::corrupt(
+                "text index built with another `fusion.patterns_in_text`",
+            ));
+        }
+        Ok((
+            TextIndex::with_index(index, fields, patterns_in_text)?,
+            payload.seq,
+        ))
     }
 
     /// Creates an empty index in `dir`, replacing whatever is there.
-    pub(crate) fn create(dir: &Path) -> Result<TextIndex> {
+    pub(crate) fn create(dir: &Path, patterns_in_text: bool) -> Result<TextIndex> {
         if dir.exists() {
             std::fs::remove_dir_all(dir)?;
         }
         std::fs::create_dir_all(dir)?;
         let (schema, fields) = schema();
         let index = Index::create_in_dir(dir, schema).map_err(tantivy_err)?;
-        let text = TextIndex::with_index(index, fields)?;
+        let text = TextIndex::with_index(index, fields, patterns_in_text)?;
         text.commit(0)?;
         Ok(text)
     }
 
-    fn with_index(index: Index, fields: Fields) -> Result<TextIndex> {
+    fn with_index(index: Index, fields: Fields, patterns_in_text: bool) -> Result<TextIndex> {
         let words = analyzer::words_analyzer();
         let ident = analyzer::ident_analyzer();
         index.tokenizers().register(analyzer::WORDS, words.clone());
@@ -168,6 +181,7 @@ impl TextIndex {
             fields,
             words,
             ident,
+            patterns_in_text,
         })
     }
 
@@ -190,7 +204,17 @@ impl TextIndex {
     }
 
     /// Adds a document version (visible after [`TextIndex::commit`] and a reload).
-    pub(crate) fn add(&self, doc: DocId, text: &str) -> Result<()> {
+    pub(crate) fn add_document(&self, doc: DocId, document: &crate::Document) -> Result<()> {
+        match document {
+            crate::Document::Rule(rule) if self.patterns_in_text && !rule.patterns.is_empty() => {
+                let text = format!("{} {}", rule.text(), rule.patterns.join(" "));
+                self.add(doc, &text)
+            }
+            other => self.add(doc, &other.text()),
+        }
+    }
+
+    fn add(&self, doc: DocId, text: &str) -> Result<()> {
         let mut document = TantivyDocument::default();
         document.add_u64(self.fields.doc_id, doc.as_u64());
         document.add_text(self.fields.words, text);
@@ -211,7 +235,11 @@ impl TextIndex {
     pub(crate) fn commit(&self, seq: u64) -> Result<()> {
         let mut writer = self.lock_writer();
         let mut prepared = writer.prepare_commit().map_err(tantivy_err)?;
-        prepared.set_payload(&serde_json::to_string(&Payload { seq }).expect("serialises"));
+        let payload = Payload {
+            seq,
+            patterns_in_text: self.patterns_in_text,
+        };
+        prepared.set_payload(&serde_json::to_string(&payload).expect("serialises"));
         prepared.commit().map_err(tantivy_err)?;
         Ok(())
     }

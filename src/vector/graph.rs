@@ -34,7 +34,7 @@ impl Default for HnswParams {
         HnswParams {
             max_connections: 16,
             ef_construction: 200,
-            ef_search: 64,
+            ef_search: 128,
         }
     }
 }

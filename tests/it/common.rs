@@ -20,16 +20,37 @@ impl SplitMix {
     }
 }
 
-/// `n` vectors of `dim` components around `n_clusters` random centres.
+/// `n` vectors of `dim` components in `n_clusters` clusters shaped like embeddings: each
+/// cluster spreads along a few directions of its own (a low intrinsic dimension, as text
+/// embeddings have) plus a little isotropic noise. (Isotropic noise alone, in every
+/// dimension, is a known worst case for graph indexes that real embeddings are not.)
 pub fn clustered_vectors(seed: u64, n: usize, dim: usize, n_clusters: usize) -> Vec<Vec<f32>> {
+    const SPREAD_DIRECTIONS: usize = 4;
     let mut rng = SplitMix(seed);
-    let centres: Vec<Vec<f32>> = (0..n_clusters)
-        .map(|_| (0..dim).map(|_| rng.next_f32()).collect())
+    let random = |rng: &mut SplitMix| -> Vec<f32> { (0..dim).map(|_| rng.next_f32()).collect() };
+    let clusters: Vec<(Vec<f32>, Vec<Vec<f32>>)> = (0..n_clusters)
+        .map(|_| {
+            let centre = random(&mut rng);
+            let directions = (0..SPREAD_DIRECTIONS).map(|_| random(&mut rng)).collect();
+            (centre, directions)
+        })
         .collect();
     (0..n)
         .map(|i| {
-            let centre = &centres[i % n_clusters];
-            centre.iter().map(|c| c + 0.35 * rng.next_f32()).collect()
+            let (centre, directions) = &clusters[i % n_clusters];
+            let weights: Vec<f32> = (0..SPREAD_DIRECTIONS)
+                .map(|_| 0.5 * rng.next_f32())
+                .collect();
+            (0..dim)
+                .map(|d| {
+                    let spread: f32 = directions
+                        .iter()
+                        .zip(&weights)
+                        .map(|(dir, w)| dir[d] * w)
+                        .sum();
+                    centre[d] + spread + 0.05 * rng.next_f32()
+                })
+                .collect()
         })
         .collect()
 }

@@ -21,7 +21,7 @@ pub enum Command {
     /// Index rules and chunks from JSONL (or TOML rules) into DIR, creating it if needed.
     Index(IndexArgs),
     /// Search an index (one query, or a batch of JSONL queries).
-    Search(SearchArgs),
+    Search(Box<SearchArgs>),
     /// Print documents by id as JSONL.
     Get(GetArgs),
     /// Delete documents by id, or every chunk of a context.
@@ -32,8 +32,15 @@ pub enum Command {
     Stats(StatsArgs),
     /// Write every document back as JSONL (backup and migration).
     Export(ExportArgs),
+    /// Re-embed every document with another embedder (the way to change models).
+    Reembed(ReembedArgs),
+    /// Mark a search's answer useful or not (feeds the per-leg feedback weights).
+    Feedback(FeedbackArgs),
     /// Apply a k-selection strategy to score lists read as JSONL from stdin.
     Select,
+    /// Run judged queries and report nDCG@10, recall@10/@100, MRR@10, selection quality
+    /// and latency.
+    Eval(EvalArgs),
     /// Index the bundled sample corpus into a fresh directory and run example queries.
     Demo(DemoArgs),
 }
@@ -63,6 +70,20 @@ pub struct IndexArgs {
     /// Chunks: JSONL (one chunk per line); `-` for stdin.
     #[arg(long, value_name = "FILE")]
     pub chunks: Option<PathBuf>,
+    /// The embedder of a new index: `default` (the bundled static model), `none`,
+    /// `static:DIR` or `bert:DIR`. An index keeps the embedder it was created with.
+    /// Default: `default`, or none when the records carry their own vectors.
+    #[arg(long, value_name = "SPEC")]
+    pub embedder: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReembedArgs {
+    /// The index directory.
+    pub dir: PathBuf,
+    /// The new embedder: `default`, `none`, `static:DIR` or `bert:DIR`.
+    #[arg(long, value_name = "SPEC")]
+    pub embedder: String,
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +121,21 @@ pub struct SearchArgs {
     /// Exactly the N best hits (no selection strategy).
     #[arg(long, value_name = "N")]
     pub top_k: Option<usize>,
+    /// The k-selection strategy (elbow, adaptive_k, entropy, clustering, fixed_k,
+    /// autocut) instead of the configured one.
+    #[arg(long, value_name = "NAME")]
+    pub strategy: Option<String>,
+    /// A parameter of --strategy (repeatable), e.g. `alpha=2.0`.
+    #[arg(long = "select-param", value_name = "KEY=VALUE", requires = "strategy")]
+    pub select_params: Vec<String>,
+    /// The most hits the strategy may return.
+    #[arg(long, value_name = "N")]
+    pub max_k: Option<usize>,
+    /// The fewest hits the strategy returns when there are enough.
+    #[arg(long, value_name = "N")]
+    pub min_k: Option<usize>,
+    #[command(flatten)]
+    pub fusion: FusionArgs,
     /// The time recency and expiry are measured against (RFC 3339 or unix seconds).
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
@@ -109,6 +145,69 @@ pub struct SearchArgs {
     /// Show how each score was made.
     #[arg(long)]
     pub explain: bool,
+}
+
+/// Fusion overrides, shared by `search` and `eval`.
+#[derive(Debug, Clone, Args)]
+pub struct FusionArgs {
+    /// The fusion method instead of the configured one: `weighted`, `min_max`,
+    /// `fixed_bounds`, `z_score` (or `dbsf`), `rrf`.
+    #[arg(long, value_name = "NAME")]
+    pub fusion: Option<String>,
+    /// A fusion parameter (repeatable): `vector_weight`, `text_weight`, `text_bounds`,
+    /// `vector_bounds`, `rrf_k`, `text_normalization`, `vector_normalization`.
+    #[arg(long = "fusion-param", value_name = "KEY=VALUE")]
+    pub fusion_params: Vec<String>,
+    /// Query-adaptive leg weights on or off (default: the config's `fusion.adaptive`).
+    #[arg(long, value_name = "on|off")]
+    pub adaptive: Option<OnOff>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+#[derive(Debug, Args)]
+pub struct FeedbackArgs {
+    /// The index directory.
+    pub dir: PathBuf,
+    /// The `query_id` of a search response.
+    #[arg(required_unless_present = "reset")]
+    pub query_id: Option<String>,
+    /// The answer was useful.
+    #[arg(long, conflicts_with_all = ["not_useful", "reset"])]
+    pub useful: bool,
+    /// The answer was not useful.
+    #[arg(long, conflicts_with = "reset")]
+    pub not_useful: bool,
+    /// Forget every feedback record.
+    #[arg(long)]
+    pub reset: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The index directory.
+    pub dir: PathBuf,
+    /// Queries as for `search --batch` (JSONL; vectors optional).
+    #[arg(long, value_name = "FILE")]
+    pub queries: PathBuf,
+    /// Relevance judgements: TSV `query-id, doc-id, relevance` (a header line is
+    /// skipped), or TREC qrels `query-id 0 doc-id relevance`.
+    #[arg(long, value_name = "FILE")]
+    pub qrels: PathBuf,
+    /// What the queries search, unless a line says otherwise.
+    #[arg(long, value_enum, default_value = "rules")]
+    pub kind: KindArg,
+    #[arg(long, default_value = ruche::DEFAULT_TENANT)]
+    pub tenant: String,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub fusion: FusionArgs,
 }
 
 #[derive(Debug, Args)]

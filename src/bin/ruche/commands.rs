@@ -7,9 +7,14 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use ruche::{Config, Engine, Kind};
+use std::str::FromStr;
 
-use crate::args::{DeleteArgs, ExportArgs, GetArgs, IndexArgs, PurgeArgs, SearchArgs, StatsArgs};
+use ruche::{Config, EmbedderSpec, Engine, Kind};
+
+use crate::args::{
+    DeleteArgs, ExportArgs, FeedbackArgs, GetArgs, IndexArgs, PurgeArgs, ReembedArgs, SearchArgs,
+    StatsArgs,
+};
 use crate::input::{self, QueryDefaults, QueryLine};
 use crate::output;
 
@@ -54,9 +59,15 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
     let chunks = args.chunks.as_deref().map(input::read_chunks).transpose()?;
     let existed = args.dir.join("store").exists();
     let dir_existed = args.dir.exists();
+    let explicit = args
+        .embedder
+        .as_deref()
+        .map(str::parse::<EmbedderSpec>)
+        .transpose()?;
     let result = index_into(
         config,
         &args.dir,
+        explicit,
         rules.unwrap_or_default(),
         chunks.unwrap_or_default(),
     );
@@ -81,12 +92,41 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
 fn index_into(
     config: &Config,
     dir: &Path,
+    explicit: Option<EmbedderSpec>,
     rules: Vec<ruche::Rule>,
     chunks: Vec<ruche::Chunk>,
 ) -> Result<(usize, usize, usize)> {
-    let engine = Engine::builder()
-        .config(config.clone())
-        .open_or_create(dir)?;
+    let builder = Engine::builder().config(config.clone());
+    let engine = if dir.join("store").exists() {
+        let engine = builder.open(dir)?;
+        // `--embedder` names the model of a new index; an existing one keeps its own.
+        if let Some(explicit) = &explicit {
+            let recorded = engine.stats().embedder;
+            let recorded_spec = recorded
+                .as_deref()
+                .map(EmbedderSpec::from_str)
+                .transpose()?;
+            if recorded_spec.unwrap_or(EmbedderSpec::None) != explicit.absolute() {
+                bail!(
+                    "{} was created with embedder `{}`; --embedder applies when an index is created (use `ruche reembed` to change models)",
+                    dir.display(),
+                    recorded.as_deref().unwrap_or("none")
+                );
+            }
+        }
+        engine
+    } else {
+        let carries_vectors = rules
+            .iter()
+            .any(|r| r.embedding.is_some() || r.pattern_embeddings.is_some())
+            || chunks.iter().any(|c| c.embedding.is_some());
+        let spec = explicit.unwrap_or(if carries_vectors {
+            EmbedderSpec::None
+        } else {
+            EmbedderSpec::Default
+        });
+        builder.embedder_spec(spec).create(dir)?
+    };
     let (n_rules, n_chunks) = (rules.len(), chunks.len());
     let bar = progress((n_rules + n_chunks) as u64, "indexing");
     for (batch_idx, batch) in rules.chunks(UPSERT_BATCH).enumerate() {
@@ -112,7 +152,7 @@ fn index_into(
     Ok((n_rules, n_chunks, changes))
 }
 
-fn defaults(args: &SearchArgs) -> Result<QueryDefaults> {
+fn defaults(config: &Config, args: &SearchArgs) -> Result<QueryDefaults> {
     Ok(QueryDefaults {
         kind: Some(args.kind.into()),
         tenant: Some(args.tenant.clone()),
@@ -128,11 +168,20 @@ fn defaults(args: &SearchArgs) -> Result<QueryDefaults> {
             .collect::<Result<_>>()?,
         top_k: args.top_k,
         now: args.now.as_deref().map(input::timestamp).transpose()?,
+        selection: args
+            .strategy
+            .as_deref()
+            .map(|name| input::selection(name, &args.select_params))
+            .transpose()?,
+        max_k: args.max_k,
+        min_k: args.min_k,
+        fusion: input::fusion(&args.fusion, fusion_base(config, args.kind.into()))?,
+        adaptive: input::adaptive(&args.fusion),
     })
 }
 
 pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
-    let defaults = defaults(args)?;
+    let defaults = defaults(config, args)?;
     if let Some(batch) = &args.batch {
         // Validate every query line before running any.
         let lines: Vec<QueryLine> = input::read_jsonl(batch)?;
@@ -297,6 +346,100 @@ pub fn export(config: &Config, args: &ExportArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// One line of `ruche select` input.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SelectLine {
+    strategy: String,
+    #[serde(default)]
+    params: serde_json::Map<String, serde_json::Value>,
+    max_k: usize,
+    #[serde(default = "one")]
+    min_k: usize,
+    scores: Vec<f64>,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// Replays score lists under a strategy: one JSON line in, one JSON line out.
 pub fn select() -> Result<ExitCode> {
-    bail!("`ruche select` is not available in this build")
+    use std::io::BufRead;
+    let stdin = std::io::stdin().lock();
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    for (idx, line) in stdin.lines().enumerate() {
+        let line_no = idx + 1;
+        let line = line.with_context(|| format!("line {line_no}: cannot read"))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let result = (|| -> Result<serde_json::Value> {
+            let input: SelectLine = serde_json::from_str(&line)?;
+            let config = ruche::SelectionConfig::from_params(&input.strategy, &input.params)?;
+            let strategy = config.build()?;
+            let result = strategy.select_scores(&input.scores, input.max_k, input.min_k)?;
+            Ok(serde_json::json!({
+                "selected": result.selected,
+                "cutoff_score": result.cutoff_score,
+                "method": result.method,
+                "metadata": result.metadata,
+            }))
+        })()
+        .with_context(|| format!("line {line_no}"))?;
+        output::write_line(&mut out, &result)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn reembed(config: &Config, args: &ReembedArgs) -> Result<ExitCode> {
+    let spec: EmbedderSpec = args.embedder.parse()?;
+    let spin = spinner("re-embedding");
+    let n_docs = Engine::reembed(&args.dir, &spec, config.clone())?;
+    spin.finish_and_clear();
+    println!(
+        "re-embedded {n_docs} documents of {} with `{spec}`",
+        args.dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The configured fusion of a kind, which `--fusion-param` alone modifies.
+pub fn fusion_base(config: &Config, kind: Kind) -> ruche::FusionSpec {
+    match kind {
+        Kind::Rule => config.fusion.rules,
+        Kind::Chunk => config.fusion.chunks,
+    }
+}
+
+pub fn feedback(config: &Config, args: &FeedbackArgs) -> Result<ExitCode> {
+    let engine = open(config, &args.dir)?;
+    let window = if args.reset {
+        engine.reset_feedback()?;
+        engine.feedback_window()
+    } else {
+        if args.useful == args.not_useful {
+            bail!("say --useful or --not-useful");
+        }
+        let query_id = args.query_id.as_deref().unwrap_or_default();
+        engine.feedback(query_id, args.useful)?
+    };
+    let factors = window.factors();
+    let mut out = std::io::stdout().lock();
+    for (name, leg) in [("text", ruche::Leg::Text), ("vector", ruche::Leg::Vector)] {
+        let stats = window.stats(leg);
+        writeln!(
+            out,
+            "{name:<6} {} of {} useful, weight factor {:.3}",
+            stats.useful,
+            stats.total,
+            if name == "text" {
+                factors.text
+            } else {
+                factors.vector
+            }
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

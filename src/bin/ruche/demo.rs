@@ -7,7 +7,7 @@ use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use ruche::{Config, Engine};
+use ruche::{Config, EmbedderSpec, Engine};
 
 use crate::args::DemoArgs;
 use crate::input::{QueryDefaults, QueryLine};
@@ -67,7 +67,10 @@ pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
         chunks.len(),
         dir.display()
     )?;
-    let engine = Engine::builder().config(config.clone()).create(&dir)?;
+    let engine = Engine::builder()
+        .config(config.clone())
+        .embedder_spec(EmbedderSpec::Default)
+        .create(&dir)?;
     engine.upsert_rules(rules)?;
     engine.upsert_chunks(chunks)?;
     engine.commit()?;

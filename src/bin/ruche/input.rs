@@ -5,7 +5,9 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use ruche::{Chunk, Kind, Rule, SearchRequest, Timestamp};
+use ruche::{Chunk, FusionSpec, Kind, Rule, SearchRequest, SelectionConfig, Timestamp};
+
+use crate::args::{FusionArgs, OnOff};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
@@ -96,6 +98,11 @@ pub struct QueryDefaults {
     pub filters: Vec<(String, String)>,
     pub top_k: Option<usize>,
     pub now: Option<Timestamp>,
+    pub selection: Option<SelectionConfig>,
+    pub max_k: Option<usize>,
+    pub min_k: Option<usize>,
+    pub fusion: Option<FusionSpec>,
+    pub adaptive: Option<bool>,
 }
 
 impl QueryLine {
@@ -151,8 +158,58 @@ impl QueryLine {
         if let Some(now) = self.now.or(defaults.now) {
             request = request.now(now);
         }
+        if let Some(selection) = &defaults.selection {
+            request = request.selection(selection.clone());
+        }
+        if let Some(max_k) = defaults.max_k {
+            request = request.max_k(max_k);
+        }
+        if let Some(min_k) = defaults.min_k {
+            request = request.min_k(min_k);
+        }
+        if let Some(fusion) = defaults.fusion {
+            request = request.fusion(fusion);
+        }
+        if let Some(adaptive) = defaults.adaptive {
+            request = request.adaptive(adaptive);
+        }
         Ok(request)
     }
+}
+
+/// A strategy from `--strategy NAME` and its `--select-param key=value` pairs.
+pub fn selection(name: &str, params: &[String]) -> Result<SelectionConfig> {
+    let mut map = serde_json::Map::new();
+    for pair in params {
+        let (key, value) = key_value(pair)?;
+        // Numbers are given as text on the command line; the strategy parses them.
+        map.insert(key, serde_json::Value::String(value));
+    }
+    let config = SelectionConfig::from_params(name, &map)?;
+    config.validate("--select-param")?;
+    Ok(config)
+}
+
+/// The fusion override of `--fusion NAME --fusion-param key=value`, starting from
+/// `base` (the configured spec of the kind) when only parameters are given.
+pub fn fusion(args: &FusionArgs, base: FusionSpec) -> Result<Option<FusionSpec>> {
+    let mut params = serde_json::Map::new();
+    for pair in &args.fusion_params {
+        let (key, value) = key_value(pair)?;
+        params.insert(key, serde_json::Value::String(value));
+    }
+    let spec = match &args.fusion {
+        Some(name) => FusionSpec::from_params(name, &params)?,
+        None if params.is_empty() => return Ok(None),
+        None => base.with_params(&params)?,
+    };
+    spec.validate("--fusion-param")?;
+    Ok(Some(spec))
+}
+
+/// `--adaptive on|off`.
+pub fn adaptive(args: &FusionArgs) -> Option<bool> {
+    args.adaptive.map(|value| value == OnOff::On)
 }
 
 /// Parses `key=value`.

@@ -6,6 +6,7 @@
 mod args;
 mod commands;
 mod demo;
+mod eval;
 mod input;
 mod output;
 
@@ -57,7 +58,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Purge(args) => commands::purge(&config, &args),
         Command::Stats(args) => commands::stats(&config, &args),
         Command::Export(args) => commands::export(&config, &args),
+        Command::Reembed(args) => commands::reembed(&config, &args),
+        Command::Feedback(args) => commands::feedback(&config, &args),
         Command::Select => commands::select(),
+        Command::Eval(args) => eval::run(&config, &args),
         Command::Demo(args) => demo::run(&config, &args),
     }
 }

@@ -15,6 +15,7 @@ pub fn hit_json(hit: &Hit, explain: bool) -> Value {
     object.insert("vector".into(), json!(b.vector));
     object.insert("bm25".into(), json!(b.bm25));
     object.insert("bm25_norm".into(), json!(b.bm25_normalized));
+    object.insert("vector_norm".into(), json!(b.vector_normalized));
     object.insert("hybrid".into(), json!(b.hybrid));
     if let Some(priority) = b.priority_term {
         object.insert("priority_term".into(), json!(priority));
@@ -72,6 +73,11 @@ pub fn response_json(id: Option<&Value>, response: &SearchResponse, explain: boo
     object.insert("timings_us".into(), json!(response.timings));
     if explain {
         object.insert("selection".into(), json!(response.selection));
+        object.insert("fusion".into(), json!(response.fusion));
+        object.insert(
+            "leg_contributions".into(),
+            json!(response.leg_contributions),
+        );
         object.insert(
             "leg_candidates".into(),
             json!({
@@ -164,6 +170,28 @@ pub fn write_table(
             s.input_count,
             s.cutoff_score,
             Value::Object(s.metadata.clone())
+        )?;
+        let f = &response.fusion;
+        writeln!(
+            out,
+            "fusion: {} with weights vector {:.3}, text {:.3}{}{}",
+            f.method,
+            f.vector_weight,
+            f.text_weight,
+            if f.adaptive {
+                " (adapted to the query)"
+            } else {
+                ""
+            },
+            f.feedback_factors
+                .map(|[v, t]| format!(" (feedback factors vector {v:.2}, text {t:.2})"))
+                .unwrap_or_default()
+        )?;
+        let c = &response.leg_contributions;
+        writeln!(
+            out,
+            "hits found by: both legs {}, text only {}, vector only {}",
+            c.both, c.text_only, c.vector_only
         )?;
         if let Some(reason) = &response.vector_leg_skipped {
             writeln!(out, "vector leg skipped: {reason}")?;

@@ -1,0 +1,260 @@
+//! The engine's speed and memory targets (DESIGN.md section 10), measured end to end.
+//!
+//! ```text
+//! cargo bench --bench engine                     # full size: 1,000 rules, 100,000 chunks
+//! RUCHE_BENCH_CHUNKS=20000 cargo bench --bench engine
+//! ```
+//!
+//! Method: synthetic 384-d vectors drawn around 200 random centres (clustered, as real
+//! embeddings are; uniform random vectors are a known worst case for HNSW), short texts
+//! from a 500-word vocabulary, default configuration. Latencies are per query, warm (each
+//! query set runs once before timing), single-threaded, reported as p50 and p99 over
+//! 2,000 queries. Each measurement asserts that searches return hits.
+
+use std::time::{Duration, Instant};
+
+use ruche::{Chunk, Engine, Rule, Scope, SearchRequest};
+
+const DIM: usize = 384;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn unit(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    }
+}
+
+fn vectors(seed: u64, n: usize, centres: usize) -> Vec<Vec<f32>> {
+    let mut rng = Rng(seed);
+    let centres: Vec<Vec<f32>> = (0..centres)
+        .map(|_| (0..DIM).map(|_| rng.unit()).collect())
+        .collect();
+    (0..n)
+        .map(|i| {
+            let c = &centres[(rng.next_u64() as usize + i) % centres.len()];
+            c.iter().map(|x| x + 0.6 * rng.unit()).collect()
+        })
+        .collect()
+}
+
+fn text(rng: &mut Rng, words: usize) -> String {
+    (0..words)
+        .map(|_| format!("w{}", rng.next_u64() % 500))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn percentiles(mut samples: Vec<Duration>) -> (f64, f64) {
+    samples.sort();
+    let at = |q: f64| {
+        let idx = ((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len()) - 1;
+        samples[idx].as_secs_f64() * 1e3
+    };
+    (at(0.5), at(0.99))
+}
+
+fn time_queries(engine: &Engine, requests: &[SearchRequest]) -> (f64, f64) {
+    for request in requests {
+        assert!(!engine.search(request).unwrap().hits.is_empty());
+    }
+    let samples = requests
+        .iter()
+        .map(|request| {
+            let started = Instant::now();
+            let response = engine.search(request).unwrap();
+            let elapsed = started.elapsed();
+            assert!(!response.hits.is_empty());
+            elapsed
+        })
+        .collect();
+    percentiles(samples)
+}
+
+/// Resident memory of this process in MB (Linux), if known.
+fn rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+fn rules_bench() {
+    let mut rng = Rng(1);
+    let vectors = vectors(2, 1_000, 60);
+    let engine = Engine::builder().temporary().unwrap();
+    let rules: Vec<Rule> = vectors
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let scope = match i % 10 {
+                0..=5 => Scope::Global,
+                6..=8 => Scope::scenario(format!("s{}", i % 7)),
+                _ => Scope::step(format!("s{}", i % 7), "confirm"),
+            };
+            Rule::new(format!("rule-{i:04}"), text(&mut rng, 8), text(&mut rng, 6))
+                .with_scope(scope)
+                .with_priority((i % 100) as i32)
+                .with_embedding(v)
+        })
+        .collect();
+    engine.upsert_rules(rules).unwrap();
+    engine.commit().unwrap();
+    engine.sync_graph().unwrap();
+    let queries: Vec<SearchRequest> = self::vectors(3, 2_000, 60)
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            SearchRequest::rules(text(&mut rng, 6))
+                .embedding(v)
+                .scenario(format!("s{}", i % 7))
+        })
+        .collect();
+    let (p50, p99) = time_queries(&engine, &queries);
+    println!("| rule match, 1,000 rules, one query, warm | p50 {p50:.3} ms, p99 {p99:.3} ms |");
+}
+
+fn chunks_bench(n: usize) {
+    let mut rng = Rng(11);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let chunks: Vec<Chunk> = vectors(12, n, 200)
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            Chunk::new(format!("chunk-{i:06}"), text(&mut rng, 12))
+                .with_importance((i % 10) as u8 + 1)
+                .with_context(format!("ctx-{}", i % 50))
+                .with_embedding(v)
+        })
+        .collect();
+    let raw_vector_mb = (n * DIM * 4) as f64 / 1e6;
+
+    let engine = Engine::builder().create(&path).unwrap();
+    let started = Instant::now();
+    for batch in chunks.chunks(10_000) {
+        engine.upsert_chunks(batch.to_vec()).unwrap();
+    }
+    engine.commit().unwrap();
+    let ingest = started.elapsed();
+    println!(
+        "| ingest with vectors supplied, {n} chunks, searchable at commit | {:.0} chunks/s ({:.1} s) |",
+        n as f64 / ingest.as_secs_f64(),
+        ingest.as_secs_f64()
+    );
+    let started = Instant::now();
+    engine.sync_graph().unwrap();
+    println!(
+        "| HNSW graph built behind the commit, {n} chunks | {:.1} s |",
+        started.elapsed().as_secs_f64()
+    );
+    drop(chunks);
+    engine.close().unwrap();
+
+    let started = Instant::now();
+    let engine = Engine::builder().open(&path).unwrap();
+    let open = started.elapsed();
+    let stats = engine.stats();
+    assert_eq!(
+        stats.counters.graph_checkpoint_loads, 1,
+        "opened from the checkpoint"
+    );
+    println!(
+        "| open an index of {n} chunks | {:.0} ms |",
+        open.as_secs_f64() * 1e3
+    );
+
+    let queries: Vec<SearchRequest> = vectors(13, 2_000, 200)
+        .into_iter()
+        .map(|v| SearchRequest::chunks(text(&mut rng, 4)).embedding(v))
+        .collect();
+    let (p50, p99) = time_queries(&engine, &queries);
+    println!("| chunk search, {n} chunks, warm | p50 {p50:.3} ms, p99 {p99:.3} ms |");
+    let filtered: Vec<SearchRequest> = vectors(14, 2_000, 200)
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            SearchRequest::chunks(text(&mut rng, 4))
+                .embedding(v)
+                .context(format!("ctx-{}", i % 50))
+        })
+        .collect();
+    let (p50, p99) = time_queries(&engine, &filtered);
+    println!(
+        "| chunk search in one context (2% of {n}), warm | p50 {p50:.3} ms, p99 {p99:.3} ms |"
+    );
+
+    // Recall of the graph against an exact scan, on the same index.
+    let mut exact_config = ruche::Config::default();
+    exact_config.pipeline.retrieval.exact_scan_threshold = usize::MAX;
+    let relevance_only = ruche::ChunkWeights {
+        relevance_weight: 1.0,
+        importance_weight: 0.0,
+        recency_weight: 0.0,
+        ..ruche::ChunkWeights::default()
+    };
+    let probe: Vec<SearchRequest> = vectors(15, 200, 200)
+        .into_iter()
+        .map(|v| {
+            SearchRequest::chunks("")
+                .embedding(v)
+                .chunk_weights(relevance_only)
+                .top_k(10)
+        })
+        .collect();
+    let approximate: Vec<Vec<String>> = probe
+        .iter()
+        .map(|q| {
+            engine
+                .search(q)
+                .unwrap()
+                .hits
+                .into_iter()
+                .map(|h| h.id)
+                .collect()
+        })
+        .collect();
+    if let Some(rss) = rss_mb() {
+        println!(
+            "| resident memory, {n} x 384-d chunks | {rss:.0} MB (target {:.0} MB) |",
+            2.5 * raw_vector_mb + 50.0
+        );
+    }
+    drop(engine);
+    let exact_engine = Engine::builder().config(exact_config).open(&path).unwrap();
+    let mut recall = 0.0;
+    for (query, got) in probe.iter().zip(&approximate) {
+        let want: Vec<String> = exact_engine
+            .search(query)
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| h.id)
+            .collect();
+        recall += got.iter().filter(|id| want.contains(id)).count() as f64 / want.len() as f64;
+    }
+    println!(
+        "| HNSW recall@10 vs exact, default settings | {:.3} |",
+        recall / probe.len() as f64
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs it as a quick smoke.
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    let n: usize = std::env::var("RUCHE_BENCH_CHUNKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if smoke { 2_000 } else { 100_000 });
+    println!("| what | measured |\n| --- | --- |");
+    rules_bench();
+    chunks_bench(n);
+}

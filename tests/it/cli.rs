@@ -1,0 +1,374 @@
+//! The `ruche` command as a user runs it: exit codes, messages, formats.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn ruche(args: &[&str]) -> Output {
+    ruche_with_stdin(args, "")
+}
+
+fn ruche_with_stdin(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ruche"))
+        .args(args)
+        .env_remove("RUCHE_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+#[track_caller]
+fn assert_code(output: &Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        stdout(output),
+        stderr(output)
+    );
+}
+
+const RULES: &str = r#"{"id": "refund", "condition": "customer asks for a refund", "action": "explain the refund policy", "priority": 50}
+{"id": "greet", "condition": "the conversation starts", "action": "greet the customer"}
+{"id": "label", "condition": "customer needs a return label", "action": "send a label", "scope": "scenario", "scenario_id": "returns"}
+"#;
+
+const CHUNKS: &str = r#"{"id": "m1", "content": "prefers email over phone", "importance": 8, "created_at": "2026-11-20T12:00:00Z", "context_id": "u1"}
+{"id": "m2", "content": "asked about a refund for order NW-1", "importance": 5, "created_at": 1795046400, "context_id": "u1"}
+{"id": "m3", "content": "lives in Lyon", "importance": 3, "created_at": "2026-10-01T00:00:00Z", "context_id": "u2"}
+"#;
+
+fn write(dir: &Path, name: &str, content: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, content).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// An index built from `RULES` and `CHUNKS`.
+fn indexed() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = write(dir.path(), "rules.jsonl", RULES);
+    let chunks = write(dir.path(), "chunks.jsonl", CHUNKS);
+    let index = dir.path().join("index").to_str().unwrap().to_string();
+    let output = ruche(&["index", &index, "--rules", &rules, "--chunks", &chunks]);
+    assert_code(&output, 0);
+    assert!(
+        stdout(&output).contains("indexed 3 rules and 3 chunks"),
+        "{}",
+        stdout(&output)
+    );
+    (dir, index)
+}
+
+#[test]
+fn search_json_and_exit_codes() {
+    let (_dir, index) = indexed();
+    let output = ruche(&["search", &index, "I want a refund", "--json"]);
+    assert_code(&output, 0);
+    let line: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(line["hits"][0]["id"], "refund");
+    assert!(line["query_id"].as_str().unwrap().starts_with('q'));
+    assert!(line["hits"][0]["score"].as_f64().unwrap() > 0.0);
+    assert!(line["timings_us"]["total_us"].is_u64());
+    // No hits: exit 1 (a tenant without documents).
+    let output = ruche(&["search", &index, "refund", "--tenant", "nobody"]);
+    assert_code(&output, 1);
+    assert!(stdout(&output).contains("no hits"));
+    // Scenario rules need their scenario.
+    let output = ruche(&[
+        "search",
+        &index,
+        "return label",
+        "--json",
+        "--scenario",
+        "returns",
+    ]);
+    assert_code(&output, 0);
+    let line: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(line["hits"][0]["id"], "label");
+}
+
+#[test]
+fn chunk_search_with_now_explains_components() {
+    let (_dir, index) = indexed();
+    let output = ruche(&[
+        "search",
+        &index,
+        "refund email",
+        "--kind",
+        "chunks",
+        "--context",
+        "u1",
+        "--now",
+        "2026-11-21T12:00:00Z",
+        "--json",
+        "--explain",
+        "--top-k",
+        "5",
+    ]);
+    assert_code(&output, 0);
+    let line: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    let hits = line["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 2, "u3's chunk is filtered out by context");
+    let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
+    assert!(scores[0] >= scores[1]);
+    for hit in hits {
+        for key in ["relevance", "importance", "recency", "score"] {
+            assert!(hit[key].is_f64(), "{key} in {hit}");
+        }
+    }
+    let m1 = hits.iter().find(|h| h["id"] == "m1").unwrap();
+    assert_eq!(m1["importance"], 0.8);
+    // One day old with a one-week half-life.
+    let expected = (-24.0f64 * std::f64::consts::LN_2 / 168.0).exp();
+    assert!((m1["recency"].as_f64().unwrap() - expected).abs() < 1e-12);
+}
+
+#[test]
+fn batch_output_keeps_input_order_and_line_fields_win() {
+    let (dir, index) = indexed();
+    let queries = write(
+        dir.path(),
+        "queries.jsonl",
+        "{\"id\": \"q1\", \"text\": \"refund\"}\n{\"id\": 2, \"text\": \"lyon\", \"kind\": \"chunks\"}\n{\"id\": \"q3\", \"text\": \"label\", \"scenario_id\": \"returns\"}\n",
+    );
+    let output = ruche(&[
+        "search", &index, "--batch", &queries, "--json", "--top-k", "1",
+    ]);
+    assert_code(&output, 0);
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["id"], "q1");
+    assert_eq!(lines[0]["hits"][0]["id"], "refund");
+    assert_eq!(lines[1]["id"], 2);
+    assert_eq!(lines[1]["hits"][0]["id"], "m3");
+    assert_eq!(lines[2]["hits"][0]["id"], "label");
+    assert_eq!(lines[0]["hits"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_malformed_line_fails_the_import_and_changes_nothing() {
+    let (dir, index) = indexed();
+    let bad = write(
+        dir.path(),
+        "bad.jsonl",
+        "{\"id\": \"new\", \"condition\": \"c\", \"action\": \"a\"}\n\n{\"id\": \"x\", \"condition\": \"c\", \"action\": \"a\", \"colour\": 1}\n",
+    );
+    let output = ruche(&["index", &index, "--rules", &bad]);
+    assert_code(&output, 2);
+    let message = stderr(&output);
+    assert!(
+        message.contains("line 3") && message.contains("colour"),
+        "{message}"
+    );
+    assert_eq!(message.trim().lines().count(), 1, "one line: {message}");
+    let output = ruche(&["get", &index, "--kind", "rules", "new"]);
+    assert_code(&output, 2);
+    let output = ruche(&["stats", &index, "--json"]);
+    let stats: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(stats["rules"], 3);
+    // A failed first import leaves no index behind.
+    let fresh = dir.path().join("fresh");
+    let output = ruche(&["index", fresh.to_str().unwrap(), "--rules", &bad]);
+    assert_code(&output, 2);
+    assert!(!fresh.exists());
+}
+
+#[test]
+fn importance_out_of_range_is_an_error_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let chunks = write(
+        dir.path(),
+        "c.jsonl",
+        "{\"id\": \"a\", \"content\": \"x\", \"importance\": 11}\n",
+    );
+    let index = dir.path().join("index");
+    let output = ruche(&["index", index.to_str().unwrap(), "--chunks", &chunks]);
+    assert_code(&output, 2);
+    assert!(stderr(&output).contains("line 1"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("importance"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn rules_from_toml_and_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = write(
+        dir.path(),
+        "rules.toml",
+        "[[rules]]\nid = \"a\"\ncondition = \"customer is angry\"\naction = \"apologise\"\npriority = 70\n\n[[rules]]\nid = \"b\"\ncondition = \"customer confirms\"\naction = \"close\"\nscope = \"step\"\nscenario_id = \"s\"\nstep_id = \"t\"\n",
+    );
+    let index = dir.path().join("index");
+    let index = index.to_str().unwrap();
+    assert_code(&ruche(&["index", index, "--rules", &toml]), 0);
+    let output = ruche_with_stdin(
+        &["index", index, "--chunks", "-"],
+        "{\"id\": \"c\", \"content\": \"from stdin\"}\n",
+    );
+    assert_code(&output, 0);
+    let output = ruche(&["get", index, "--kind", "rules", "b"]);
+    assert_code(&output, 0);
+    let rule: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(rule["scope"], "step");
+    assert_eq!(rule["step_id"], "t");
+    let output = ruche(&["get", index, "--kind", "chunks", "c"]);
+    assert_code(&output, 0);
+}
+
+#[test]
+fn missing_index_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    for args in [
+        vec!["search", missing.to_str().unwrap(), "x"],
+        vec!["stats", missing.to_str().unwrap()],
+        vec!["export", missing.to_str().unwrap()],
+    ] {
+        let output = ruche(&args);
+        assert_code(&output, 2);
+        assert!(stderr(&output).contains("no index"), "{}", stderr(&output));
+    }
+    assert!(!missing.exists(), "only `index` creates an index");
+}
+
+#[test]
+fn delete_get_and_export() {
+    let (_dir, index) = indexed();
+    let output = ruche(&["export", &index]);
+    assert_code(&output, 0);
+    assert_eq!(stdout(&output).lines().count(), 6);
+    let output = ruche(&["delete", &index, "--kind", "chunks", "--context", "u1"]);
+    assert_code(&output, 0);
+    assert!(stdout(&output).contains("deleted 2"), "{}", stdout(&output));
+    let output = ruche(&["delete", &index, "--kind", "rules", "greet"]);
+    assert_code(&output, 0);
+    let output = ruche(&["export", &index, "--kind", "chunks"]);
+    let ids: Vec<String> = stdout(&output)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids, ["m3"]);
+    let output = ruche(&["get", &index, "--kind", "rules", "greet"]);
+    assert_code(&output, 2);
+    assert!(stderr(&output).contains("greet"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_locked_index_is_reported() {
+    let (_dir, index) = indexed();
+    let _engine = ruche::Engine::builder().open(&index).unwrap();
+    let output = ruche(&["search", &index, "refund"]);
+    assert_code(&output, 2);
+    assert!(stderr(&output).contains("locked"), "{}", stderr(&output));
+}
+
+#[test]
+fn select_replays_score_lists() {
+    let input = r#"{"strategy": "fixed_k", "params": {"k": 2}, "max_k": 10, "min_k": 1, "scores": [0.9, 0.8, 0.3]}
+{"strategy": "elbow", "params": {}, "max_k": 10, "min_k": 1, "scores": [0.92, 0.89, 0.71, 0.45, 0.42]}
+"#;
+    let output = ruche_with_stdin(&["select"], input);
+    assert_code(&output, 0);
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["selected"], serde_json::json!([0, 1]));
+    assert_eq!(lines[0]["cutoff_score"], 0.8);
+    assert_eq!(lines[0]["method"], "fixed_k");
+    assert_eq!(lines[1]["selected"], serde_json::json!([0, 1]));
+    let bad = "{\"strategy\": \"elbow\", \"max_k\": 5, \"scores\": [0.5]}\n{\"strategy\": \"elbow\", \"max_k\": 5, \"scores\": [0.1, 0.9]}\n";
+    let output = ruche_with_stdin(&["select"], bad);
+    assert_code(&output, 2);
+    assert!(stderr(&output).contains("line 2"), "{}", stderr(&output));
+    assert_eq!(stdout(&output).lines().count(), 1);
+}
+
+#[test]
+fn search_accepts_a_strategy_and_rejects_bad_parameters() {
+    let (_dir, index) = indexed();
+    let output = ruche(&[
+        "search",
+        &index,
+        "customer",
+        "--json",
+        "--explain",
+        "--strategy",
+        "fixed_k",
+        "--select-param",
+        "k=1",
+    ]);
+    assert_code(&output, 0);
+    let line: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(line["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(line["selection"]["strategy"], "fixed_k");
+    let output = ruche(&[
+        "search",
+        &index,
+        "customer",
+        "--strategy",
+        "adaptive_k",
+        "--select-param",
+        "alpha=9",
+    ]);
+    assert_code(&output, 2);
+    assert!(stderr(&output).contains("alpha"), "{}", stderr(&output));
+    let output = ruche(&["search", &index, "customer", "--strategy", "top_p"]);
+    assert_code(&output, 2);
+    assert!(stderr(&output).contains("top_p"), "{}", stderr(&output));
+}
+
+#[test]
+fn config_file_and_environment_overrides() {
+    let (dir, index) = indexed();
+    let config = write(
+        dir.path(),
+        "ruche.toml",
+        "[pipeline.retrieval]\nmax_k = 1\n",
+    );
+    let output = ruche(&["--config", &config, "search", &index, "customer", "--json"]);
+    assert_code(&output, 0);
+    let line: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(line["hits"].as_array().unwrap().len(), 1);
+    let output = Command::new(env!("CARGO_BIN_EXE_ruche"))
+        .args(["search", &index, "customer"])
+        .env("RUCHE_PIPELINE__RETRIEVAL__RULE_SELECTION__ALPHA", "99")
+        .output()
+        .unwrap();
+    assert_code(&output, 2);
+    assert!(
+        stderr(&output).contains("pipeline.retrieval.rule_selection.alpha"),
+        "{}",
+        stderr(&output)
+    );
+}

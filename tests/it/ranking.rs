@@ -1,0 +1,137 @@
+//! Ranking properties: deterministic ties, and the vector leg against a brute-force oracle.
+
+use proptest::prelude::*;
+use ruche::{Chunk, ChunkWeights, Config, Engine, Rule, SearchRequest};
+
+use crate::common::{clustered_vectors, ids};
+
+#[test]
+fn tied_scores_break_on_priority_then_id_whatever_the_insertion_order() {
+    let rules = |order: &[usize]| -> Vec<Rule> {
+        let all = [
+            Rule::new("b-rule", "reset my password", "send a reset link").with_priority(10),
+            Rule::new("a-rule", "reset my password", "send a reset link").with_priority(10),
+            Rule::new("c-rule", "reset my password", "send a reset link").with_priority(10),
+            Rule::new("z-rule", "reset my password", "send a reset link").with_priority(20),
+        ];
+        order.iter().map(|&i| all[i].clone()).collect()
+    };
+    let mut seen = Vec::new();
+    for order in [[0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1]] {
+        let engine = Engine::builder().temporary().unwrap();
+        // One commit per rule, so internal ordinals follow the insertion order.
+        for rule in rules(&order) {
+            engine.upsert_rules([rule]).unwrap();
+            engine.commit().unwrap();
+        }
+        let response = engine
+            .search(&SearchRequest::rules("reset password").top_k(4))
+            .unwrap();
+        seen.push(
+            ids(&response.hits)
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(seen[0], ["z-rule", "a-rule", "b-rule", "c-rule"]);
+    assert!(seen.iter().all(|run| run == &seen[0]), "{seen:?}");
+}
+
+const DIM: usize = 32;
+
+/// Relevance alone, so that a chunk's final score is its vector score.
+fn vector_only() -> ChunkWeights {
+    ChunkWeights {
+        relevance_weight: 1.0,
+        importance_weight: 0.0,
+        recency_weight: 0.0,
+        ..ChunkWeights::default()
+    }
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+/// The exact top 10 by cosine, ties by id.
+fn oracle(corpus: &[Vec<f32>], query: &[f32]) -> Vec<(String, f64)> {
+    let mut scored: Vec<(String, f64)> = corpus
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (format!("c{i:05}"), cosine(query, v).max(0.0)))
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    scored.truncate(10);
+    scored
+}
+
+fn engine(corpus: &[Vec<f32>], exact_scan_threshold: usize) -> Engine {
+    let mut config = Config::default();
+    config.pipeline.retrieval.exact_scan_threshold = exact_scan_threshold;
+    let engine = Engine::builder().config(config).temporary().unwrap();
+    engine
+        .upsert_chunks(
+            corpus
+                .iter()
+                .enumerate()
+                .map(|(i, v)| Chunk::new(format!("c{i:05}"), "x").with_embedding(v.clone())),
+        )
+        .unwrap();
+    engine.commit().unwrap();
+    engine.sync_graph().unwrap();
+    engine
+}
+
+fn top10(engine: &Engine, query: &[f32]) -> Vec<(String, f64)> {
+    engine
+        .search(
+            &SearchRequest::chunks("")
+                .embedding(query.to_vec())
+                .chunk_weights(vector_only())
+                .top_k(10),
+        )
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| (h.id, h.score))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4, ..ProptestConfig::default() })]
+
+    #[test]
+    fn exact_path_matches_the_oracle_and_hnsw_recall_is_high(seed in 1u64..1_000_000) {
+        let corpus = clustered_vectors(seed, 3_000, DIM, 30);
+        let queries = clustered_vectors(seed ^ 0xdead_beef, 40, DIM, 30);
+        let exact = engine(&corpus, usize::MAX);
+        let graph = engine(&corpus, 0);
+        prop_assert_eq!(graph.stats().chunk_graph.tail_docs, 0);
+        let mut recall_sum = 0.0;
+        for query in &queries {
+            let expected = oracle(&corpus, query);
+            let got = top10(&exact, query);
+            prop_assert_eq!(got.len(), 10);
+            for ((id, score), (want_id, want_score)) in got.iter().zip(&expected) {
+                prop_assert!((score - want_score).abs() < 1e-5, "{} {} vs {} {}", id, score, want_id, want_score);
+                prop_assert!(id == want_id || (score - want_score).abs() < 1e-6);
+            }
+            let approximate = top10(&graph, query);
+            let found = approximate
+                .iter()
+                .filter(|(id, _)| expected.iter().any(|(want, _)| want == id))
+                .count();
+            recall_sum += found as f64 / 10.0;
+        }
+        let recall = recall_sum / queries.len() as f64;
+        prop_assert!(recall >= 0.98, "mean recall@10 {}", recall);
+    }
+}
