@@ -1,32 +1,45 @@
 //! The built-in action selection policies side by side: each one chooses among the same
-//! candidate rules, then the beam search worked example runs with both length penalties.
+//! candidate rules, retrieved from a small index, then the beam search worked example runs
+//! with both length penalties.
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use ruche::{Candidate, PolicyContext, PolicyRegistry};
+use ruche::{Candidate, EmbedderSpec, Engine, PolicyContext, PolicyRegistry, SearchRequest};
 use serde_json::{json, Map};
 
-/// The candidate actions: scored rules as (id, action type, score).
-///
-/// This is a fixed list for now; it is the one place to change to take the candidates from
-/// a search over a small ruche index instead.
+/// The agent's rules, one JSON object per line as `ruche index --rules` reads them; the
+/// tag names the kind of action.
+const RULES: &str = r#"{"id": "rule-format-json", "condition": "a tool returned malformed JSON", "action": "repair the JSON", "tags": ["code"]}
+{"id": "rule-retry-timeout", "condition": "a tool call timed out", "action": "retry with a longer timeout", "tags": ["code"]}
+{"id": "rule-search-docs", "condition": "facts are missing", "action": "search the documentation", "tags": ["search"]}
+{"id": "rule-ask-user", "condition": "the request is ambiguous", "action": "ask the user to clarify", "tags": ["ask"]}
+{"id": "rule-final-answer", "condition": "the task is complete", "action": "write the final answer", "tags": ["final"]}"#;
+
+/// The candidate actions: the rules that a search of a small index (in a temporary
+/// directory, with the bundled embedder) returns for the agent's situation.
 fn candidates() -> ruche::Result<Vec<Candidate>> {
-    const RULES: [(&str, &str, f64); 5] = [
-        ("rule-format-json", "code", 0.82),
-        ("rule-retry-timeout", "code", 0.74),
-        ("rule-search-docs", "search", 0.61),
-        ("rule-ask-user", "ask", 0.45),
-        ("rule-final-answer", "final", 0.38),
-    ];
-    let candidates = RULES
-        .iter()
-        .map(|(id, action_type, score)| {
-            Candidate::new(*action_type)
-                .with_id(*id)
-                .with_payload(json!({ "rule": id }))
-                .with_score(*score)
-        })
-        .collect();
+    let engine = Engine::builder()
+        .embedder_spec(EmbedderSpec::Default)
+        .temporary()?;
+    let rules = RULES.lines().map(|r| serde_json::from_str(r).unwrap());
+    engine.upsert_rules(rules)?;
+    engine.commit()?;
+    let situation = "the tool call came back with broken JSON";
+    let response = engine.search(&SearchRequest::rules(situation).top_k(5))?;
+    println!("candidates for {situation:?}:");
+    let mut candidates = Vec::new();
+    for hit in &response.hits {
+        let rule = hit.document.as_rule().expect("a rule search returns rules");
+        // The action type is the rule's tag, or its scope when it has none.
+        let action_type = rule.tags.first().map_or(rule.scope.name(), String::as_str);
+        println!("  {:<20} {action_type:<7} {:.3}", hit.id, hit.score);
+        candidates.push(
+            Candidate::new(action_type)
+                .with_id(&hit.id)
+                .with_payload(json!({ "action": rule.action }))
+                .with_score(hit.score),
+        );
+    }
     Ok(candidates)
 }
 
@@ -51,11 +64,8 @@ fn main() -> ruche::Result<()> {
         let mut policy = registry.get_action(name, &Map::new())?;
         let selected = policy.select(&candidates, &mut ctx)?;
         println!("{name:>12} selects {}", selected.key());
-        println!(
-            "{:>12} ranks   {}",
-            "",
-            show(&policy.rank(&candidates, &ctx)?)
-        );
+        let ranked = show(&policy.rank(&candidates, &ctx)?);
+        println!("{:>12} ranks   {ranked}", "");
     }
 
     // # Step 3: sampling is random, so count its choices over many draws
@@ -64,11 +74,8 @@ fn main() -> ruche::Result<()> {
     let mut counts = vec![0_usize; candidates.len()];
     for _ in 0..1000 {
         let selected = sampling.select(&candidates, &mut ctx)?;
-        let idx = candidates
-            .iter()
-            .position(|c| c.key() == selected.key())
-            .unwrap();
-        counts[idx] += 1;
+        let idx = candidates.iter().position(|c| c.key() == selected.key());
+        counts[idx.unwrap()] += 1;
     }
     println!("\nsampling at temperature 0.5, 1000 draws: {counts:?}");
 
@@ -83,10 +90,8 @@ fn main() -> ruche::Result<()> {
         choices.push(selected.key());
     }
     println!("mcts choices over 12 steps: {}", choices.join(" "));
-    println!(
-        "mcts ranks by average reward: {}",
-        show(&mcts.rank(&candidates, &ctx)?)
-    );
+    let ranked = show(&mcts.rank(&candidates, &ctx)?);
+    println!("mcts ranks by average reward: {ranked}");
 
     // # Step 5: the beam search worked example at step 0
     //
@@ -108,11 +113,8 @@ fn main() -> ruche::Result<()> {
     for length_penalty in [0.6, 0.75] {
         let config = json!({"length_penalty": length_penalty});
         let beam = registry.get_action("beam_search", config.as_object().unwrap())?;
-        let ranked = beam.rank(&example, &ctx)?;
-        println!(
-            "beam_search, length_penalty {length_penalty}: {}",
-            show(&ranked)
-        );
+        let ranked = show(&beam.rank(&example, &ctx)?);
+        println!("beam_search, length_penalty {length_penalty}: {ranked}");
     }
     Ok(())
 }

@@ -155,14 +155,17 @@ fn json_equals(found: &serde_json::Value, wanted: &str) -> bool {
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
     entries: HashMap<DocId, Entry>,
-    /// Live documents by kind and tenant.
-    by_tenant: HashMap<(Kind, String), HashSet<DocId>>,
+    /// Live documents by kind (index `Kind::as_u8`) and tenant.
+    by_tenant: [HashMap<String, HashSet<DocId>>; 2],
     /// Live chunks by tenant and context.
-    by_context: HashMap<(String, String), HashSet<DocId>>,
+    by_context: HashMap<String, HashMap<String, HashSet<DocId>>>,
     /// Live documents that have vectors, by kind and upsert sequence number.
     vectors_by_seq: [BTreeMap<u64, DocId>; 2],
     /// The number of live vectors of each kind.
     n_vectors: [usize; 2],
+    /// User ids to live versions, by kind and tenant (rebuilt from the documents at
+    /// open: the store keeps no separate id map).
+    ids: [HashMap<String, HashMap<String, DocId>>; 2],
 }
 
 impl Catalog {
@@ -170,18 +173,21 @@ impl Catalog {
         self.entries.get(&doc)
     }
 
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     pub(crate) fn count(&self, kind: Kind) -> usize {
-        self.by_tenant
-            .iter()
-            .filter(|((k, _), _)| *k == kind)
-            .map(|(_, docs)| docs.len())
+        self.by_tenant[usize::from(kind.as_u8())]
+            .values()
+            .map(HashSet::len)
             .sum()
     }
 
     pub(crate) fn tenants(&self) -> usize {
         self.by_tenant
-            .keys()
-            .map(|(_, tenant)| tenant.as_str())
+            .iter()
+            .flat_map(HashMap::keys)
             .collect::<HashSet<_>>()
             .len()
     }
@@ -190,19 +196,52 @@ impl Catalog {
         self.n_vectors[usize::from(kind.as_u8())]
     }
 
+    /// The live version of a user id.
+    pub(crate) fn lookup(&self, kind: Kind, tenant: &str, id: &str) -> Option<DocId> {
+        self.ids[usize::from(kind.as_u8())]
+            .get(tenant)?
+            .get(id)
+            .copied()
+    }
+
     /// Adds a live document version.
     pub(crate) fn insert(&mut self, doc_id: DocId, entry: Entry) {
         let doc = &entry.doc;
-        self.by_tenant
-            .entry((doc.kind(), doc.tenant_id().to_string()))
-            .or_default()
-            .insert(doc_id);
+        let ids = &mut self.ids[usize::from(doc.kind().as_u8())];
+        match ids.get_mut(doc.tenant_id()) {
+            Some(map) => {
+                map.insert(doc.id().to_string(), doc_id);
+            }
+            None => {
+                ids.insert(
+                    doc.tenant_id().to_string(),
+                    HashMap::from([(doc.id().to_string(), doc_id)]),
+                );
+            }
+        }
+        let tenants = &mut self.by_tenant[usize::from(doc.kind().as_u8())];
+        match tenants.get_mut(doc.tenant_id()) {
+            Some(set) => {
+                set.insert(doc_id);
+            }
+            None => {
+                tenants.insert(doc.tenant_id().to_string(), HashSet::from([doc_id]));
+            }
+        }
         if let Document::Chunk(chunk) = doc.as_ref() {
             if let Some(context) = &chunk.context_id {
-                self.by_context
-                    .entry((chunk.tenant_id.clone(), context.clone()))
-                    .or_default()
-                    .insert(doc_id);
+                let contexts = match self.by_context.get_mut(&chunk.tenant_id) {
+                    Some(contexts) => contexts,
+                    None => self.by_context.entry(chunk.tenant_id.clone()).or_default(),
+                };
+                match contexts.get_mut(context) {
+                    Some(set) => {
+                        set.insert(doc_id);
+                    }
+                    None => {
+                        contexts.insert(context.clone(), HashSet::from([doc_id]));
+                    }
+                }
             }
         }
         if let Some(vectors) = &entry.vectors {
@@ -217,21 +256,34 @@ impl Catalog {
     pub(crate) fn remove(&mut self, doc_id: DocId) -> Option<Entry> {
         let entry = self.entries.remove(&doc_id)?;
         let doc = &entry.doc;
-        let key = (doc.kind(), doc.tenant_id().to_string());
-        if let Some(set) = self.by_tenant.get_mut(&key) {
+        let ids = &mut self.ids[usize::from(doc.kind().as_u8())];
+        if let Some(map) = ids.get_mut(doc.tenant_id()) {
+            if map.get(doc.id()) == Some(&doc_id) {
+                map.remove(doc.id());
+            }
+            if map.is_empty() {
+                ids.remove(doc.tenant_id());
+            }
+        }
+        let tenants = &mut self.by_tenant[usize::from(doc.kind().as_u8())];
+        if let Some(set) = tenants.get_mut(doc.tenant_id()) {
             set.remove(&doc_id);
             if set.is_empty() {
-                self.by_tenant.remove(&key);
+                tenants.remove(doc.tenant_id());
             }
         }
         if let Document::Chunk(chunk) = doc.as_ref() {
-            if let Some(context) = &chunk.context_id {
-                let key = (chunk.tenant_id.clone(), context.clone());
-                if let Some(set) = self.by_context.get_mut(&key) {
+            if let (Some(context), Some(contexts)) =
+                (&chunk.context_id, self.by_context.get_mut(&chunk.tenant_id))
+            {
+                if let Some(set) = contexts.get_mut(context) {
                     set.remove(&doc_id);
                     if set.is_empty() {
-                        self.by_context.remove(&key);
+                        contexts.remove(context);
                     }
+                }
+                if contexts.is_empty() {
+                    self.by_context.remove(&chunk.tenant_id);
                 }
             }
         }
@@ -247,13 +299,10 @@ impl Catalog {
     pub(crate) fn superset(&self, filter: &DocFilter<'_>) -> Option<&HashSet<DocId>> {
         if filter.kind == Kind::Chunk {
             if let Some(context) = filter.context {
-                return self
-                    .by_context
-                    .get(&(filter.tenant.to_string(), context.to_string()));
+                return self.by_context.get(filter.tenant)?.get(context);
             }
         }
-        self.by_tenant
-            .get(&(filter.kind, filter.tenant.to_string()))
+        self.by_tenant[usize::from(filter.kind.as_u8())].get(filter.tenant)
     }
 
     /// Every live document that `filter` admits.

@@ -63,6 +63,9 @@ use crate::select::SelectionConfig;
 use crate::vector::HnswParams;
 use crate::{Error, Result};
 
+/// The top-level sections, the only ones `RUCHE_<SECTION>__<KEY>` variables can set.
+const SECTIONS: [&str; 4] = ["pipeline", "fusion", "scoring", "vector"];
+
 /// The whole configuration of an engine. [`Default`] is the documented defaults.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -215,7 +218,15 @@ impl Config {
             }
             figment = figment.merge(Toml::file(path));
         }
-        figment = figment.merge(Env::prefixed("RUCHE_").ignore(&["CONFIG"]).split("__"));
+        // Only the sections of the configuration: other `RUCHE_*` variables (`RUCHE_LOG`,
+        // `RUCHE_CONFIG`) are not configuration keys.
+        let env = Env::prefixed("RUCHE_")
+            .filter(|key| {
+                let section = key.as_str().split("__").next().unwrap_or_default();
+                SECTIONS.iter().any(|s| section.eq_ignore_ascii_case(s))
+            })
+            .split("__");
+        figment = figment.merge(env);
         Config::extract(figment)
     }
 

@@ -75,10 +75,6 @@ impl DocId {
     pub(crate) fn as_u64(self) -> u64 {
         self.0
     }
-
-    pub(crate) fn to_be_bytes(self) -> [u8; 8] {
-        self.0.to_be_bytes()
-    }
 }
 
 /// The key of one vector in the vector graph: a document ordinal and the index of the

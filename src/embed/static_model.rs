@@ -222,6 +222,11 @@ impl Embedder for StaticEmbedder {
         &self.model_id
     }
 
+    /// The static model embeds faster than the cache could be read: never cached.
+    fn cacheable(&self) -> bool {
+        false
+    }
+
     fn dimensions(&self) -> usize {
         self.model.dim()
     }

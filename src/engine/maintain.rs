@@ -7,14 +7,13 @@
 //! graph when too many of its entries are dead, and stores checkpoints when enough has
 //! changed.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::{entry_of, Counters, Inner};
-use crate::catalog::{Catalog, Vectors};
+use super::{Counters, Inner};
+use crate::catalog::{Catalog, Entry, Vectors};
 use crate::id::{DocId, VectorKey};
 use crate::store::{LogEntry, Store};
 use crate::text::TextIndex;
@@ -26,17 +25,36 @@ const INSERT_BATCH: usize = 2_048;
 
 /// Reads every live document and its vectors from the store.
 pub(super) fn load_catalog(store: &Store) -> Result<Catalog> {
-    let mut vectors: HashMap<DocId, crate::store::StoredVectors> = HashMap::new();
-    for item in store.all_vectors() {
-        let (doc, stored) = item?;
-        vectors.insert(doc, stored);
-    }
+    use rayon::prelude::*;
+    let phase = std::time::Instant::now();
+    let records = store.read_all()?;
+    tracing::debug!(
+        elapsed_ms = phase.elapsed().as_millis() as u64,
+        "store read"
+    );
+    let phase = std::time::Instant::now();
+    let entries: Vec<(DocId, Entry)> = records
+        .into_par_iter()
+        .map(|(doc, record, vectors)| {
+            let seq = record.seq;
+            Ok((
+                doc,
+                Entry {
+                    doc: Arc::new(record.into_document()?),
+                    seq,
+                    vectors: vectors.as_ref().and_then(Vectors::from_stored),
+                },
+            ))
+        })
+        .collect::<Result<_>>()?;
     let mut catalog = Catalog::default();
-    for item in store.docs() {
-        let (doc, record) = item?;
-        let entry = entry_of(&record, vectors.get(&doc))?;
+    for (doc, entry) in entries {
         catalog.insert(doc, entry);
     }
+    tracing::debug!(
+        elapsed_ms = phase.elapsed().as_millis() as u64,
+        "catalog built"
+    );
     Ok(catalog)
 }
 
@@ -105,8 +123,8 @@ fn catch_up(text: &TextIndex, store: &Store, from: u64, to: u64) -> Result<u64> 
                 // Idempotent: the version may already be in the index.
                 text.delete(doc);
                 // A version removed later in the log is no longer in the store.
-                if let Some(record) = store.doc(doc)? {
-                    text.add_document(doc, &record.to_document(None)?)?;
+                if let Some((record, _)) = store.doc(doc)? {
+                    text.add_document(doc, &record.into_document()?)?;
                 }
             }
             LogEntry::Delete { doc } => text.delete(DocId::new(doc)),
@@ -149,7 +167,14 @@ pub(super) fn load_graphs(
             if Some(manifest.dimensions) != dimensions && manifest.n_points > 0 {
                 return Err(Error::corrupt("graph checkpoint has another dimension"));
             }
+            let phase = std::time::Instant::now();
             let files = store.checkpoint_files(kind, manifest.files.len())?;
+            tracing::debug!(
+                kind = %kind,
+                elapsed_ms = phase.elapsed().as_millis() as u64,
+                bytes = files.iter().map(Vec::len).sum::<usize>(),
+                "checkpoint read from the store"
+            );
             let graph = Graph::load(&manifest, &files, vectors.params())?;
             Ok((graph, manifest.covered_seq))
         });
@@ -181,6 +206,19 @@ pub(super) fn spawn_worker(inner: Arc<Inner>) -> Result<JoinHandle<()>> {
 
 fn worker_loop(inner: &Inner) {
     let signal = &inner.worker;
+    {
+        let mut state = signal.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.busy = true;
+    }
+    let phase = std::time::Instant::now();
+    let dimensions = inner.store.meta().dimensions;
+    if let Err(err) = load_graphs(&inner.store, &inner.vectors, &inner.counters, dimensions) {
+        tracing::warn!(error = %err, "graph checkpoints could not be read; rebuilding");
+    }
+    tracing::debug!(
+        elapsed_ms = phase.elapsed().as_millis() as u64,
+        "graphs loaded"
+    );
     loop {
         {
             let mut state = signal.state.lock().unwrap_or_else(|p| p.into_inner());

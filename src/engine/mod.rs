@@ -27,7 +27,7 @@ use crate::catalog::{Catalog, Entry, Vectors};
 use crate::config::Config;
 use crate::doc::Document;
 use crate::embed::{Embedder, EmbedderSpec};
-use crate::store::{PendingOp, Store};
+use crate::store::Store;
 use crate::text::TextIndex;
 use crate::vector::VectorIndex;
 use crate::{Error, ErrorKind, Kind, Result};
@@ -92,13 +92,12 @@ pub(crate) struct Inner {
 
 #[derive(Default)]
 pub(crate) struct Pending {
-    pub(crate) ops: Vec<PendingOp>,
+    pub(crate) ops: Vec<write::PendingOp>,
     /// The dimension of the first vectors written, when the index has none yet.
     pub(crate) dimensions: Option<usize>,
 }
 
 /// Wakes the background graph builder.
-#[derive(Default)]
 pub(crate) struct WorkerSignal {
     pub(crate) state: Mutex<WorkerState>,
     pub(crate) wake: Condvar,
@@ -106,7 +105,6 @@ pub(crate) struct WorkerSignal {
     pub(crate) stop: AtomicBool,
 }
 
-#[derive(Default)]
 pub(crate) struct WorkerState {
     /// Set when there may be work; cleared by the worker when it starts a round.
     pub(crate) work: bool,
@@ -248,7 +246,12 @@ impl Engine {
             std::fs::create_dir_all(dir)?;
         }
         let lock_file = lock(dir)?;
+        let phase = std::time::Instant::now();
         let store = Store::open(&store_dir, create, builder.cache_bytes)?;
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            "store opened"
+        );
         if create {
             let dimensions = builder
                 .dimensions
@@ -278,9 +281,16 @@ impl Engine {
             check_embedder(embedder.as_ref(), meta.dimensions, meta.model_id.as_deref())?;
         }
 
+        let phase = std::time::Instant::now();
         let catalog = maintain::load_catalog(&store)?;
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            docs = catalog.len(),
+            "catalog loaded"
+        );
         let feedback = crate::feedback::FeedbackWindow::from_entries(store.feedback_entries()?);
         let counters = Counters::default();
+        let phase = std::time::Instant::now();
         let text = maintain::open_text(
             &dir.join(TEXT_DIR),
             &store,
@@ -289,8 +299,13 @@ impl Engine {
             create,
             builder.config.fusion.patterns_in_text,
         )?;
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            "text index opened"
+        );
+        // The graphs load from their checkpoints in the background worker: until then,
+        // the vector leg scans exactly what they do not cover (everything, at first).
         let vectors = VectorIndex::new(builder.config.vector.params());
-        maintain::load_graphs(&store, &vectors, &counters, meta.dimensions)?;
 
         let inner = Arc::new(Inner {
             dir: dir.to_path_buf(),
@@ -303,7 +318,7 @@ impl Engine {
             pending: Mutex::new(Pending::default()),
             commit_lock: Mutex::new(()),
             counters,
-            worker: WorkerSignal::default(),
+            worker: WorkerSignal::starting(),
             query_counter: AtomicU64::new(0),
             queries_logged: AtomicU64::new(0),
             feedback: Mutex::new(feedback),
@@ -311,7 +326,6 @@ impl Engine {
             _temp_dir: temp_dir,
         });
         let worker = maintain::spawn_worker(Arc::clone(&inner))?;
-        inner.wake_worker();
         Ok(Engine {
             inner,
             worker: Some(worker),
@@ -339,33 +353,36 @@ impl Engine {
     ///
     /// Storage errors.
     pub fn get(&self, kind: Kind, tenant: &str, id: &str) -> Result<Option<Document>> {
-        let store = &self.inner.store;
-        let Some(doc) = store.lookup(kind, tenant, id)? else {
+        let Some(doc) = self.inner.read_catalog().lookup(kind, tenant, id) else {
             return Ok(None);
         };
-        let Some(record) = store.doc(doc)? else {
-            return Ok(None);
-        };
-        let vectors = store.vectors(doc)?;
-        record.to_document(vectors.as_ref()).map(Some)
+        match self.inner.store.doc(doc)? {
+            Some((record, vectors)) => record.to_document(vectors.as_ref()).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Every committed document of `kind` (of one tenant, or all), ordered by tenant and
     /// then id, with the vectors the caller supplied: what `ruche export` writes.
-    pub fn export<'a>(
-        &'a self,
-        kind: Kind,
-        tenant: Option<&'a str>,
-    ) -> impl Iterator<Item = Result<Document>> + 'a {
-        let store = &self.inner.store;
-        store.ids(kind, tenant).map(move |doc| {
-            let doc = doc?;
-            let record = store
-                .doc(doc)?
-                .ok_or_else(|| Error::corrupt("id map names a missing document"))?;
-            let vectors = store.vectors(doc)?;
-            record.to_document(vectors.as_ref())
-        })
+    ///
+    /// # Errors
+    ///
+    /// Storage errors (the whole store is read before the first document is returned).
+    pub fn export(&self, kind: Kind, tenant: Option<&str>) -> Result<Vec<Document>> {
+        let mut docs: Vec<Document> = self
+            .inner
+            .store
+            .read_all()?
+            .into_iter()
+            .filter(|(_, record, _)| record.kind() == kind)
+            .map(|(_, record, vectors)| record.to_document(vectors.as_ref()))
+            .filter(|doc| {
+                doc.as_ref()
+                    .map_or(true, |doc| tenant.is_none_or(|t| doc.tenant_id() == t))
+            })
+            .collect::<Result<_>>()?;
+        docs.sort_by(|a, b| (a.tenant_id(), a.id()).cmp(&(b.tenant_id(), b.id())));
+        Ok(docs)
     }
 
     /// Counts and state of the index.
@@ -466,6 +483,21 @@ impl std::fmt::Debug for Engine {
         f.debug_struct("Engine")
             .field("dir", &self.inner.dir)
             .finish()
+    }
+}
+
+impl WorkerSignal {
+    /// A worker that has work from the start: loading the graph checkpoints.
+    fn starting() -> WorkerSignal {
+        WorkerSignal {
+            state: Mutex::new(WorkerState {
+                work: true,
+                busy: false,
+            }),
+            wake: Condvar::new(),
+            idle: Condvar::new(),
+            stop: AtomicBool::new(false),
+        }
     }
 }
 

@@ -41,8 +41,8 @@ impl Engine {
         let mut n_docs = 0;
         for kind in [Kind::Rule, Kind::Chunk] {
             let mut batch = Vec::with_capacity(BATCH);
-            for doc in old.export(kind, None) {
-                batch.push(without_vectors(doc?));
+            for doc in old.export(kind, None)? {
+                batch.push(without_vectors(doc));
                 if batch.len() == BATCH {
                     n_docs += batch.len();
                     new.upsert(std::mem::take(&mut batch))?;

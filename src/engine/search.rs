@@ -1,6 +1,6 @@
 //! The query pipeline: filters, both legs, fusion, weighting, order, selection.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -93,10 +93,6 @@ impl Inner {
         };
 
         let stage = Instant::now();
-        let text_hits = self.text.search(&text_query, limit, &accept)?;
-        timings.text_us = micros(stage);
-
-        let stage = Instant::now();
         let vector_hits = match &query_vector {
             Some(query) => {
                 self.vectors
@@ -112,6 +108,13 @@ impl Inner {
             None => Vec::new(),
         };
         timings.vector_us = micros(stage);
+
+        // The text leg also scores the vector leg's candidates when it can in one pass.
+        let stage = Instant::now();
+        let wanted: HashSet<DocId> = vector_hits.iter().map(|(doc, _)| *doc).collect();
+        let text = self.text.search(&text_query, limit, &accept, &wanted)?;
+        let text_hits = text.hits;
+        timings.text_us = micros(stage);
         let leg_candidates = [text_hits.len(), vector_hits.len()];
 
         // Browsing chunks without any query: every admitted chunk is a candidate.
@@ -158,13 +161,18 @@ impl Inner {
         }
         // Fill each leg's score for candidates the other leg found: BM25 of vector-only
         // candidates from the text index, cosine of text-only ones from stored vectors.
-        let vector_only: Vec<DocId> = candidates
+        for (doc, bm25) in &text.wanted {
+            if let Some(candidate) = candidates.get_mut(doc) {
+                candidate.bm25 = Some(f64::from(*bm25));
+            }
+        }
+        let unscored: Vec<DocId> = candidates
             .values()
-            .filter(|c| !c.found_by.text && c.found_by.vector)
+            .filter(|c| c.bm25.is_none())
             .map(|c| c.doc)
             .collect();
-        if !text_query.is_empty() && !vector_only.is_empty() {
-            for (doc, bm25) in self.text.score_docs(&text_query, &vector_only)? {
+        if !text.complete && !text_query.is_empty() && !unscored.is_empty() {
+            for (doc, bm25) in self.text.score_docs(&text_query, &unscored)? {
                 if let Some(candidate) = candidates.get_mut(&doc) {
                     candidate.bm25 = Some(f64::from(bm25));
                 }

@@ -1,8 +1,8 @@
 //! Recovery paths that need the engine's internals: a text index behind the store, and a
 //! damaged graph checkpoint.
 
+use super::write::PendingOp;
 use super::*;
-use crate::store::PendingOp;
 use crate::{Chunk, Rule, SearchRequest};
 
 fn chunk(i: usize) -> Chunk {
@@ -37,33 +37,33 @@ fn a_text_index_behind_the_store_catches_up_from_the_log() {
         engine.close().unwrap();
     }
     // A crash between the store's flush and the text commit: the store has changes the
-    // text index does not.
+    // text index does not. Write them to the store alone.
     {
-        let store = Store::open(&path.join(STORE_DIR), false, 1 << 20).unwrap();
+        let engine = Engine::builder().open(&path).unwrap();
         let mut replaced = chunk(3);
         replaced.content = "completely different words zebra".to_string();
         replaced.embedding = None;
-        store
-            .commit(vec![
-                PendingOp::Upsert {
-                    doc: Box::new(Document::Chunk(replaced)),
-                    vectors: Default::default(),
-                },
-                PendingOp::Delete {
-                    kind: Kind::Chunk,
-                    tenant: "default".to_string(),
-                    id: "c004".to_string(),
-                },
-                PendingOp::Upsert {
-                    doc: Box::new(Document::Rule(Rule::new(
-                        "r",
-                        "zebra crossing",
-                        "slow down",
-                    ))),
-                    vectors: Default::default(),
-                },
-            ])
-            .unwrap();
+        let ops = vec![
+            PendingOp::Upsert {
+                doc: Box::new(Document::Chunk(replaced)),
+                vectors: Default::default(),
+            },
+            PendingOp::Delete {
+                kind: Kind::Chunk,
+                tenant: "default".to_string(),
+                id: "c004".to_string(),
+            },
+            PendingOp::Upsert {
+                doc: Box::new(Document::Rule(Rule::new(
+                    "r",
+                    "zebra crossing",
+                    "slow down",
+                ))),
+                vectors: Default::default(),
+            },
+        ];
+        let (changes, next_doc) = engine.inner.resolve(ops).unwrap();
+        engine.inner.store.commit(&changes, next_doc).unwrap();
     }
     let engine = Engine::builder().open(&path).unwrap();
     let stats = engine.stats();
@@ -104,6 +104,7 @@ fn a_damaged_graph_checkpoint_is_detected_and_rebuilt() {
             .config(config.clone())
             .open(&path)
             .unwrap();
+        engine.sync_graph().unwrap();
         assert_eq!(engine.stats().counters.graph_checkpoint_loads, 1);
         let hits = engine.search(&query).unwrap().hits;
         hits.into_iter().map(|h| h.id).collect::<Vec<_>>()
@@ -122,6 +123,7 @@ fn a_damaged_graph_checkpoint_is_detected_and_rebuilt() {
             .unwrap();
     }
     let engine = Engine::builder().config(config).open(&path).unwrap();
+    engine.sync_graph().unwrap();
     assert_eq!(
         engine.stats().counters.graph_checkpoint_loads,
         0,

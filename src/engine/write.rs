@@ -1,13 +1,14 @@
 //! Writes: validation, embedding, buffering, and the commit that makes them durable.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 
 use rayon::prelude::*;
 
 use super::{entry_of, Engine, Inner};
 use crate::doc::{Chunk, Document, Rule};
-use crate::store::{PendingOp, StoredVectors};
+use crate::id::DocId;
+use crate::store::{Change, DocRecord, StoredVectors};
 use crate::{Error, ErrorKind, Kind, Result};
 
 /// Texts embedded per call of the embedder.
@@ -144,8 +145,19 @@ impl Engine {
         if ops.is_empty() {
             return Ok(0);
         }
-        let applied = inner.store.commit(ops)?;
+        let phase = std::time::Instant::now();
+        let (applied, next_doc) = inner.resolve(ops)?;
+        if applied.is_empty() {
+            return Ok(0);
+        }
+        inner.store.commit(&applied, next_doc)?;
         let last_seq = inner.store.meta().last_seq;
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            changes = applied.len(),
+            "store committed"
+        );
+        let phase = std::time::Instant::now();
 
         // Text index: every change of the batch, then one commit recording `last_seq`.
         let text_result = (|| {
@@ -159,6 +171,11 @@ impl Engine {
             }
             inner.text.commit(last_seq)
         })();
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            "text index committed"
+        );
+        let phase = std::time::Instant::now();
 
         // The catalog and the text reader change together, under the write lock.
         let catalog_result = (|| {
@@ -174,9 +191,18 @@ impl Engine {
             inner.text.reload()
         })();
         inner.wake_worker();
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            "catalog updated"
+        );
         text_result?;
         catalog_result?;
+        let phase = std::time::Instant::now();
         inner.store.truncate_log(last_seq)?;
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            "log truncated"
+        );
         Ok(applied.len())
     }
 }
@@ -188,7 +214,84 @@ struct Prepared {
     dimensions: Option<usize>,
 }
 
+/// A buffered write.
+#[derive(Debug)]
+pub(crate) enum PendingOp {
+    /// Insert or replace a document (its embedding fields are empty: vectors travel in
+    /// `vectors`).
+    Upsert {
+        doc: Box<Document>,
+        vectors: StoredVectors,
+    },
+    /// Remove a document if it exists.
+    Delete {
+        kind: Kind,
+        tenant: String,
+        id: String,
+    },
+}
+
 impl Inner {
+    /// Turns buffered writes into changes: each upsert gets a new `DocId` and replaces
+    /// the live version of its id, if any; a delete of a missing id is dropped. Returns
+    /// the changes and the next free `DocId`. Runs under the commit lock, so the catalog
+    /// it reads is the committed state.
+    pub(crate) fn resolve(&self, ops: Vec<PendingOp>) -> Result<(Vec<Change>, u64)> {
+        let meta = self.store.meta();
+        let (mut next_doc, mut seq) = (meta.next_doc, meta.last_seq);
+        let catalog = self.read_catalog();
+        // Ids changed earlier in this batch, which the catalog cannot see yet.
+        let mut overlay: HashMap<(Kind, String, String), Option<DocId>> = HashMap::new();
+        let mut changes = Vec::with_capacity(ops.len());
+        for op in ops {
+            let (key, written) = match op {
+                PendingOp::Upsert { doc, vectors } => {
+                    let key = (
+                        doc.kind(),
+                        doc.tenant_id().to_string(),
+                        doc.id().to_string(),
+                    );
+                    (key, Some((doc, vectors)))
+                }
+                PendingOp::Delete { kind, tenant, id } => ((kind, tenant, id), None),
+            };
+            let previous = match overlay.get(&key) {
+                Some(previous) => *previous,
+                None => catalog.lookup(key.0, &key.1, &key.2),
+            };
+            match written {
+                Some((doc, vectors)) => {
+                    if next_doc > DocId::MAX {
+                        return Err(Error::invalid_input(
+                            "the index has run out of document ids",
+                        ));
+                    }
+                    let new_doc = DocId::new(next_doc);
+                    next_doc += 1;
+                    seq += 1;
+                    let record = DocRecord::from_document(&doc, seq);
+                    changes.push(Change {
+                        seq,
+                        written: Some((new_doc, record, vectors)),
+                        removed: previous,
+                    });
+                    overlay.insert(key, Some(new_doc));
+                }
+                None => {
+                    let Some(previous) = previous else { continue };
+                    seq += 1;
+                    changes.push(Change {
+                        seq,
+                        written: None,
+                        removed: Some(previous),
+                    });
+                    overlay.insert(key, None);
+                }
+            }
+        }
+        Ok((changes, next_doc))
+    }
+
     /// Embeds the texts of `to_embed`, taking what it can from the embedding cache and
     /// embedding the rest in parallel batches.
     fn embed_cached(
@@ -197,8 +300,13 @@ impl Inner {
         to_embed: &[(usize, usize, String)],
     ) -> Result<Vec<Vec<f32>>> {
         let model_id = embedder.model_id();
+        let cacheable = embedder.cacheable();
         let mut vectors: Vec<Option<Vec<f32>>> = Vec::with_capacity(to_embed.len());
         for (_, _, text) in to_embed {
+            if !cacheable {
+                vectors.push(None);
+                continue;
+            }
             vectors.push(self.store.cached_embedding(model_id, text)?.map(|cached| {
                 if cached.is_empty() {
                     vec![0.0; embedder.dimensions()]
@@ -234,13 +342,15 @@ impl Inner {
             self.counters
                 .embedded_texts
                 .fetch_add(missing.len() as u64, Ordering::Relaxed);
-            self.store.cache_embeddings(
-                model_id,
-                missing
-                    .iter()
-                    .zip(&embedded)
-                    .map(|(&i, v)| (to_embed[i].2.as_str(), v.as_slice())),
-            )?;
+            if cacheable {
+                self.store.cache_embeddings(
+                    model_id,
+                    missing
+                        .iter()
+                        .zip(&embedded)
+                        .map(|(&i, v)| (to_embed[i].2.as_str(), v.as_slice())),
+                )?;
+            }
             for (i, vector) in missing.into_iter().zip(embedded) {
                 vectors[i] = Some(vector);
             }

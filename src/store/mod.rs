@@ -5,40 +5,25 @@
 //! `apply_batch` on the `main` tree followed by a flush, so after [`Store::commit`]
 //! returns, a crash loses nothing of it.
 
+mod block;
 mod keys;
 mod meta;
 mod record;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::doc::Document;
 use crate::id::DocId;
 use crate::{Error, ErrorKind, Kind, Result};
 
+use self::block::BlockEntry;
 pub(crate) use self::meta::Meta;
 pub(crate) use self::record::{DocRecord, LogEntry, StoredVectors};
 
-/// One change to apply at commit.
+/// One change of a commit, with its `DocId`s and sequence number already assigned.
 #[derive(Debug)]
-pub(crate) enum PendingOp {
-    /// Insert or replace a document (its embedding fields are empty: vectors travel in
-    /// `vectors`).
-    Upsert {
-        doc: Box<Document>,
-        vectors: StoredVectors,
-    },
-    /// Remove a document if it exists.
-    Delete {
-        kind: Kind,
-        tenant: String,
-        id: String,
-    },
-}
-
-/// What one applied change did, for the derived indexes.
-#[derive(Debug)]
-pub(crate) struct Applied {
+pub(crate) struct Change {
+    pub(crate) seq: u64,
     /// The version written, with its vectors.
     pub(crate) written: Option<(DocId, DocRecord, StoredVectors)>,
     /// The version removed (replaced or deleted).
@@ -128,78 +113,57 @@ impl Store {
         Ok(())
     }
 
-    /// The current version of a user id.
-    pub(crate) fn lookup(&self, kind: Kind, tenant: &str, id: &str) -> Result<Option<DocId>> {
-        let value = self
+    /// A stored document and its vectors.
+    pub(crate) fn doc(&self, doc: DocId) -> Result<Option<(DocRecord, Option<StoredVectors>)>> {
+        let Some(bytes) = self
             .main
-            .get(keys::id_key(kind, tenant, id))
-            .map_err(sled_err)?;
-        value
-            .map(|v| keys::decode_u64(&v).map(DocId::new))
-            .transpose()
-    }
-
-    pub(crate) fn doc(&self, doc: DocId) -> Result<Option<DocRecord>> {
-        let value = self.main.get(keys::doc_key(doc)).map_err(sled_err)?;
-        value.map(|v| record::decode(&v, "document")).transpose()
-    }
-
-    pub(crate) fn vectors(&self, doc: DocId) -> Result<Option<StoredVectors>> {
-        let value = self.main.get(keys::vectors_key(doc)).map_err(sled_err)?;
-        value.map(|v| record::decode(&v, "vectors")).transpose()
-    }
-
-    /// Every stored document, in `DocId` order.
-    pub(crate) fn docs(&self) -> impl Iterator<Item = Result<(DocId, DocRecord)>> + '_ {
-        self.main.scan_prefix([keys::DOC]).map(|item| {
-            let (key, value) = item.map_err(sled_err)?;
-            let doc = DocId::new(keys::decode_prefixed_u64(&key)?);
-            Ok((doc, record::decode(&value, "document")?))
-        })
-    }
-
-    /// Every stored vector set, in `DocId` order.
-    pub(crate) fn all_vectors(&self) -> impl Iterator<Item = Result<(DocId, StoredVectors)>> + '_ {
-        self.main.scan_prefix([keys::VECTORS]).map(|item| {
-            let (key, value) = item.map_err(sled_err)?;
-            let doc = DocId::new(keys::decode_prefixed_u64(&key)?);
-            Ok((doc, record::decode(&value, "vectors")?))
-        })
-    }
-
-    /// The current versions of one kind and tenant (every tenant when `None`), ordered by
-    /// tenant and then user id (byte order).
-    pub(crate) fn ids(
-        &self,
-        kind: Kind,
-        tenant: Option<&str>,
-    ) -> impl Iterator<Item = Result<DocId>> + '_ {
-        let prefix = match tenant {
-            Some(tenant) => keys::id_prefix(kind, tenant),
-            None => vec![keys::ID, kind.as_u8()],
+            .get(keys::block_key(block::block_of(doc)))
+            .map_err(sled_err)?
+        else {
+            return Ok(None);
         };
-        self.main.scan_prefix(prefix).map(|item| {
-            let (_, value) = item.map_err(sled_err)?;
-            keys::decode_u64(&value).map(DocId::new)
-        })
+        let entries = block::decode(&bytes)?;
+        match entries.iter().find(|e| e.doc == doc) {
+            Some(entry) => Ok(Some((entry.record()?, entry.vectors()?))),
+            None => Ok(None),
+        }
+    }
+
+    /// Every stored document with its vectors, decoded in parallel, in `DocId` order.
+    pub(crate) fn read_all(&self) -> Result<Vec<(DocId, DocRecord, Option<StoredVectors>)>> {
+        use rayon::prelude::*;
+        let blocks: Vec<sled::IVec> = self
+            .main
+            .scan_prefix([keys::BLOCK])
+            .map(|item| item.map(|(_, value)| value).map_err(sled_err))
+            .collect::<Result<_>>()?;
+        let entries: Vec<Vec<BlockEntry>> = blocks
+            .par_iter()
+            .map(|bytes| block::decode(bytes))
+            .collect::<Result<_>>()?;
+        entries
+            .into_par_iter()
+            .flatten()
+            .map(|entry| Ok((entry.doc, entry.record()?, entry.vectors()?)))
+            .collect()
     }
 
     /// Log entries with a sequence number above `after`, in order.
     pub(crate) fn log_after(&self, after: u64) -> Result<Vec<(u64, LogEntry)>> {
-        let start = keys::log_key(after.saturating_add(1));
-        let end = keys::log_key(u64::MAX);
         let mut entries = Vec::new();
-        for item in self.main.range(start..=end) {
-            let (key, value) = item.map_err(sled_err)?;
-            entries.push((
-                keys::decode_prefixed_u64(&key)?,
-                record::decode(&value, "log entry")?,
-            ));
+        for item in self
+            .main
+            .range(keys::log_key(after.saturating_add(1))..=keys::log_key(u64::MAX))
+        {
+            let (_, value) = item.map_err(sled_err)?;
+            let commit: Vec<(u64, LogEntry)> = record::decode(&value, "log entry")?;
+            entries.extend(commit.into_iter().filter(|(seq, _)| *seq > after));
         }
         Ok(entries)
     }
 
-    /// Removes log entries up to and including `upto` (every derived index has them).
+    /// Removes the log entries of commits up to and including sequence number `upto`
+    /// (every derived index has them).
     ///
     /// Not flushed: losing the removal in a crash only leaves entries that replay as
     /// no-ops.
@@ -212,87 +176,82 @@ impl Store {
         self.main.apply_batch(batch).map_err(sled_err)
     }
 
-    /// Applies `ops` in order as one atomic, durable batch.
+    /// Applies `changes` (in order) as one atomic, durable batch, and records the
+    /// counters that assigned their `DocId`s and sequence numbers.
     ///
-    /// Upserts get a fresh [`DocId`]; the version they replace is removed. Deleting an id
-    /// that does not exist is a no-op (it gets no sequence number).
-    pub(crate) fn commit(&self, ops: Vec<PendingOp>) -> Result<Vec<Applied>> {
+    /// The changes land in the blocks of their documents, and in one change-log entry
+    /// keyed by the commit's last sequence number.
+    pub(crate) fn commit(&self, changes: &[Change], next_doc: u64) -> Result<()> {
+        let Some(last_seq) = changes.last().map(|c| c.seq) else {
+            return Ok(());
+        };
         let mut guard = self.lock_meta();
         let mut meta = guard.clone();
-        let mut batch = sled::Batch::default();
-        let mut applied = Vec::with_capacity(ops.len());
-        // Id mappings changed earlier in this batch, which `lookup` cannot see yet.
-        let mut overlay: HashMap<Vec<u8>, Option<DocId>> = HashMap::new();
-        for op in ops {
-            match op {
-                PendingOp::Upsert { doc, vectors } => {
-                    let id_key = keys::id_key(doc.kind(), doc.tenant_id(), doc.id());
-                    let previous = match overlay.get(&id_key) {
-                        Some(previous) => *previous,
-                        None => self.lookup(doc.kind(), doc.tenant_id(), doc.id())?,
-                    };
-                    if let Some(previous) = previous {
-                        batch.remove(&keys::doc_key(previous));
-                        batch.remove(&keys::vectors_key(previous));
+        // The touched blocks, read once, changed in order, written once.
+        let mut blocks: BTreeMap<u64, Vec<BlockEntry>> = BTreeMap::new();
+        let load = |block_no: u64, blocks: &mut BTreeMap<u64, Vec<BlockEntry>>| -> Result<()> {
+            if let std::collections::btree_map::Entry::Vacant(slot) = blocks.entry(block_no) {
+                let entries = match self.main.get(keys::block_key(block_no)).map_err(sled_err)? {
+                    Some(bytes) => block::decode(&bytes)?,
+                    None => Vec::new(),
+                };
+                slot.insert(entries);
+            }
+            Ok(())
+        };
+        let mut log = Vec::with_capacity(changes.len());
+        for change in changes {
+            if let Some(removed) = change.removed {
+                let block_no = block::block_of(removed);
+                load(block_no, &mut blocks)?;
+                if let Some(entries) = blocks.get_mut(&block_no) {
+                    entries.retain(|e| e.doc != removed);
+                }
+            }
+            match &change.written {
+                Some((doc, record, vectors)) => {
+                    let block_no = block::block_of(*doc);
+                    load(block_no, &mut blocks)?;
+                    if let Some(entries) = blocks.get_mut(&block_no) {
+                        entries.push(BlockEntry::new(*doc, record, vectors));
                     }
-                    if meta.next_doc > DocId::MAX {
-                        return Err(Error::invalid_input(
-                            "the index has run out of document ids",
+                    log.push((
+                        change.seq,
+                        LogEntry::Upsert {
+                            doc: doc.as_u64(),
+                            replaced: change.removed.map(DocId::as_u64),
+                        },
+                    ));
+                }
+                None => {
+                    if let Some(removed) = change.removed {
+                        log.push((
+                            change.seq,
+                            LogEntry::Delete {
+                                doc: removed.as_u64(),
+                            },
                         ));
                     }
-                    let new_doc = DocId::new(meta.next_doc);
-                    meta.next_doc += 1;
-                    meta.last_seq += 1;
-                    let seq = meta.last_seq;
-                    let record = DocRecord::from_document(&doc, seq);
-                    batch.insert(&keys::doc_key(new_doc), record::encode(&record));
-                    if !vectors.is_empty() {
-                        batch.insert(&keys::vectors_key(new_doc), record::encode(&vectors));
-                    }
-                    batch.insert(id_key.as_slice(), &new_doc.to_be_bytes());
-                    let entry = LogEntry::Upsert {
-                        doc: new_doc.as_u64(),
-                        replaced: previous.map(DocId::as_u64),
-                    };
-                    batch.insert(&keys::log_key(seq), record::encode(&entry));
-                    overlay.insert(id_key, Some(new_doc));
-                    applied.push(Applied {
-                        written: Some((new_doc, record, vectors)),
-                        removed: previous,
-                    });
-                }
-                PendingOp::Delete { kind, tenant, id } => {
-                    let id_key = keys::id_key(kind, &tenant, &id);
-                    let previous = match overlay.get(&id_key) {
-                        Some(previous) => *previous,
-                        None => self.lookup(kind, &tenant, &id)?,
-                    };
-                    let Some(previous) = previous else { continue };
-                    batch.remove(&keys::doc_key(previous));
-                    batch.remove(&keys::vectors_key(previous));
-                    batch.remove(id_key.as_slice());
-                    meta.last_seq += 1;
-                    let seq = meta.last_seq;
-                    let entry = LogEntry::Delete {
-                        doc: previous.as_u64(),
-                    };
-                    batch.insert(&keys::log_key(seq), record::encode(&entry));
-                    overlay.insert(id_key, None);
-                    applied.push(Applied {
-                        written: None,
-                        removed: Some(previous),
-                    });
                 }
             }
         }
-        if applied.is_empty() {
-            return Ok(applied);
+        let mut batch = sled::Batch::default();
+        for (block_no, mut entries) in blocks {
+            if entries.is_empty() {
+                batch.remove(&keys::block_key(block_no));
+            } else {
+                entries.sort_by_key(|e| e.doc);
+                batch.insert(&keys::block_key(block_no), block::encode(&entries));
+            }
         }
+        batch.insert(&keys::log_key(last_seq), record::encode(&log));
+        meta.next_doc = next_doc;
+        meta.last_seq = last_seq;
         meta.write(&mut batch);
         self.main.apply_batch(batch).map_err(sled_err)?;
         self.db.flush().map_err(sled_err)?;
         *guard = meta;
-        Ok(applied)
+        Ok(())
     }
 
     fn graph_tree(&self, kind: Kind) -> &sled::Tree {

@@ -9,7 +9,7 @@
 mod analyzer;
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -24,6 +24,21 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 
 use crate::id::DocId;
 use crate::{Error, Result};
+
+/// Up to this many documents, a text search visits every match (no top-k pruning), so
+/// the scores of other candidates come in the same pass.
+const EXHAUSTIVE_MAX_DOCS: u64 = 20_000;
+
+/// What [`TextIndex::search`] found.
+#[derive(Debug)]
+pub(crate) struct TextHits {
+    /// The best documents, best first.
+    pub(crate) hits: Vec<(DocId, f32)>,
+    /// Scores of the wanted documents seen.
+    pub(crate) wanted: HashMap<DocId, f32>,
+    /// Whether every match was visited (a wanted document not seen does not match).
+    pub(crate) complete: bool,
+}
 
 /// Memory budget of the index writer.
 const WRITER_MEMORY_BYTES: usize = 64 << 20;
@@ -262,75 +277,99 @@ impl TextIndex {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// The best `limit` documents for `query` among those `accept` admits.
+    /// The best `limit` documents for `query` among those `accept` admits, and the score
+    /// of each document of `wanted` that matches.
     ///
     /// `accept` returns the user id of an admitted document (for the tiebreak: among
     /// equal scores the smaller user id wins), or `None` to filter it out. Filters thus
-    /// apply before the top-k cut. Results are sorted by score descending, then user id.
+    /// apply before the top-k cut. Hits are sorted by score descending, then user id.
+    ///
+    /// On a small index every match is visited, so a document of `wanted` missing from
+    /// the returned scores does not match (the returned flag is `true`); on a large one
+    /// the top-k search skips documents that cannot make the cut, and the flag is `false`:
+    /// use [`TextIndex::score_docs`] for the rest.
     pub(crate) fn search<'a>(
         &self,
         query: &TextQuery,
         limit: usize,
         accept: &dyn Fn(DocId) -> Option<&'a str>,
-    ) -> Result<Vec<(DocId, f32)>> {
-        let Some(query) = query.to_query() else {
-            return Ok(Vec::new());
+        wanted: &HashSet<DocId>,
+    ) -> Result<TextHits> {
+        let mut result = TextHits {
+            hits: Vec::new(),
+            wanted: HashMap::new(),
+            complete: true,
         };
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
+        let Some(query) = query.to_query() else {
+            return Ok(result);
+        };
         let searcher = self.reader.searcher();
+        let exhaustive = searcher.num_docs() <= EXHAUSTIVE_MAX_DOCS;
+        result.complete = exhaustive;
         let weight = query
             .weight(EnableScoring::enabled_from_searcher(&searcher))
             .map_err(tantivy_err)?;
         let mut heap: BinaryHeap<HeapEntry<'a>> = BinaryHeap::with_capacity(limit + 1);
+        // The lowest score that can still enter the heap (equal scores keep coming: the
+        // tiebreak on user ids needs them).
+        let threshold = |heap: &BinaryHeap<HeapEntry<'a>>| {
+            if heap.len() == limit {
+                heap.peek()
+                    .map_or(f32::MIN, |worst| worst.score.next_down())
+            } else {
+                f32::MIN
+            }
+        };
         for segment in searcher.segment_readers() {
             let doc_ids = segment.fast_fields().u64("doc_id").map_err(tantivy_err)?;
             let alive = segment.alive_bitset();
-            let mut threshold = f32::MIN;
-            if heap.len() == limit {
-                threshold = heap
-                    .peek()
-                    .map_or(f32::MIN, |worst| worst.score.next_down());
+            let mut visit = |seg_doc: u32, score: f32, heap: &mut BinaryHeap<HeapEntry<'a>>| {
+                if alive.is_some_and(|alive| !alive.is_alive(seg_doc)) {
+                    return;
+                }
+                let Some(doc) = doc_ids.first(seg_doc).map(DocId::new) else {
+                    return;
+                };
+                if wanted.contains(&doc) {
+                    result.wanted.insert(doc, score);
+                }
+                if limit == 0 {
+                    return;
+                }
+                let Some(user_id) = accept(doc) else {
+                    return;
+                };
+                heap.push(HeapEntry {
+                    score,
+                    user_id,
+                    doc,
+                });
+                if heap.len() > limit {
+                    heap.pop();
+                }
+            };
+            if exhaustive {
+                weight
+                    .for_each(segment, &mut |seg_doc, score| {
+                        visit(seg_doc, score, &mut heap)
+                    })
+                    .map_err(tantivy_err)?;
+            } else {
+                weight
+                    .for_each_pruning(threshold(&heap), segment, &mut |seg_doc, score| {
+                        visit(seg_doc, score, &mut heap);
+                        threshold(&heap)
+                    })
+                    .map_err(tantivy_err)?;
             }
-            weight
-                .for_each_pruning(threshold, segment, &mut |seg_doc, score| {
-                    let current = |heap: &BinaryHeap<HeapEntry<'a>>| {
-                        if heap.len() == limit {
-                            // Keep equal scores coming: the tiebreak on user ids needs them.
-                            heap.peek()
-                                .map_or(f32::MIN, |worst| worst.score.next_down())
-                        } else {
-                            f32::MIN
-                        }
-                    };
-                    if alive.is_some_and(|alive| !alive.is_alive(seg_doc)) {
-                        return current(&heap);
-                    }
-                    let Some(doc) = doc_ids.first(seg_doc).map(DocId::new) else {
-                        return current(&heap);
-                    };
-                    let Some(user_id) = accept(doc) else {
-                        return current(&heap);
-                    };
-                    heap.push(HeapEntry {
-                        score,
-                        user_id,
-                        doc,
-                    });
-                    if heap.len() > limit {
-                        heap.pop();
-                    }
-                    current(&heap)
-                })
-                .map_err(tantivy_err)?;
         }
         let mut hits = heap.into_vec();
         hits.sort();
-        Ok(hits
+        result.hits = hits
             .into_iter()
             .map(|entry| (entry.doc, entry.score))
-            .collect())
+            .collect();
+        Ok(result)
     }
 
     /// The BM25 score of `query` for each of `docs` that matches it.

@@ -161,10 +161,16 @@ impl Graph {
                 return Err(Error::corrupt("graph checkpoint: checksum mismatch"));
             }
         }
+        let phase = std::time::Instant::now();
         let dir = tempfile::tempdir()?;
         for (bytes, suffix) in files.iter().zip(["hnsw.graph", "hnsw.data"]) {
             std::fs::write(dir.path().join(format!("ruche.{suffix}")), bytes)?;
         }
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            "checkpoint files written"
+        );
+        let phase = std::time::Instant::now();
         // The loaded graph borrows its loader only when memory-mapping, which we never
         // ask for: the data is copied into the graph. Leaking the loader (a path and a
         // few counters) gives the graph the `'static` lifetime it then really has.
@@ -180,6 +186,10 @@ impl Graph {
             Ok(Err(err)) => return Err(Error::corrupt(format!("graph checkpoint: {err}"))),
             Err(_) => return Err(Error::corrupt("graph checkpoint: unreadable")),
         };
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            "hnsw_rs loaded the dump"
+        );
         if hnsw.get_nb_point() != manifest.n_points {
             return Err(Error::corrupt("graph checkpoint: point count mismatch"));
         }

@@ -1,7 +1,11 @@
 //! Integration tests: one binary, one module per area.
 
+mod analysis;
 mod cli;
+mod cli_more;
 mod common;
+mod embedder;
 mod engine;
+mod feedback;
 mod persistence;
 mod ranking;

@@ -88,6 +88,8 @@ fn reopen_loads_the_graph_and_gives_identical_results() {
         .config(graph_config())
         .open(&path)
         .unwrap();
+    // The checkpoint loads in the background; wait for it.
+    engine.sync_graph().unwrap();
     let stats = engine.stats();
     assert_eq!(
         stats.counters.graph_checkpoint_loads, 1,
@@ -177,8 +179,8 @@ fn export_then_import_gives_the_same_results() {
     source.commit().unwrap();
     let mut exported = Vec::new();
     for kind in [Kind::Rule, Kind::Chunk] {
-        for doc in source.export(kind, None) {
-            exported.push(serde_json::to_string(&doc.unwrap()).unwrap());
+        for doc in source.export(kind, None).unwrap() {
+            exported.push(serde_json::to_string(&doc).unwrap());
         }
     }
     assert_eq!(exported.len(), support_rules().len() + 200);

@@ -338,8 +338,8 @@ pub fn export(config: &Config, args: &ExportArgs) -> Result<ExitCode> {
     };
     let mut out = BufWriter::new(std::io::stdout().lock());
     for kind in kinds {
-        for doc in engine.export(kind, None) {
-            output::write_line(&mut out, &serde_json::to_value(doc?)?)?;
+        for doc in engine.export(kind, None)? {
+            output::write_line(&mut out, &serde_json::to_value(doc)?)?;
         }
     }
     out.flush()?;

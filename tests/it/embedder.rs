@@ -1,0 +1,483 @@
+//! Embedders through the engine: the bundled default, recorded at creation and reloaded;
+//! mismatches; records with their own vectors; the embedding cache; re-embedding.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use ruche::{
+    Chunk, Config, Embedder, EmbedderSpec, Engine, ErrorKind, Kind, Rule, SearchRequest,
+    SearchResponse, StaticEmbedder, DEFAULT_TENANT,
+};
+
+use crate::common::ids;
+
+const MODEL_ID: &str = StaticEmbedder::BUNDLED_MODEL_ID;
+
+/// The bundled model, counting the texts it embeds.
+struct Counting {
+    inner: StaticEmbedder,
+    texts: AtomicUsize,
+}
+
+impl Counting {
+    fn new() -> Arc<Counting> {
+        Arc::new(Counting {
+            inner: StaticEmbedder::bundled().unwrap(),
+            texts: AtomicUsize::new(0),
+        })
+    }
+
+    fn texts(&self) -> usize {
+        self.texts.load(Ordering::SeqCst)
+    }
+}
+
+impl Embedder for Counting {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+
+    fn dimensions(&self) -> usize {
+        self.inner.dimensions()
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> ruche::Result<Vec<Vec<f32>>> {
+        self.texts.fetch_add(texts.len(), Ordering::SeqCst);
+        self.inner.embed_batch(texts)
+    }
+}
+
+/// Another model: a fixed unit vector for every text.
+struct Toy {
+    model_id: &'static str,
+    dimensions: usize,
+}
+
+impl Embedder for Toy {
+    fn model_id(&self) -> &str {
+        self.model_id
+    }
+
+    fn dimensions(&self) -> usize {
+        self.dimensions
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> ruche::Result<Vec<Vec<f32>>> {
+        let mut unit = vec![0.0; self.dimensions];
+        unit[0] = 1.0;
+        Ok(vec![unit; texts.len()])
+    }
+}
+
+/// Support rules whose conditions and actions share no word with the queries of
+/// [`semantic_neighbours_rank_above_unrelated_text`].
+fn rules() -> Vec<Rule> {
+    vec![
+        Rule::new(
+            "refund",
+            "customer asks for a refund",
+            "explain the refund policy",
+        ),
+        Rule::new(
+            "delivery",
+            "the parcel has not arrived yet",
+            "track the shipment",
+        ),
+        Rule::new(
+            "password",
+            "customer cannot log in to the account",
+            "send a password reset link",
+        ),
+        Rule::new("greet", "the conversation starts", "greet the customer"),
+    ]
+}
+
+fn chunks() -> Vec<Chunk> {
+    vec![
+        Chunk::new("dog", "the user's dog is called Rex"),
+        Chunk::new("city", "the user lives in Lyon, France"),
+        Chunk::new("email", "prefers to be contacted by email"),
+        Chunk::new("tea", "drinks green tea every morning"),
+    ]
+}
+
+fn create_default(dir: &Path) -> Engine {
+    let engine = Engine::builder()
+        .embedder_spec(EmbedderSpec::Default)
+        .create(dir)
+        .unwrap();
+    engine.upsert_rules(rules()).unwrap();
+    engine.upsert_chunks(chunks()).unwrap();
+    engine.commit().unwrap();
+    engine
+}
+
+fn search(engine: &Engine, request: SearchRequest) -> SearchResponse {
+    engine.search(&request.top_k(10)).unwrap()
+}
+
+#[track_caller]
+fn assert_finite(response: &SearchResponse) {
+    for hit in &response.hits {
+        let b = &hit.breakdown;
+        let values = [
+            hit.score,
+            b.bm25,
+            b.bm25_normalized,
+            b.vector_normalized,
+            b.hybrid,
+        ]
+        .into_iter()
+        .chain(b.vector)
+        .chain(b.relevance)
+        .chain(b.importance)
+        .chain(b.recency);
+        for value in values {
+            assert!(value.is_finite(), "{hit:?}");
+        }
+    }
+    let fusion = &response.fusion;
+    assert!(fusion.vector_weight.is_finite() && fusion.text_weight.is_finite());
+}
+
+#[test]
+fn semantic_neighbours_rank_above_unrelated_text() {
+    let engine = Engine::builder()
+        .embedder_spec(EmbedderSpec::Default)
+        .temporary()
+        .unwrap();
+    engine.upsert_rules(rules()).unwrap();
+    engine.upsert_chunks(chunks()).unwrap();
+    engine.commit().unwrap();
+    for (query, expected) in [
+        ("my delivery is late", "delivery"),
+        ("forgot my credentials", "password"),
+        ("hello there", "greet"),
+    ] {
+        let response = search(&engine, SearchRequest::rules(query));
+        assert_eq!(response.leg_candidates[0], 0, "{query}: no shared word");
+        assert_eq!(
+            response.hits[0].id,
+            expected,
+            "{query}: {:?}",
+            ids(&response.hits)
+        );
+        assert!(response.hits[0].breakdown.found_by.vector);
+    }
+    for (query, expected) in [
+        ("what is their pet", "dog"),
+        ("beverage", "tea"),
+        ("city", "city"),
+    ] {
+        let response = search(&engine, SearchRequest::chunks(query));
+        assert_eq!(response.leg_candidates[0], 0, "{query}: no shared word");
+        assert_eq!(
+            response.hits[0].id,
+            expected,
+            "{query}: {:?}",
+            ids(&response.hits)
+        );
+    }
+}
+
+#[test]
+fn the_default_embedder_is_recorded_and_reloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = create_default(dir.path());
+    let stats = engine.stats();
+    assert_eq!(stats.model_id.as_deref(), Some(MODEL_ID));
+    assert_eq!(stats.dimensions, Some(256));
+    assert_eq!(stats.embedder.as_deref(), Some("default"));
+    assert_eq!(stats.rule_graph.live_vectors, 4);
+    assert_eq!(stats.chunk_graph.live_vectors, 4);
+    drop(engine);
+
+    // Opening without naming an embedder loads the recorded one.
+    let engine = Engine::builder().open(dir.path()).unwrap();
+    assert_eq!(engine.embedder().unwrap().model_id(), MODEL_ID);
+    let response = search(&engine, SearchRequest::rules("my delivery is late"));
+    assert_eq!(response.vector_leg_skipped, None);
+    assert_eq!(response.hits[0].id, "delivery");
+    // Records without vectors are embedded too.
+    engine
+        .upsert_rules([Rule::new("cancel", "end the subscription", "cancel it")])
+        .unwrap();
+    engine.commit().unwrap();
+    assert_eq!(engine.stats().rule_graph.live_vectors, 5);
+}
+
+#[test]
+fn another_embedder_cannot_open_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(create_default(dir.path()));
+    let open = |model_id: &'static str, dimensions: usize| {
+        Engine::builder()
+            .embedder(Arc::new(Toy {
+                model_id,
+                dimensions,
+            }))
+            .open(dir.path())
+            .unwrap_err()
+    };
+    let err = open("toy", 8);
+    assert_eq!(
+        err.kind(),
+        &ErrorKind::DimensionMismatch {
+            expected: 256,
+            got: 8
+        }
+    );
+    let err = open("toy", 256);
+    assert!(
+        matches!(err.kind(), ErrorKind::InvalidInput { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("toy"), "{err}");
+    // The same model under a wrapper is accepted.
+    let engine = Engine::builder().embedder(Counting::new()).open(dir.path());
+    assert!(engine.is_ok());
+}
+
+#[test]
+fn vectors_of_another_dimension_are_rejected() {
+    let engine = Engine::builder()
+        .embedder_spec(EmbedderSpec::Default)
+        .temporary()
+        .unwrap();
+    let mismatch = ErrorKind::DimensionMismatch {
+        expected: 256,
+        got: 8,
+    };
+    let err = engine
+        .upsert_rules([Rule::new("r", "a condition", "an action").with_embedding(vec![0.5; 8])])
+        .unwrap_err();
+    assert_eq!(err.kind(), &mismatch);
+    let err = engine
+        .upsert_chunks([Chunk::new("c", "some content").with_embedding(vec![0.5; 8])])
+        .unwrap_err();
+    assert_eq!(err.kind(), &mismatch);
+    let err = engine
+        .search(&SearchRequest::rules("refund").embedding(vec![0.5; 8]))
+        .unwrap_err();
+    assert_eq!(err.kind(), &mismatch);
+    // A vector of the right dimension bypasses the embedder.
+    engine
+        .upsert_chunks([Chunk::new("c", "some content").with_embedding(vec![0.5; 256])])
+        .unwrap();
+    assert_eq!(engine.commit().unwrap(), 1);
+    // Nothing of the failed calls was buffered.
+    assert_eq!(engine.stats().rules, 0);
+}
+
+#[test]
+fn records_with_their_own_vectors_make_an_external_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::builder().create(dir.path()).unwrap();
+    assert_eq!(engine.stats().model_id, None);
+    engine
+        .upsert_rules([
+            Rule::new("refund", "customer asks for a refund", "explain the policy")
+                .with_embedding(vec![1.0, 0.0, 0.0, 0.0]),
+            Rule::new("greet", "the conversation starts", "greet the customer")
+                .with_embedding(vec![0.0, 1.0, 0.0, 0.0]),
+        ])
+        .unwrap();
+    engine.commit().unwrap();
+    let stats = engine.stats();
+    assert_eq!(stats.model_id.as_deref(), Some("external"));
+    assert_eq!(stats.dimensions, Some(4));
+    assert_eq!(stats.embedder, None);
+    // Other dimensions are rejected, in one call or across calls.
+    let err = engine
+        .upsert_rules([Rule::new("x", "c", "a").with_embedding(vec![1.0; 3])])
+        .unwrap_err();
+    assert_eq!(
+        err.kind(),
+        &ErrorKind::DimensionMismatch {
+            expected: 4,
+            got: 3
+        }
+    );
+    drop(engine);
+
+    let engine = Engine::builder().open(dir.path()).unwrap();
+    assert!(engine.embedder().is_none());
+    // No query vector: the text leg alone, and the response says why.
+    let response = search(&engine, SearchRequest::rules("refund"));
+    assert!(response.vector_leg_skipped.is_some());
+    assert_eq!(response.leg_candidates[1], 0);
+    assert_eq!(
+        (response.fusion.vector_weight, response.fusion.text_weight),
+        (0.0, 1.0)
+    );
+    assert_eq!(ids(&response.hits), ["refund"]);
+    assert!(!response.hits[0].breakdown.found_by.vector);
+    // A query vector runs the vector leg.
+    let response = search(
+        &engine,
+        SearchRequest::rules("").embedding(vec![0.0, 1.0, 0.0, 0.0]),
+    );
+    assert_eq!(response.vector_leg_skipped, None);
+    assert_eq!(response.hits[0].id, "greet");
+    assert!(response.hits[0].breakdown.found_by.vector);
+}
+
+#[test]
+fn the_embedding_cache_avoids_re_embedding() {
+    // An embedder is cached unless it says it is faster than the cache (the bundled
+    // static model does): the counting wrapper keeps the default, so it is cached.
+    let dir = tempfile::tempdir().unwrap();
+    let counting = Counting::new();
+    let engine = Engine::builder()
+        .embedder(counting.clone())
+        .create(dir.path())
+        .unwrap();
+    engine.upsert_chunks(chunks()).unwrap();
+    engine.commit().unwrap();
+    assert_eq!(counting.texts(), 4);
+    let counters = engine.stats().counters;
+    assert_eq!(
+        (counters.embedded_texts, counters.embedding_cache_hits),
+        (4, 0)
+    );
+    // The same texts again, in a later commit: all from the cache.
+    engine.upsert_chunks(chunks()).unwrap();
+    engine.commit().unwrap();
+    assert_eq!(counting.texts(), 4);
+    let counters = engine.stats().counters;
+    assert_eq!(
+        (counters.embedded_texts, counters.embedding_cache_hits),
+        (4, 4)
+    );
+    drop(engine);
+
+    // After reopening, the cache is still there: the embedder is never called for them.
+    let counting = Counting::new();
+    let engine = Engine::builder()
+        .embedder(counting.clone())
+        .open(dir.path())
+        .unwrap();
+    engine.upsert_chunks(chunks()).unwrap();
+    engine.commit().unwrap();
+    assert_eq!(counting.texts(), 0);
+    let counters = engine.stats().counters;
+    assert_eq!(
+        (counters.embedded_texts, counters.embedding_cache_hits),
+        (0, 4)
+    );
+    // A changed text is embedded, once.
+    engine
+        .upsert_chunks([Chunk::new("tea", "drinks black coffee every morning")])
+        .unwrap();
+    engine.commit().unwrap();
+    assert_eq!(counting.texts(), 1);
+    assert_eq!(engine.stats().counters.embedded_texts, 1);
+    // Queries are embedded (and counted) too.
+    search(&engine, SearchRequest::chunks("morning drink"));
+    assert_eq!(counting.texts(), 2);
+    assert_eq!(engine.stats().chunks, 4);
+}
+
+#[test]
+fn texts_without_known_tokens_get_no_vector() {
+    let embedder = StaticEmbedder::bundled().unwrap();
+    assert_eq!(embedder.model_id(), MODEL_ID);
+    assert_eq!(embedder.dimensions(), 256);
+    let vectors = embedder.embed_batch(&["", "ꙮꙮꙮ", "refund"]).unwrap();
+    assert!(vectors.iter().all(|v| v.len() == 256));
+    assert!(vectors[0].iter().all(|x| *x == 0.0), "empty text");
+    assert!(vectors[1].iter().all(|x| *x == 0.0), "unknown tokens");
+    let norm: f32 = vectors[2].iter().map(|x| x * x).sum::<f32>().sqrt();
+    assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+
+    let engine = Engine::builder()
+        .embedder_spec(EmbedderSpec::Default)
+        .temporary()
+        .unwrap();
+    engine
+        .upsert_chunks([
+            Chunk::new("empty", ""),
+            Chunk::new("unknown", "ꙮꙮꙮ"),
+            Chunk::new("refund", "asked for a refund of order 17"),
+            Chunk::new("tea", "drinks green tea every morning"),
+        ])
+        .unwrap();
+    engine.commit().unwrap();
+    let stats = engine.stats();
+    assert_eq!(stats.chunks, 4);
+    assert_eq!(stats.chunk_graph.live_vectors, 2);
+
+    // A query without a vector skips the vector leg, and says so.
+    let response = search(&engine, SearchRequest::chunks("ꙮꙮꙮ"));
+    assert!(response.vector_leg_skipped.is_some());
+    assert_eq!(ids(&response.hits), ["unknown"]);
+    assert_finite(&response);
+    // Documents without a vector have no vector score, and nothing is NaN.
+    let response = search(&engine, SearchRequest::chunks("refund ꙮꙮꙮ"));
+    assert_eq!(response.vector_leg_skipped, None);
+    assert_finite(&response);
+    let unknown = response.hits.iter().find(|h| h.id == "unknown").unwrap();
+    assert_eq!(unknown.breakdown.vector, None);
+    let browse = search(&engine, SearchRequest::chunks(""));
+    assert_eq!(browse.hits.len(), 4);
+    assert_finite(&browse);
+}
+
+#[test]
+fn reembed_keeps_every_document_and_changes_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(create_default(dir.path()));
+    let index = dir.path();
+
+    let n = Engine::reembed(index, &EmbedderSpec::None, Config::default()).unwrap();
+    assert_eq!(n, 8);
+    let engine = Engine::builder().open(index).unwrap();
+    let stats = engine.stats();
+    assert_eq!((stats.rules, stats.chunks), (4, 4));
+    assert_eq!(stats.model_id, None);
+    assert_eq!(stats.rule_graph.live_vectors, 0);
+    let response = search(&engine, SearchRequest::rules("refund"));
+    assert!(response.vector_leg_skipped.is_some());
+    assert_eq!(response.hits[0].id, "refund");
+    drop(engine);
+
+    let n = Engine::reembed(index, &EmbedderSpec::Default, Config::default()).unwrap();
+    assert_eq!(n, 8);
+    let engine = Engine::builder().open(index).unwrap();
+    let stats = engine.stats();
+    assert_eq!((stats.rules, stats.chunks), (4, 4));
+    assert_eq!(stats.model_id.as_deref(), Some(MODEL_ID));
+    assert_eq!(stats.rule_graph.live_vectors, 4);
+    for id in ["city", "dog", "email", "tea"] {
+        let chunk = engine.get(Kind::Chunk, DEFAULT_TENANT, id).unwrap();
+        assert!(chunk.is_some(), "{id}");
+    }
+    let response = search(&engine, SearchRequest::rules("my delivery is late"));
+    assert_eq!(response.vector_leg_skipped, None);
+    assert_eq!(response.hits[0].id, "delivery");
+}
+
+#[test]
+fn reembed_replaces_external_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::builder().create(dir.path()).unwrap();
+    engine
+        .upsert_rules([
+            Rule::new("refund", "customer asks for a refund", "explain the policy")
+                .with_embedding(vec![1.0, 0.0, 0.0]),
+        ])
+        .unwrap();
+    engine.commit().unwrap();
+    assert_eq!(engine.stats().model_id.as_deref(), Some("external"));
+    drop(engine);
+    assert_eq!(
+        Engine::reembed(dir.path(), &EmbedderSpec::Default, Config::default()).unwrap(),
+        1
+    );
+    let engine = Engine::builder().open(dir.path()).unwrap();
+    let stats = engine.stats();
+    assert_eq!(stats.model_id.as_deref(), Some(MODEL_ID));
+    assert_eq!(stats.dimensions, Some(256));
+    assert_eq!(stats.rules, 1);
+}
