@@ -14,7 +14,7 @@
 //! `ef_search` below that changes nothing.
 //!
 //! ```text
-//! cargo run --release --example recall
+//! cargo run --release --example recall [N]     # N vectors, default 20,000
 //! ```
 
 use ruche::{Chunk, ChunkWeights, Config, Engine, SearchRequest};
@@ -78,19 +78,23 @@ fn top10(engine: &Engine, query: &[f32]) -> ruche::Result<Vec<String>> {
 }
 
 fn main() -> ruche::Result<()> {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|arg| arg.parse().ok())
+        .unwrap_or(20_000);
     println!("| clusters | ef_search | recall@10 |\n| --- | --- | --- |");
     for isotropic in [false, true] {
-        measure(isotropic)?;
+        measure(n, isotropic)?;
     }
     Ok(())
 }
 
-fn measure(isotropic: bool) -> ruche::Result<()> {
+fn measure(n: usize, isotropic: bool) -> ruche::Result<()> {
     // # Step 1: index the corpus once, and wait for the graph.
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("index");
     let engine = Engine::builder().create(&path)?;
-    let chunks = vectors(1, 20_000, isotropic)
+    let chunks = vectors(1, n, isotropic)
         .into_iter()
         .enumerate()
         .map(|(i, v)| Chunk::new(format!("c{i:05}"), "x").with_embedding(v));

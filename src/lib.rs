@@ -1,10 +1,84 @@
 //! ruche: an embedded hybrid search engine for AI agents.
 //!
 //! An agent keeps its **rules** ("when CONDITION, do ACTION", with a priority and a
-//! scope) and its **chunks** (memory and knowledge, with an importance and a timestamp)
-//! in a local index directory. Each search runs BM25 (tantivy) and vector search (HNSW)
-//! side by side, fuses the two scores, weights them by priority and scope (rules) or
-//! importance and recency (chunks), and sorts with a deterministic tiebreak.
+//! scope: global, one scenario, one step) and its **chunks** (memory and knowledge, with
+//! an importance and a timestamp) in a local index directory. Each search runs BM25
+//! (tantivy) and vector search (HNSW) side by side, fuses the two scores, weights them by
+//! priority and scope (rules) or importance and recency (chunks), sorts with a
+//! deterministic tiebreak, and decides how many results to return with a dynamic
+//! k-selection strategy. Action-selection policies then pick one action among the hits.
+//! No server, no network: link it into the agent.
+//!
+//! # Quickstart
+//!
+//! ```
+//! use ruche::{Chunk, EmbedderSpec, Engine, Rule, Scope, SearchRequest, Timestamp};
+//!
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("index");
+//! // Create an index that embeds text with the bundled model (no files, no network).
+//! let engine = Engine::builder().embedder_spec(EmbedderSpec::Default).create(&path)?;
+//!
+//! engine.upsert_rules([
+//!     Rule::new("refund", "the customer asks for a refund", "check the order, then refund")
+//!         .with_priority(60)
+//!         .with_patterns(["I want my money back", "can I get reimbursed"]),
+//!     Rule::new("confirm", "the customer confirms the return", "send the return label")
+//!         .with_scope(Scope::step("returns", "confirm")),
+//! ])?;
+//! engine.upsert_chunks([
+//!     Chunk::new("m1", "Prefers email over phone calls").with_importance(8)
+//!         .with_created_at("2026-11-20T09:00:00Z".parse()?),
+//! ])?;
+//! engine.commit()?; // durable and visible
+//!
+//! let response = engine.search(&SearchRequest::rules("I want my money back"))?;
+//! assert_eq!(response.hits[0].id, "refund");
+//! let hit = &response.hits[0];
+//! println!("{} {:.3} (vector {:?}, bm25 {:.2})", hit.id, hit.score, hit.breakdown.vector, hit.breakdown.bm25);
+//!
+//! let memory = engine.search(
+//!     &SearchRequest::chunks("how should I contact them")
+//!         .now("2026-11-21T12:00:00Z".parse::<Timestamp>()?),
+//! )?;
+//! assert_eq!(memory.hits[0].id, "m1");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Overview
+//!
+//! - [`Engine`] (built with [`Engine::builder`]) owns an index directory: `upsert_rules`,
+//!   `upsert_chunks`, `delete`, `commit`, `search`, `get`, `export`, `stats`, `feedback`.
+//! - [`Rule`], [`Chunk`], [`Scope`] are the documents; their serde form is the JSONL
+//!   record format of the `ruche` command.
+//! - [`SearchRequest`] → [`SearchResponse`]: hits with their [`ScoreBreakdown`], the
+//!   [`SelectionSummary`], the [`FusionSummary`] and [`Timings`].
+//! - [`Config`]: every weight and threshold, from TOML and `RUCHE_*` variables.
+//! - Pure building blocks, usable without an index: [`fuse`] and [`FusionSpec`] (score
+//!   fusion), [`RuleWeights`], [`ChunkSelector`] (relevance, importance, recency),
+//!   [`SelectionStrategy`] and [`SelectionConfig`] (dynamic k-selection),
+//!   [`ActionSelectionPolicy`] and [`PolicyRegistry`] (greedy, sampling, beam search,
+//!   MCTS), [`analyze`] and [`adapt`] (query-adaptive weights), [`eval`] (metrics).
+//! - [`Embedder`] turns text into vectors: [`StaticEmbedder`] (bundled), `BertEmbedder`
+//!   (feature `bert`), or your own.
+//!
+//! # Crate features
+//!
+//! - `bundled-model` (default): compiles the static embedding model (8 MB, distilled
+//!   from all-MiniLM-L6-v2) into the binary, for [`EmbedderSpec::Default`].
+//! - `bert`: `BertEmbedder`, the full all-MiniLM-L6-v2 transformer through candle.
+//!
+//! # Quirks
+//!
+//! - Writes are invisible until [`Engine::commit`]; a commit is atomic and durable.
+//! - The HNSW graph is built in the background: documents it does not hold yet are
+//!   scanned exactly, so they are searchable at once, and the graph checkpoint loads in
+//!   the background after open. [`Engine::sync_graph`] waits for it.
+//! - Filtered candidate sets of up to 5,000 documents are scanned exactly (recall 1.0).
+//! - An index keeps the embedder (and vector dimension) it was created with; change
+//!   models with [`Engine::reembed`].
+//! - A second process (or a second `Engine`) opening the same directory gets
+//!   [`ErrorKind::Locked`].
 #![doc(test(attr(deny(warnings))))]
 
 mod analysis;

@@ -12,6 +12,8 @@ use crate::{Error, ErrorKind, Result};
 const QUERY_LOG_KEEP: usize = 10_000;
 /// The query log is pruned every this many searches.
 const QUERY_LOG_PRUNE_EVERY: u64 = 1_000;
+/// Query log entries buffered in memory before they are written.
+const QUERY_LOG_BATCH: usize = 256;
 
 const TEXT_BIT: u8 = 1;
 const VECTOR_BIT: u8 = 2;
@@ -30,7 +32,7 @@ impl Engine {
     /// the last 10,000 searches with hits); storage errors.
     pub fn feedback(&self, query_id: &str, useful: bool) -> Result<FeedbackWindow> {
         let inner = &self.inner;
-        let legs = inner.store.logged_query(query_id)?.ok_or_else(|| {
+        let legs = inner.logged_query(query_id)?.ok_or_else(|| {
             Error::new(ErrorKind::NotFound {
                 what: format!("query `{query_id}` (no search with hits has this id)"),
             })
@@ -71,14 +73,54 @@ impl Inner {
         self.lock_feedback().factors()
     }
 
-    /// Logs the legs that found a response's top hit, for later feedback.
+    /// Logs the legs that found a response's top hit, for later feedback. Buffered in
+    /// memory and written to the store in batches, at commits and at close.
     pub(crate) fn log_query(&self, query_id: &str, found_by: FoundBy) -> Result<()> {
         let legs = (u8::from(found_by.text) * TEXT_BIT) | (u8::from(found_by.vector) * VECTOR_BIT);
-        self.store.log_query(query_id, legs)?;
-        let n = self.queries_logged.fetch_add(1, Ordering::Relaxed) + 1;
-        if n.is_multiple_of(QUERY_LOG_PRUNE_EVERY) {
+        let mut pending = self.lock_query_log();
+        pending.push((query_id.to_string(), legs));
+        if pending.len() >= QUERY_LOG_BATCH {
+            self.flush_query_log_locked(&mut pending)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the buffered query log entries to the store.
+    pub(crate) fn flush_query_log(&self) -> Result<()> {
+        let mut pending = self.lock_query_log();
+        self.flush_query_log_locked(&mut pending)
+    }
+
+    fn flush_query_log_locked(&self, pending: &mut Vec<(String, u8)>) -> Result<()> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        self.store.log_queries(pending)?;
+        let added = pending.len() as u64;
+        let before = self.queries_logged.fetch_add(added, Ordering::Relaxed);
+        pending.clear();
+        // Prune whenever the count crosses a multiple of QUERY_LOG_PRUNE_EVERY.
+        if before / QUERY_LOG_PRUNE_EVERY != (before + added) / QUERY_LOG_PRUNE_EVERY {
             self.store.prune_query_log(QUERY_LOG_KEEP)?;
         }
         Ok(())
+    }
+
+    /// The legs logged for a query id, buffered or stored.
+    fn logged_query(&self, query_id: &str) -> Result<Option<u8>> {
+        let buffered = self
+            .lock_query_log()
+            .iter()
+            .rev()
+            .find(|(id, _)| id == query_id)
+            .map(|(_, legs)| *legs);
+        match buffered {
+            Some(legs) => Ok(Some(legs)),
+            None => self.store.logged_query(query_id),
+        }
+    }
+
+    fn lock_query_log(&self) -> std::sync::MutexGuard<'_, Vec<(String, u8)>> {
+        self.query_log.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

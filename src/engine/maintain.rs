@@ -251,7 +251,7 @@ fn worker_loop(inner: &Inner) {
 
 /// One round of maintenance of one graph; returns whether work is left.
 fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
-    let Some(dim) = inner.store.meta().dimensions else {
+    let Some(dim) = inner.store.dimensions() else {
         return Ok(false);
     };
     let vectors = &inner.vectors;

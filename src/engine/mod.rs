@@ -46,7 +46,7 @@ pub use self::builder::EngineBuilder;
 /// # Example
 ///
 /// ```
-/// use ruche::{Chunk, Engine, Rule, Scope, SearchRequest};
+/// use ruche::{Engine, Rule, Scope, SearchRequest};
 ///
 /// let engine = Engine::builder().temporary()?;
 /// engine.upsert_rules([
@@ -85,6 +85,8 @@ pub(crate) struct Inner {
     pub(crate) worker: WorkerSignal,
     pub(crate) query_counter: AtomicU64,
     pub(crate) queries_logged: AtomicU64,
+    /// Query log entries not yet written to the store.
+    pub(crate) query_log: Mutex<Vec<(String, u8)>>,
     pub(crate) feedback: Mutex<crate::feedback::FeedbackWindow>,
     _lock_file: File,
     _temp_dir: Option<tempfile::TempDir>,
@@ -321,6 +323,7 @@ impl Engine {
             worker: WorkerSignal::starting(),
             query_counter: AtomicU64::new(0),
             queries_logged: AtomicU64::new(0),
+            query_log: Mutex::new(Vec::new()),
             feedback: Mutex::new(feedback),
             _lock_file: lock_file,
             _temp_dir: temp_dir,
@@ -447,6 +450,7 @@ impl Engine {
     ///
     /// Storage errors; the index stays consistent (what was committed is kept).
     pub fn close(mut self) -> Result<()> {
+        self.inner.flush_query_log()?;
         self.inner.wait_for_worker();
         self.stop_worker();
         maintain::checkpoint_all(&self.inner, true)?;
@@ -469,6 +473,9 @@ impl Drop for Engine {
             return;
         }
         self.stop_worker();
+        if let Err(err) = self.inner.flush_query_log() {
+            tracing::warn!(error = %err, "could not store the query log at close");
+        }
         if let Err(err) = maintain::checkpoint_all(&self.inner, false) {
             tracing::warn!(error = %err, "could not store the graph checkpoint at close");
         }

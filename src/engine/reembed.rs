@@ -16,7 +16,8 @@ impl Engine {
     /// a new vector index, and returns the number of documents.
     ///
     /// This is how an index changes models (an index otherwise keeps the embedder it was
-    /// created with). Vectors the caller supplied are replaced by the new model's. The new
+    /// created with). Vectors the caller supplied are replaced by the new model's; the
+    /// feedback window is kept (the query log is not). The new
     /// index is built beside the old one (`DIR.reembed`) and swapped in when complete; if
     /// the process stops before the swap, the old index is untouched.
     ///
@@ -52,6 +53,9 @@ impl Engine {
             new.upsert(batch)?;
         }
         new.commit()?;
+        // Feedback is about the legs, not the model: it carries over.
+        let window = old.feedback_window();
+        new.inner.store.save_feedback(window.entries())?;
         new.close()?;
         drop(old);
         std::fs::rename(dir, &retired)?;

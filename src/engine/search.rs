@@ -300,7 +300,7 @@ impl Inner {
         request: &SearchRequest,
         text_present: bool,
     ) -> Result<(Option<Vec<f32>>, Option<String>)> {
-        let dimensions = self.store.meta().dimensions;
+        let dimensions = self.store.dimensions();
         let mut vector = match (&request.embedding, &self.embedder) {
             (Some(given), _) => {
                 if given.iter().any(|x| !x.is_finite()) {

@@ -61,7 +61,7 @@ impl Engine {
         let mut pending = self.inner.lock_pending();
         // The first vectors of an index without a dimension fix it.
         if let Some(dim) = prepared.dimensions {
-            let known = self.inner.store.meta().dimensions.or(pending.dimensions);
+            let known = self.inner.store.dimensions().or(pending.dimensions);
             match known {
                 Some(expected) if expected != dim => {
                     return Err(Error::new(ErrorKind::DimensionMismatch {
@@ -145,6 +145,7 @@ impl Engine {
         if ops.is_empty() {
             return Ok(0);
         }
+        inner.flush_query_log()?;
         let phase = std::time::Instant::now();
         let (applied, next_doc) = inner.resolve(ops)?;
         if applied.is_empty() {

@@ -107,7 +107,7 @@ impl FusionSpec {
         }
     }
 
-    /// The method this spec describes, for [`fuse`].
+    /// The method this spec describes, for [`fuse`](crate::fuse).
     pub fn method(&self) -> FusionMethod {
         let normalization = |kind, [lower, upper]: [f64; 2]| match kind {
             NormalizationKind::MinMax => Normalization::MinMax,
@@ -132,7 +132,7 @@ impl FusionSpec {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::InvalidConfig`] naming the first invalid key.
+    /// [`ErrorKind::InvalidConfig`](crate::ErrorKind::InvalidConfig) naming the first invalid key.
     ///
     /// # Example
     ///
@@ -179,9 +179,9 @@ impl FusionSpec {
     ///
     /// # Errors
     ///
-    /// - [`ErrorKind::UnknownName`] (`what` is `fusion method`) if `name` is not one of
+    /// - [`ErrorKind::UnknownName`](crate::ErrorKind::UnknownName) (`what` is `fusion method`) if `name` is not one of
     ///   [`NAMES`](Self::NAMES).
-    /// - [`ErrorKind::InvalidConfig`] naming the parameter when a key is unknown, a value
+    /// - [`ErrorKind::InvalidConfig`](crate::ErrorKind::InvalidConfig) naming the parameter when a key is unknown, a value
     ///   has the wrong type, or it is out of range (see [`validate`](Self::validate)).
     ///
     /// # Example
@@ -220,7 +220,7 @@ impl FusionSpec {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::InvalidConfig`] naming the parameter when a key is unknown, a value
+    /// [`ErrorKind::InvalidConfig`](crate::ErrorKind::InvalidConfig) naming the parameter when a key is unknown, a value
     /// has the wrong type, or it is out of range.
     ///
     /// # Example

@@ -31,7 +31,7 @@ use crate::error::{Error, ErrorKind};
 /// }
 ///
 /// let hit = Hit { id: "rule-1".to_string(), score: 0.8 };
-/// assert_eq!(hit.score(), 0.8);
+/// assert_eq!((hit.id.as_str(), hit.score()), ("rule-1", 0.8));
 /// assert_eq!(("rule-2", 0.5).score(), 0.5);
 /// ```
 pub trait Scored {

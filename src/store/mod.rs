@@ -87,6 +87,11 @@ impl Store {
         self.lock_meta().clone()
     }
 
+    /// The vector dimension, once known (cheaper than [`Store::meta`]: no clone).
+    pub(crate) fn dimensions(&self) -> Option<usize> {
+        self.lock_meta().dimensions
+    }
+
     fn lock_meta(&self) -> std::sync::MutexGuard<'_, Meta> {
         self.meta
             .lock()
@@ -348,13 +353,14 @@ impl Store {
         self.embed_cache.apply_batch(batch).map_err(sled_err)
     }
 
-    /// Records which legs found the top hit of a search (not flushed: a crash may lose
+    /// Records which legs found the top hit of searches (not flushed: a crash may lose
     /// the most recent entries, which only makes feedback on them fail).
-    pub(crate) fn log_query(&self, query_id: &str, legs: u8) -> Result<()> {
-        self.queries
-            .insert(query_id.as_bytes(), &[legs])
-            .map_err(sled_err)?;
-        Ok(())
+    pub(crate) fn log_queries(&self, entries: &[(String, u8)]) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for (query_id, legs) in entries {
+            batch.insert(query_id.as_bytes(), &[*legs]);
+        }
+        self.queries.apply_batch(batch).map_err(sled_err)
     }
 
     /// The legs logged for a query id.
