@@ -96,10 +96,13 @@ fn percentiles(mut samples: Vec<Duration>) -> (f64, f64) {
     (at(0.5), at(0.99))
 }
 
+/// p50 and p99 of the search latency in ms; prints the median of each stage's timing
+/// (as the response reports it) to stderr, to show where the time goes.
 fn time_queries(engine: &Engine, requests: &[SearchRequest]) -> (f64, f64) {
     for request in requests {
         assert!(!engine.search(request).unwrap().hits.is_empty());
     }
+    let mut stages: [Vec<u64>; 5] = Default::default();
     let samples = requests
         .iter()
         .map(|request| {
@@ -107,9 +110,26 @@ fn time_queries(engine: &Engine, requests: &[SearchRequest]) -> (f64, f64) {
             let response = engine.search(request).unwrap();
             let elapsed = started.elapsed();
             assert!(!response.hits.is_empty());
+            let t = &response.timings;
+            for (stage, us) in
+                stages
+                    .iter_mut()
+                    .zip([t.embed_us, t.text_us, t.vector_us, t.fuse_us, t.select_us])
+            {
+                stage.push(us);
+            }
             elapsed
         })
         .collect();
+    let medians: Vec<String> = ["embed", "text", "vector", "fuse", "select"]
+        .iter()
+        .zip(&mut stages)
+        .map(|(name, stage)| {
+            stage.sort_unstable();
+            format!("{name} {} us", stage[stage.len() / 2])
+        })
+        .collect();
+    eprintln!("  stage medians: {}", medians.join(", "));
     percentiles(samples)
 }
 

@@ -6,7 +6,7 @@ use rand_chacha::ChaCha8Rng;
 use ruche::{
     ActionSelectionPolicy, Candidate, Error, ErrorKind, GreedyPolicy, PolicyContext, PolicyRegistry,
 };
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 // # Step 1: the policy, whose state (the current epsilon) belongs to whoever holds it
 struct EpsilonGreedy {

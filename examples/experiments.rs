@@ -26,23 +26,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
-use ruche::eval::{ndcg_at, recall_at, reciprocal_rank_at, Qrels};
 use ruche::NormalizationKind::{FixedBounds, MinMax, ZScore};
+use ruche::eval::{Qrels, ndcg_at, recall_at, reciprocal_rank_at};
 use ruche::{Chunk, Config, Embedder, Engine, FusionKind, FusionSpec, Kind, NormalizationKind};
 use ruche::{Rule, SearchRequest, StaticEmbedder};
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-/// The settings this study proposes as defaults: `(spec, adaptive, patterns_in_text,
-/// max_candidates)` for rules and for chunks. Compared below with `Config::default()`.
-fn proposed(kind: Kind) -> (FusionSpec, bool, bool, usize) {
-    let spec = match kind {
-        Kind::Rule => weighted(ZScore, ZScore, 0.7, 10.0),
-        Kind::Chunk => weighted(ZScore, ZScore, 0.7, 10.0),
-    };
-    (spec, false, false, 30)
-}
-
+/// The shipped defaults, `(spec, adaptive, patterns_in_text, max_candidates)` of a kind.
 fn shipped(kind: Kind) -> (FusionSpec, bool, bool, usize) {
     let c = Config::default();
     let spec = if kind == Kind::Rule {
@@ -253,18 +244,17 @@ fn f3(x: f64) -> String {
     format!("{x:.3}")
 }
 
-/// Best single leg, shipped default and proposed default, side by side.
-fn summary(rows: &[(String, f64, f64, f64, f64)], metric: &str) {
-    println!("\n| setting | BM25 only | vector only | shipped default | proposed | proposed - best leg |");
-    println!("|---|---:|---:|---:|---:|---:|");
-    for (name, bm25, vector, shipped, proposed) in rows {
-        let delta = proposed - bm25.max(*vector);
+/// Each leg alone and the shipped default, side by side.
+fn summary(rows: &[(String, f64, f64, f64)], metric: &str) {
+    println!("\n| setting | BM25 only | vector only | shipped default | default - best leg |");
+    println!("|---|---:|---:|---:|---:|");
+    for (name, bm25, vector, shipped) in rows {
+        let delta = shipped - bm25.max(*vector);
         println!(
-            "| {name} ({metric}) | {} | {} | {} | {} | {delta:+.3} |",
+            "| {name} ({metric}) | {} | {} | {} | {delta:+.3} |",
             f3(*bm25),
             f3(*vector),
             f3(*shipped),
-            f3(*proposed)
         );
     }
 }
@@ -327,13 +317,11 @@ fn scifact(eval: &Path) -> Res<()> {
         top_k: 100,
     };
     let rows = bench.table("Each leg fetches 100 candidates", 100)?;
-    let (spec, adaptive, ..) = proposed(Kind::Chunk);
     let (default, default_adaptive, ..) = shipped(Kind::Chunk);
     println!(
         "\n`max_candidates` sweep (nDCG@10):\n\n| fusion | 10 | 30 | 100 |\n|---|---:|---:|---:|"
     );
     bench.sweep("shipped default", default, default_adaptive)?;
-    bench.sweep("proposed", spec, adaptive)?;
     let pick = |s: FusionSpec, a: bool| {
         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(bench.eval(s, a, 100, 100)?[0])
     };
@@ -343,7 +331,6 @@ fn scifact(eval: &Path) -> Res<()> {
             rows[0].1,
             rows[1].1,
             pick(default, default_adaptive)?,
-            pick(spec, adaptive)?,
         )],
         "nDCG@10",
     );
@@ -370,7 +357,7 @@ fn banking(eval: &Path, name: &str, embedder: Arc<dyn Embedder>) -> Res<()> {
         }
         let t = Instant::now();
         let vector = embedder.embed_batch(&[text.as_str()])?.pop();
-        times.push(t.elapsed().as_secs_f64() * 1e3);
+        times.push(t.elapsed().as_secs_f64() * 1e6);
         queries.push(Query {
             text,
             vector,
@@ -379,13 +366,12 @@ fn banking(eval: &Path, name: &str, embedder: Arc<dyn Embedder>) -> Res<()> {
     }
     times.sort_by(f64::total_cmp);
     println!(
-        "\n## BANKING77, {name}: {} held-out messages, median query embedding {:.2} ms",
+        "\n## BANKING77, {name}: {} held-out messages, median query embedding {:.0} µs",
         queries.len(),
         times[times.len() / 2]
     );
-    let (spec, adaptive, pit, cands) = proposed(Kind::Rule);
     let (default, default_adaptive, default_pit, default_cands) = shipped(Kind::Rule);
-    let mut found = Vec::new(); // Per index: top-1 of BM25, vector, shipped, proposed.
+    let mut found = Vec::new(); // Per index: top-1 of BM25, vector, shipped default.
     for (setting, with_patterns, in_text) in [
         ("zero-shot", false, false),
         ("10 patterns", true, false),
@@ -432,14 +418,8 @@ fn banking(eval: &Path, name: &str, embedder: Arc<dyn Embedder>) -> Res<()> {
             false,
         )?;
         bench.sweep("shipped default", default, default_adaptive)?;
-        bench.sweep("proposed", spec, adaptive)?;
         let shipped_top1 = bench.eval(default, default_adaptive, default_cands, 10)?[0];
-        found.push([
-            rows[0].1,
-            rows[1].1,
-            shipped_top1,
-            bench.eval(spec, adaptive, cands, 10)?[0],
-        ]);
+        found.push([rows[0].1, rows[1].1, shipped_top1]);
     }
     // With patterns, each default on the index with its own `patterns_in_text`.
     let on = |in_text: bool, i: usize| found[if in_text { 2 } else { 1 }][i];
@@ -450,14 +430,12 @@ fn banking(eval: &Path, name: &str, embedder: Arc<dyn Embedder>) -> Res<()> {
                 found[0][0],
                 found[0][1],
                 found[0][2],
-                found[0][3],
             ),
             (
                 format!("{name}, 10 patterns"),
                 on(false, 0).max(on(true, 0)),
                 on(false, 1),
                 on(default_pit, 2),
-                on(pit, 3),
             ),
         ],
         "top-1",
@@ -528,9 +506,9 @@ fn main() -> Res<()> {
     let eval = Path::new(args.first().map_or("../shared/eval", String::as_str));
     let started = Instant::now();
     println!(
-        "# Fusion experiments\n\nShipped rules fusion: {:?}\n\nProposed rules fusion: {:?}",
+        "# Fusion experiments\n\nShipped rules fusion: {:?}\n\nShipped chunks fusion: {:?}",
         shipped(Kind::Rule),
-        proposed(Kind::Rule)
+        shipped(Kind::Chunk)
     );
     scifact(eval)?;
     banking(

@@ -5,7 +5,7 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use ruche::{Candidate, EmbedderSpec, Engine, PolicyContext, PolicyRegistry, SearchRequest};
-use serde_json::{json, Map};
+use serde_json::{Map, json};
 
 /// The agent's rules, one JSON object per line as `ruche index --rules` reads them; the
 /// tag names the kind of action.

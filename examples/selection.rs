@@ -7,7 +7,7 @@
 //! Run with `cargo run --example selection`.
 
 use ruche::{SelectionConfig, SelectionStrategy, SelectionStrategyExt};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 fn main() -> ruche::Result<()> {
     // # Step 1: the candidates, sorted by score descending

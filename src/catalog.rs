@@ -9,12 +9,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+use crate::Kind;
 use crate::doc::{Document, Scope};
 use crate::id::{DocId, VectorKey};
 use crate::store::StoredVectors;
 use crate::time::Timestamp;
 use crate::vector::metric;
-use crate::Kind;
 
 /// One live document.
 #[derive(Debug)]
@@ -228,19 +228,19 @@ impl Catalog {
                 tenants.insert(doc.tenant_id().to_string(), HashSet::from([doc_id]));
             }
         }
-        if let Document::Chunk(chunk) = doc.as_ref() {
-            if let Some(context) = &chunk.context_id {
-                let contexts = match self.by_context.get_mut(&chunk.tenant_id) {
-                    Some(contexts) => contexts,
-                    None => self.by_context.entry(chunk.tenant_id.clone()).or_default(),
-                };
-                match contexts.get_mut(context) {
-                    Some(set) => {
-                        set.insert(doc_id);
-                    }
-                    None => {
-                        contexts.insert(context.clone(), HashSet::from([doc_id]));
-                    }
+        if let Document::Chunk(chunk) = doc.as_ref()
+            && let Some(context) = &chunk.context_id
+        {
+            let contexts = match self.by_context.get_mut(&chunk.tenant_id) {
+                Some(contexts) => contexts,
+                None => self.by_context.entry(chunk.tenant_id.clone()).or_default(),
+            };
+            match contexts.get_mut(context) {
+                Some(set) => {
+                    set.insert(doc_id);
+                }
+                None => {
+                    contexts.insert(context.clone(), HashSet::from([doc_id]));
                 }
             }
         }
@@ -272,19 +272,18 @@ impl Catalog {
                 tenants.remove(doc.tenant_id());
             }
         }
-        if let Document::Chunk(chunk) = doc.as_ref() {
-            if let (Some(context), Some(contexts)) =
+        if let Document::Chunk(chunk) = doc.as_ref()
+            && let (Some(context), Some(contexts)) =
                 (&chunk.context_id, self.by_context.get_mut(&chunk.tenant_id))
-            {
-                if let Some(set) = contexts.get_mut(context) {
-                    set.remove(&doc_id);
-                    if set.is_empty() {
-                        contexts.remove(context);
-                    }
+        {
+            if let Some(set) = contexts.get_mut(context) {
+                set.remove(&doc_id);
+                if set.is_empty() {
+                    contexts.remove(context);
                 }
-                if contexts.is_empty() {
-                    self.by_context.remove(&chunk.tenant_id);
-                }
+            }
+            if contexts.is_empty() {
+                self.by_context.remove(&chunk.tenant_id);
             }
         }
         if let Some(vectors) = &entry.vectors {
@@ -297,10 +296,10 @@ impl Catalog {
 
     /// The smallest indexed superset of what `filter` admits, and its size.
     pub(crate) fn superset(&self, filter: &DocFilter<'_>) -> Option<&HashSet<DocId>> {
-        if filter.kind == Kind::Chunk {
-            if let Some(context) = filter.context {
-                return self.by_context.get(filter.tenant)?.get(context);
-            }
+        if filter.kind == Kind::Chunk
+            && let Some(context) = filter.context
+        {
+            return self.by_context.get(filter.tenant)?.get(context);
         }
         self.by_tenant[usize::from(filter.kind.as_u8())].get(filter.tenant)
     }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::doc::{check_importance, Chunk};
+use crate::doc::{Chunk, check_importance};
 use crate::embed::Embedder;
 use crate::time::Timestamp;
 use crate::vector::metric;

@@ -603,21 +603,21 @@ impl TryFrom<RuleRecord> for Rule {
         let scope = match (scope_name, record.scenario_id, record.step_id) {
             (ScopeName::Global, None, None) => Scope::Global,
             (ScopeName::Global, _, _) => {
-                return Err("scope `global` takes no `scenario_id` or `step_id`".to_string())
+                return Err("scope `global` takes no `scenario_id` or `step_id`".to_string());
             }
             (ScopeName::Scenario, Some(scenario_id), None) => Scope::Scenario { scenario_id },
             (ScopeName::Scenario, None, _) => {
-                return Err("scope `scenario` needs a `scenario_id`".to_string())
+                return Err("scope `scenario` needs a `scenario_id`".to_string());
             }
             (ScopeName::Scenario, Some(_), Some(_)) => {
-                return Err("scope `scenario` takes no `step_id` (use scope `step`)".to_string())
+                return Err("scope `scenario` takes no `step_id` (use scope `step`)".to_string());
             }
             (ScopeName::Step, Some(scenario_id), Some(step_id)) => Scope::Step {
                 scenario_id,
                 step_id,
             },
             (ScopeName::Step, _, _) => {
-                return Err("scope `step` needs a `scenario_id` and a `step_id`".to_string())
+                return Err("scope `step` needs a `scenario_id` and a `step_id`".to_string());
             }
         };
         let rule = Rule {
@@ -707,7 +707,7 @@ impl TryFrom<ChunkRecord> for Chunk {
                 _ => {
                     return Err(format!(
                         "`importance` must be an integer from 1 to 10, got {number}"
-                    ))
+                    ));
                 }
             },
         };

@@ -187,7 +187,11 @@ impl fmt::Display for ErrorKind {
                 path.display()
             ),
             ErrorKind::IndexNotFound { path } => {
-                write!(f, "no index at {} (create one with `ruche index`)", path.display())
+                write!(
+                    f,
+                    "no index at {} (create one with `ruche index`)",
+                    path.display()
+                )
             }
             ErrorKind::IndexExists { path } => {
                 write!(f, "an index already exists at {}", path.display())

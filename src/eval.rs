@@ -36,11 +36,7 @@ pub fn ndcg_at<S: AsRef<str>>(ranked: &[S], qrels: &Qrels, k: usize) -> f64 {
         .enumerate()
         .map(|(rank, rel)| f64::from(*rel) / (rank as f64 + 2.0).log2())
         .sum();
-    if idcg == 0.0 {
-        0.0
-    } else {
-        dcg / idcg
-    }
+    if idcg == 0.0 { 0.0 } else { dcg / idcg }
 }
 
 /// The fraction of relevant documents found in the first `k` of `ranked`.
@@ -76,11 +72,7 @@ pub fn set_precision_recall_f1<S: AsRef<str>>(selected: &[S], qrels: &Qrels) -> 
         .filter(|id| gain(qrels, id.as_ref()) > 0.0)
         .count();
     let precision = if selected.is_empty() {
-        if relevant == 0 {
-            1.0
-        } else {
-            0.0
-        }
+        if relevant == 0 { 1.0 } else { 0.0 }
     } else {
         hits as f64 / selected.len() as f64
     };

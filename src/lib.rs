@@ -101,15 +101,15 @@ mod text;
 mod time;
 mod vector;
 
-pub use crate::analysis::{adapt, analyze, Entity, EntityKind, QueryAnalysis};
+pub use crate::analysis::{Entity, EntityKind, QueryAnalysis, adapt, analyze};
 pub use crate::chunk::{
-    importance_score, lexical_similarity, ChunkQuery, ChunkSelector, ChunkWeights, Memory,
-    MemoryType, ScoredChunk,
+    ChunkQuery, ChunkSelector, ChunkWeights, Memory, MemoryType, ScoredChunk, importance_score,
+    lexical_similarity,
 };
 pub use crate::config::{
     Config, FusionConfig, PipelineConfig, RetrievalConfig, ScoringConfig, VectorConfig,
 };
-pub use crate::doc::{Chunk, Document, Rule, Scope, DEFAULT_TENANT};
+pub use crate::doc::{Chunk, DEFAULT_TENANT, Document, Rule, Scope};
 #[cfg(feature = "bert")]
 pub use crate::embed::BertEmbedder;
 pub use crate::embed::{Embedder, EmbedderSpec, StaticEmbedder};
@@ -117,8 +117,8 @@ pub use crate::engine::{CounterStats, Engine, EngineBuilder, GraphStats, Stats};
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::feedback::{FeedbackEntry, FeedbackWindow, Leg, LegFeedback};
 pub use crate::fusion::{
-    fuse, min_max, Fused, FusionKind, FusionMethod, FusionSpec, FusionWeights, LegFactors,
-    LegScores, Legs, Normalization, NormalizationKind, RuleScore, RuleWeights,
+    Fused, FusionKind, FusionMethod, FusionSpec, FusionWeights, LegFactors, LegScores, Legs,
+    Normalization, NormalizationKind, RuleScore, RuleWeights, fuse, min_max,
 };
 pub use crate::id::Kind;
 pub use crate::policy::{

@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::Kind;
 use crate::chunk::ChunkWeights;
-use crate::doc::{Document, DEFAULT_TENANT};
+use crate::doc::{DEFAULT_TENANT, Document};
 use crate::fusion::FusionSpec;
 use crate::select::SelectionConfig;
 use crate::time::Timestamp;
-use crate::Kind;
 
 /// A search for rules or chunks.
 ///

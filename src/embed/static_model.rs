@@ -431,9 +431,10 @@ mod tests {
         }
         let err = StaticEmbedder::from_dir(dir.path()).unwrap_err();
         assert!(matches!(err.kind(), ErrorKind::Embedder { .. }), "{err:?}");
-        assert!(err
-            .to_string()
-            .starts_with("embedder error: cannot load the static model in"));
+        assert!(
+            err.to_string()
+                .starts_with("embedder error: cannot load the static model in")
+        );
     }
 
     #[test]

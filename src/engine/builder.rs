@@ -4,9 +4,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::Engine;
+use crate::Result;
 use crate::config::Config;
 use crate::embed::{Embedder, EmbedderSpec};
-use crate::Result;
 
 /// Configures and opens an [`Engine`].
 ///

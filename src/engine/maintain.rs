@@ -8,8 +8,8 @@
 //! changed.
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 
 use super::{Counters, Inner};

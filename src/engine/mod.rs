@@ -227,22 +227,22 @@ impl Engine {
             (OpenMode::Create, true) => {
                 return Err(Error::new(ErrorKind::IndexExists {
                     path: dir.to_path_buf(),
-                }))
+                }));
             }
             (OpenMode::Open, false) => {
                 return Err(Error::new(ErrorKind::IndexNotFound {
                     path: dir.to_path_buf(),
-                }))
+                }));
             }
             (OpenMode::Create, false) | (OpenMode::OpenOrCreate, false) => true,
             (_, true) => false,
         };
         let spec = builder.embedder_spec.as_ref().map(EmbedderSpec::absolute);
         let mut embedder = builder.embedder.clone();
-        if embedder.is_none() {
-            if let Some(spec) = &spec {
-                embedder = spec.load()?;
-            }
+        if embedder.is_none()
+            && let Some(spec) = &spec
+        {
+            embedder = spec.load()?;
         }
         if create {
             std::fs::create_dir_all(dir)?;
@@ -268,16 +268,15 @@ impl Engine {
             }
         }
         let meta = store.meta();
-        if embedder.is_none() && !create {
-            if let Some(recorded) = &meta.embedder {
-                embedder = recorded.parse::<EmbedderSpec>()?.load().map_err(|err| {
-                    Error::new(ErrorKind::Embedder {
-                        message: format!(
-                            "the index's embedder `{recorded}` cannot be loaded ({err})"
-                        ),
-                    })
-                })?;
-            }
+        if embedder.is_none()
+            && !create
+            && let Some(recorded) = &meta.embedder
+        {
+            embedder = recorded.parse::<EmbedderSpec>()?.load().map_err(|err| {
+                Error::new(ErrorKind::Embedder {
+                    message: format!("the index's embedder `{recorded}` cannot be loaded ({err})"),
+                })
+            })?;
         }
         if let Some(embedder) = &embedder {
             check_embedder(embedder.as_ref(), meta.dimensions, meta.model_id.as_deref())?;
@@ -562,13 +561,13 @@ fn check_embedder(
     dimensions: Option<usize>,
     model_id: Option<&str>,
 ) -> Result<()> {
-    if let Some(expected) = dimensions {
-        if embedder.dimensions() != expected {
-            return Err(Error::new(ErrorKind::DimensionMismatch {
-                expected,
-                got: embedder.dimensions(),
-            }));
-        }
+    if let Some(expected) = dimensions
+        && embedder.dimensions() != expected
+    {
+        return Err(Error::new(ErrorKind::DimensionMismatch {
+            expected,
+            got: embedder.dimensions(),
+        }));
     }
     match model_id {
         Some(recorded) if recorded != embedder.model_id() && recorded != "external" => {

@@ -7,9 +7,9 @@ use std::time::Instant;
 use super::{Engine, Inner};
 use crate::analysis::{adapt, analyze};
 use crate::catalog::{Catalog, DocFilter};
-use crate::chunk::{importance_score, ChunkSelector};
+use crate::chunk::{ChunkSelector, importance_score};
 use crate::doc::Document;
-use crate::fusion::{fuse, Fused, FusionWeights, LegScores, Legs};
+use crate::fusion::{Fused, FusionWeights, LegScores, Legs, fuse};
 use crate::id::DocId;
 use crate::query::{
     FoundBy, FusionSummary, Hit, LegContributions, ScoreBreakdown, SearchRequest, SearchResponse,
@@ -308,13 +308,13 @@ impl Inner {
                         context: "the query embedding".to_string(),
                     }));
                 }
-                if let Some(expected) = dimensions {
-                    if given.len() != expected {
-                        return Err(Error::new(ErrorKind::DimensionMismatch {
-                            expected,
-                            got: given.len(),
-                        }));
-                    }
+                if let Some(expected) = dimensions
+                    && given.len() != expected
+                {
+                    return Err(Error::new(ErrorKind::DimensionMismatch {
+                        expected,
+                        got: given.len(),
+                    }));
                 }
                 given.clone()
             }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use rayon::prelude::*;
 
-use super::{entry_of, Engine, Inner};
+use super::{Engine, Inner, entry_of};
 use crate::doc::{Chunk, Document, Rule};
 use crate::id::DocId;
 use crate::store::{Change, DocRecord, StoredVectors};
@@ -67,7 +67,7 @@ impl Engine {
                     return Err(Error::new(ErrorKind::DimensionMismatch {
                         expected,
                         got: dim,
-                    }))
+                    }));
                 }
                 Some(_) => {}
                 None => pending.dimensions = Some(dim),
@@ -137,10 +137,10 @@ impl Engine {
             let mut pending = inner.lock_pending();
             (std::mem::take(&mut pending.ops), pending.dimensions.take())
         };
-        if let Some(dimensions) = dimensions {
-            if inner.store.meta().dimensions.is_none() {
-                inner.store.set_vector_space(dimensions, "external", None)?;
-            }
+        if let Some(dimensions) = dimensions
+            && inner.store.meta().dimensions.is_none()
+        {
+            inner.store.set_vector_space(dimensions, "external", None)?;
         }
         if ops.is_empty() {
             return Ok(0);

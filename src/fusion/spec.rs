@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{check_bounds, check_weight, FusionMethod, FusionWeights, Normalization};
+use super::{FusionMethod, FusionWeights, Normalization, check_bounds, check_weight};
 use crate::{Error, Result};
 
 /// A fusion method's name, as the `method` key of [`FusionSpec`] spells it.

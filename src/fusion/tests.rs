@@ -975,19 +975,17 @@ proptest! {
         let fused = fuse(&candidates, &method, weights).unwrap();
         for (a, fa) in candidates.iter().zip(&fused) {
             for (b, fb) in candidates.iter().zip(&fused) {
-                if let (Some(ta), Some(tb)) = (a.text, b.text) {
-                    if ta >= tb {
+                if let (Some(ta), Some(tb)) = (a.text, b.text)
+                    && ta >= tb {
                         prop_assert!(fa.text_normalized >= fb.text_normalized);
                         if a.vector == b.vector {
                             prop_assert!(fa.hybrid + TOLERANCE >= fb.hybrid);
                         }
                     }
-                }
-                if let (Some(va), Some(vb)) = (a.vector, b.vector) {
-                    if va >= vb {
+                if let (Some(va), Some(vb)) = (a.vector, b.vector)
+                    && va >= vb {
                         prop_assert!(fa.vector_normalized >= fb.vector_normalized);
                     }
-                }
             }
         }
     }

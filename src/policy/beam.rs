@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use super::{argmax, base_scores, sort_ranked, ActionSelectionPolicy, Candidate, PolicyContext};
+use super::{ActionSelectionPolicy, Candidate, PolicyContext, argmax, base_scores, sort_ranked};
 use crate::Error;
 
 const DEFAULT_BEAM_WIDTH: usize = 3;

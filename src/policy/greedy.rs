@@ -1,6 +1,6 @@
 //! The greedy policy: always the candidate with the highest score.
 
-use super::{argmax, base_scores, sort_ranked, ActionSelectionPolicy, Candidate, PolicyContext};
+use super::{ActionSelectionPolicy, Candidate, PolicyContext, argmax, base_scores, sort_ranked};
 
 /// Picks the candidate with the highest confidence or score (registered as `"greedy"`).
 ///

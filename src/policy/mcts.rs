@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::{
-    argmax, ensure_not_empty, sort_ranked, ActionSelectionPolicy, Candidate, PolicyContext,
+    ActionSelectionPolicy, Candidate, PolicyContext, argmax, ensure_not_empty, sort_ranked,
 };
 use crate::{Error, ErrorKind};
 

@@ -165,7 +165,7 @@ fn sampling_from_config(
                     "sampling",
                     key,
                     &["temperature", "min_probability"],
-                ))
+                ));
             }
         };
     }
@@ -186,7 +186,7 @@ fn beam_search_from_config(
                     "beam_search",
                     key,
                     &["beam_width", "length_penalty", "diversity_penalty"],
-                ))
+                ));
             }
         };
     }
@@ -209,7 +209,7 @@ fn mcts_from_config(config: &Map<String, Value>) -> crate::Result<Box<dyn Action
                         "num_simulations",
                         "simulation_depth",
                     ],
-                ))
+                ));
             }
         };
     }

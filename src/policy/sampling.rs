@@ -2,7 +2,7 @@
 
 use rand::Rng;
 
-use super::{base_scores, sort_ranked, ActionSelectionPolicy, Candidate, PolicyContext};
+use super::{ActionSelectionPolicy, Candidate, PolicyContext, base_scores, sort_ranked};
 use crate::Error;
 
 /// Scores below this are raised to it before temperature scaling, so that every candidate

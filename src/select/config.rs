@@ -4,11 +4,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::strategy::SelectionStrategy;
-use super::{adaptive_k, autocut, clustering, elbow, entropy, fixed_k, param};
 use super::{
     AdaptiveKSelection, AutocutSelection, ClusteringSelection, ElbowSelection, EntropySelection,
     FixedKSelection,
 };
+use super::{adaptive_k, autocut, clustering, elbow, entropy, fixed_k, param};
 use crate::error::Error;
 
 /// The configuration of one selection strategy, tagged by `strategy`.

@@ -2,7 +2,7 @@
 //! properties over random inputs, and configuration.
 
 use proptest::prelude::*;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::clustering::dbscan_1d;
 use super::*;
@@ -1115,12 +1115,16 @@ fn config_validation_names_the_key() {
 fn setters_validate() {
     let err = AdaptiveKSelection::default().with_alpha(10.0).unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::InvalidConfig { key, .. } if key == "alpha"));
-    assert!(ClusteringSelection::default()
-        .with_eps(f64::INFINITY)
-        .is_err());
-    assert!(FixedKSelection::default()
-        .with_min_score(Some(f64::NAN))
-        .is_err());
+    assert!(
+        ClusteringSelection::default()
+            .with_eps(f64::INFINITY)
+            .is_err()
+    );
+    assert!(
+        FixedKSelection::default()
+            .with_min_score(Some(f64::NAN))
+            .is_err()
+    );
     let fixed = FixedKSelection::default().with_min_score(None).unwrap();
     assert_eq!(fixed.min_score(), None);
 }

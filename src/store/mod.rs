@@ -443,17 +443,16 @@ pub(crate) fn sled_err(err: sled::Error) -> Error {
 }
 
 fn sled_error(err: sled::Error, path: &Path) -> Error {
-    if let sled::Error::Io(io) = &err {
-        if io.kind() == std::io::ErrorKind::WouldBlock
-            || io.to_string().contains("could not acquire lock")
-        {
-            return Error::with_source(
-                ErrorKind::Locked {
-                    path: path.to_path_buf(),
-                },
-                err,
-            );
-        }
+    if let sled::Error::Io(io) = &err
+        && (io.kind() == std::io::ErrorKind::WouldBlock
+            || io.to_string().contains("could not acquire lock"))
+    {
+        return Error::with_source(
+            ErrorKind::Locked {
+                path: path.to_path_buf(),
+            },
+            err,
+        );
     }
     sled_err(err)
 }

@@ -7,7 +7,7 @@
 //! that a damaged checkpoint is detected before hnsw_rs (which panics on bad input) reads
 //! it.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use hnsw_rs::api::AnnT;
 use hnsw_rs::hnswio::HnswIo;

@@ -16,12 +16,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
+use crate::Kind;
 use crate::catalog::{Catalog, DocFilter};
 use crate::id::DocId;
-use crate::Kind;
 
 pub use self::graph::HnswParams;
-pub(crate) use self::graph::{best_cosine, Graph, Manifest};
+pub(crate) use self::graph::{Graph, Manifest, best_cosine};
 
 /// The graph of one kind and how far it covers the change sequence.
 pub(crate) struct KindGraph {

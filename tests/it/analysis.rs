@@ -1,8 +1,8 @@
 //! Query analysis and adaptive leg weights (seed 004) through the public API.
 
 use ruche::{
-    adapt, analyze, Config, EmbedderSpec, Engine, EntityKind, FusionKind, FusionSpec,
-    FusionWeights, LegFactors, Legs, NormalizationKind, Rule, SearchRequest,
+    Config, EmbedderSpec, Engine, EntityKind, FusionKind, FusionSpec, FusionWeights, LegFactors,
+    Legs, NormalizationKind, Rule, SearchRequest, adapt, analyze,
 };
 
 const BASE: FusionWeights = FusionWeights {

@@ -2,12 +2,12 @@
 //! mismatches; records with their own vectors; the embedding cache; re-embedding.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ruche::{
-    Chunk, Config, Embedder, EmbedderSpec, Engine, ErrorKind, Kind, Rule, SearchRequest,
-    SearchResponse, StaticEmbedder, DEFAULT_TENANT,
+    Chunk, Config, DEFAULT_TENANT, Embedder, EmbedderSpec, Engine, ErrorKind, Kind, Rule,
+    SearchRequest, SearchResponse, StaticEmbedder,
 };
 
 use crate::common::ids;

@@ -120,10 +120,12 @@ fn upsert_replaces_and_delete_removes() {
     );
     engine.delete(Kind::Rule, "default", "refund");
     assert_eq!(engine.commit().unwrap(), 1);
-    assert!(engine
-        .get(Kind::Rule, "default", "refund")
-        .unwrap()
-        .is_none());
+    assert!(
+        engine
+            .get(Kind::Rule, "default", "refund")
+            .unwrap()
+            .is_none()
+    );
     let gone = engine
         .search(&SearchRequest::rules("cancel subscription"))
         .unwrap();

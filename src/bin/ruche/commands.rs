@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::str::FromStr;
 
@@ -322,7 +322,11 @@ pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
             writeln!(
                 out,
                 "{name}: {} points, {} live vectors, covers seq {}, checkpoint at seq {}, {} docs in tail",
-                graph.points, graph.live_vectors, graph.covered_seq, graph.checkpoint_seq, graph.tail_docs
+                graph.points,
+                graph.live_vectors,
+                graph.covered_seq,
+                graph.checkpoint_seq,
+                graph.tail_docs
             )?;
         }
         writeln!(out, "store:      {} bytes", stats.store_bytes)?;

@@ -6,7 +6,7 @@
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use ruche::{Config, EmbedderSpec, Engine};
 
 use crate::args::DemoArgs;

@@ -5,9 +5,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
-use ruche::eval::{self, Qrels};
+use anyhow::{Context, Result, bail};
 use ruche::Config;
+use ruche::eval::{self, Qrels};
 use serde_json::json;
 
 use crate::args::EvalArgs;

@@ -4,12 +4,12 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use ruche::{Chunk, FusionSpec, Kind, Rule, SearchRequest, SelectionConfig, Timestamp};
 
 use crate::args::{FusionArgs, OnOff};
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 /// Opens `path` for reading, `-` meaning stdin.
 pub fn open(path: &Path) -> Result<Box<dyn Read>> {

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use ruche::{Document, Hit, SearchResponse};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 /// One hit as a JSON object: id, score, and its breakdown (chunks: relevance,
 /// importance and recency); with `explain`, also the document's text.

@@ -245,9 +245,11 @@ fn custom_policies_receive_their_config() {
         policy.select(&candidates, &mut ctx).unwrap().key(),
         "approach_c"
     );
-    assert!(registry
-        .get_action("always_last", &config(json!({"x": 1})))
-        .is_err());
+    assert!(
+        registry
+            .get_action("always_last", &config(json!({"x": 1})))
+            .is_err()
+    );
 }
 
 struct AlwaysLast;
