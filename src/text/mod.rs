@@ -13,14 +13,14 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Mutex;
 
-use tantivy::query::{
-    BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery, TermSetQuery,
-};
+use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, TermQuery};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::TextAnalyzer;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{
+    DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TERMINATED, TantivyDocument, Term,
+};
 
 use crate::id::DocId;
 use crate::{Error, Result};
@@ -373,6 +373,9 @@ impl TextIndex {
     }
 
     /// The BM25 score of `query` for each of `docs` that matches it.
+    ///
+    /// Each document is located through the `doc_id` term, and the query's scorer seeks
+    /// straight to it: the cost grows with `docs`, not with the documents that match.
     pub(crate) fn score_docs(
         &self,
         query: &TextQuery,
@@ -385,36 +388,47 @@ impl TextIndex {
         if docs.is_empty() {
             return Ok(scores);
         }
-        let id_terms = docs
-            .iter()
-            .map(|doc| Term::from_field_u64(self.fields.doc_id, doc.as_u64()));
-        let restricted = BooleanQuery::new(vec![
-            (Occur::Must, Box::new(text_query) as Box<dyn Query>),
-            (
-                Occur::Must,
-                Box::new(ConstScoreQuery::new(
-                    Box::new(TermSetQuery::new(id_terms)),
-                    0.0,
-                )),
-            ),
-        ]);
         let searcher = self.reader.searcher();
-        let weight = restricted
+        let weight = text_query
             .weight(EnableScoring::enabled_from_searcher(&searcher))
             .map_err(tantivy_err)?;
+        let mut targets: Vec<(u32, DocId)> = Vec::with_capacity(docs.len());
         for segment in searcher.segment_readers() {
-            let doc_ids = segment.fast_fields().u64("doc_id").map_err(tantivy_err)?;
-            let alive = segment.alive_bitset();
-            weight
-                .for_each(segment, &mut |seg_doc, score| {
-                    if alive.is_some_and(|alive| !alive.is_alive(seg_doc)) {
-                        return;
-                    }
-                    if let Some(doc) = doc_ids.first(seg_doc) {
-                        scores.insert(DocId::new(doc), score);
-                    }
-                })
+            let ids = segment
+                .inverted_index(self.fields.doc_id)
                 .map_err(tantivy_err)?;
+            let alive = segment.alive_bitset();
+            targets.clear();
+            for &doc in docs {
+                let term = Term::from_field_u64(self.fields.doc_id, doc.as_u64());
+                let Some(postings) = ids
+                    .read_postings(&term, IndexRecordOption::Basic)
+                    .map_err(|err| tantivy_err(err.into()))?
+                else {
+                    continue;
+                };
+                let seg_doc = postings.doc();
+                if seg_doc != TERMINATED && alive.is_none_or(|alive| alive.is_alive(seg_doc)) {
+                    targets.push((seg_doc, doc));
+                }
+            }
+            if targets.is_empty() {
+                continue;
+            }
+            targets.sort_unstable();
+            let mut scorer = weight.scorer(segment, 1.0).map_err(tantivy_err)?;
+            for &(seg_doc, doc) in &targets {
+                let mut at = scorer.doc();
+                if at < seg_doc {
+                    at = scorer.seek(seg_doc);
+                }
+                if at == TERMINATED {
+                    break;
+                }
+                if at == seg_doc {
+                    scores.insert(doc, scorer.score());
+                }
+            }
         }
         Ok(scores)
     }
@@ -456,5 +470,58 @@ impl Ord for HeapEntry<'_> {
             .total_cmp(&self.score)
             .then_with(|| self.user_id.cmp(other.user_id))
             .then_with(|| self.doc.cmp(&other.doc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Chunk, Document};
+
+    /// `score_docs` (seek to each document) gives exactly the scores of a full visit, over
+    /// several segments and with deleted documents.
+    #[test]
+    fn score_docs_matches_a_full_visit() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = TextIndex::create(&dir.path().join("text"), false).unwrap();
+        let words = [
+            "order", "refund", "parcel", "late", "card", "label", "tent", "email",
+        ];
+        let mut next = 0u64;
+        for commit in 0..3 {
+            for i in 0..120 {
+                let content: Vec<&str> = (0..1 + (i * 7 + commit) % 5)
+                    .map(|j| words[(i * 3 + j * 5 + commit) % words.len()])
+                    .collect();
+                let chunk = Chunk::new(format!("c{next}"), content.join(" "));
+                text.add_document(DocId::new(next), &Document::Chunk(chunk))
+                    .unwrap();
+                next += 1;
+            }
+            text.commit(commit as u64 + 1).unwrap();
+        }
+        for doc in (0..next).step_by(9) {
+            text.delete(DocId::new(doc));
+        }
+        text.commit(4).unwrap();
+        text.reload().unwrap();
+        assert!(text.segment_count() > 1, "the test needs several segments");
+
+        let query = text.analyze("late parcel refund");
+        let all: Vec<DocId> = (0..next).map(DocId::new).collect();
+        let full = text
+            .search(&query, 0, &|_| None, &all.iter().copied().collect())
+            .unwrap();
+        assert!(full.complete);
+        let scored = text.score_docs(&query, &all).unwrap();
+        assert_eq!(scored, full.wanted);
+        assert!(scored.len() > 50 && scored.len() < all.len());
+        assert!(!scored.contains_key(&DocId::new(0)), "deleted");
+
+        let some: Vec<DocId> = (0..next).step_by(4).map(DocId::new).collect();
+        let partial = text.score_docs(&query, &some).unwrap();
+        for doc in &some {
+            assert_eq!(partial.get(doc), full.wanted.get(doc), "{doc:?}");
+        }
     }
 }

@@ -209,6 +209,16 @@ impl VectorIndex {
 /// The best `k` of `scores`, by cosine descending then user id.
 fn top_k(catalog: &Catalog, scores: HashMap<DocId, f32>, k: usize) -> Vec<(DocId, f32)> {
     let mut ranked: Vec<(DocId, f32)> = scores.into_iter().collect();
+    if k == 0 {
+        return Vec::new();
+    }
+    // Only the candidates at or above the k-th best cosine (ties included) need the full
+    // order, whose tiebreak looks user ids up: a small filtered scan returns thousands.
+    if ranked.len() > k {
+        ranked.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
+        let kth = ranked[k - 1].1;
+        ranked.retain(|r| r.1.total_cmp(&kth).is_ge());
+    }
     let user_id = |doc: &DocId| catalog.get(*doc).map_or("", |e| e.doc.id());
     ranked.sort_by(|a, b| {
         b.1.total_cmp(&a.1)
