@@ -12,12 +12,13 @@
 //! # Quickstart
 //!
 //! ```
-//! use ruche::{Chunk, EmbedderSpec, Engine, Rule, Scope, SearchRequest, Timestamp};
+//! use ruche::{Chunk, Engine, Rule, Scope, SearchRequest, Timestamp};
 //!
 //! # let dir = tempfile::tempdir()?;
 //! # let path = dir.path().join("index");
-//! // Create an index that embeds text with the bundled model (no files, no network).
-//! let engine = Engine::builder().embedder_spec(EmbedderSpec::Default).create(&path)?;
+//! // A new index embeds text with the bundled model (no files, no network), unless its
+//! // first records bring their own vectors.
+//! let engine = Engine::builder().create(&path)?;
 //!
 //! engine.upsert_rules([
 //!     Rule::new("refund", "the customer asks for a refund", "check the order, then refund")
@@ -76,7 +77,9 @@
 //!   the background after open. [`Engine::sync_graph`] waits for it.
 //! - Filtered candidate sets of up to 5,000 documents are scanned exactly (recall 1.0).
 //! - An index keeps the embedder (and vector dimension) it was created with; change
-//!   models with [`Engine::reembed`].
+//!   models with [`Engine::reembed`]. Without a named embedder, a new index uses the
+//!   bundled model unless its first write brings its own vectors;
+//!   [`EmbedderSpec::None`] makes a BM25-only index.
 //! - A second process (or a second `Engine`) opening the same directory gets
 //!   [`ErrorKind::Locked`].
 #![doc(test(attr(deny(warnings))))]

@@ -14,8 +14,11 @@ use crate::embed::{Embedder, EmbedderSpec};
 ///
 /// - configuration: [`Config::default`] (see [`Config`] for every value);
 /// - embedder: the one the index recorded at creation (see
-///   [`EngineBuilder::embedder_spec`]); none for a new index unless one is set, so records
-///   and queries without vectors use the text leg alone;
+///   [`EngineBuilder::embedder_spec`]). A new index for which none is named uses the
+///   bundled model ([`EmbedderSpec::Default`](crate::EmbedderSpec::Default)), unless the
+///   documents of its first write carry their own vectors: then it keeps theirs (model id
+///   `external`) and queries without a vector use the text leg alone.
+///   [`EmbedderSpec::None`](crate::EmbedderSpec::None) makes a BM25-only index;
 /// - sled page cache: 64 MiB.
 ///
 /// # Example

@@ -76,7 +76,11 @@ pub(crate) struct Inner {
     pub(crate) text: TextIndex,
     pub(crate) vectors: VectorIndex,
     pub(crate) catalog: RwLock<Catalog>,
-    pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    /// The embedder, `None` for an index of external vectors (or BM25 only).
+    embedder: RwLock<Option<Arc<dyn Embedder>>>,
+    /// An index created without a word about its embedder uses the bundled model, unless
+    /// its first documents carry their own vectors; `true` until its first write decides.
+    undecided: Mutex<bool>,
     /// Writes waiting for the next commit, and the vector space they may fix.
     pub(crate) pending: Mutex<Pending>,
     /// Held for the whole of a commit, so commits are serialised.
@@ -238,6 +242,7 @@ impl Engine {
             (_, true) => false,
         };
         let spec = builder.embedder_spec.as_ref().map(EmbedderSpec::absolute);
+        let explicit = builder.embedder.is_some() || spec.is_some() || builder.dimensions.is_some();
         let mut embedder = builder.embedder.clone();
         if embedder.is_none()
             && let Some(spec) = &spec
@@ -265,9 +270,21 @@ impl Engine {
                     _ => None,
                 };
                 store.set_vector_space(dimensions, model_id, recorded.as_deref())?;
+            } else if let Some(spec) = &spec {
+                store.set_embedder(&spec.to_string())?;
             }
         }
         let meta = store.meta();
+        // Nothing said, nothing recorded, nothing written yet: the bundled model, until
+        // the first write shows whether the documents bring their own vectors.
+        let undecided = !explicit
+            && meta.embedder.is_none()
+            && meta.dimensions.is_none()
+            && meta.last_seq == 0
+            && cfg!(feature = "bundled-model");
+        if undecided {
+            embedder = EmbedderSpec::Default.load()?;
+        }
         if embedder.is_none()
             && !create
             && let Some(recorded) = &meta.embedder
@@ -315,7 +332,8 @@ impl Engine {
             text,
             vectors,
             catalog: RwLock::new(catalog),
-            embedder,
+            embedder: RwLock::new(embedder),
+            undecided: Mutex::new(undecided),
             pending: Mutex::new(Pending::default()),
             commit_lock: Mutex::new(()),
             counters,
@@ -345,8 +363,8 @@ impl Engine {
     }
 
     /// The embedder in use, if any.
-    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
-        self.inner.embedder.as_ref()
+    pub fn embedder(&self) -> Option<Arc<dyn Embedder>> {
+        self.inner.embedder()
     }
 
     /// The current version of a document, with the vectors the caller supplied.
@@ -508,6 +526,47 @@ impl WorkerSignal {
 }
 
 impl Inner {
+    /// The embedder in use, if any.
+    pub(crate) fn embedder(&self) -> Option<Arc<dyn Embedder>> {
+        self.embedder
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clone()
+    }
+
+    /// Settles the embedder of an index created without one named, at its first write:
+    /// documents that carry their own vectors make it an index of external vectors, any
+    /// other write keeps the bundled model and records it.
+    pub(crate) fn settle_embedder(&self, docs: &[Document]) -> Result<()> {
+        let mut undecided = self
+            .undecided
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if !*undecided {
+            return Ok(());
+        }
+        let carries_vectors = docs.iter().any(|doc| match doc {
+            Document::Rule(rule) => rule.embedding.is_some() || rule.pattern_embeddings.is_some(),
+            Document::Chunk(chunk) => chunk.embedding.is_some(),
+        });
+        let mut embedder = self
+            .embedder
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if carries_vectors {
+            self.store.set_embedder(&EmbedderSpec::None.to_string())?;
+            *embedder = None;
+        } else if let Some(model) = embedder.as_ref() {
+            self.store.set_vector_space(
+                model.dimensions(),
+                model.model_id(),
+                Some(&EmbedderSpec::Default.to_string()),
+            )?;
+        }
+        *undecided = false;
+        Ok(())
+    }
+
     pub(crate) fn read_catalog(&self) -> RwLockReadGuard<'_, Catalog> {
         self.catalog
             .read()

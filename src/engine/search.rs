@@ -301,7 +301,8 @@ impl Inner {
         text_present: bool,
     ) -> Result<(Option<Vec<f32>>, Option<String>)> {
         let dimensions = self.store.dimensions();
-        let mut vector = match (&request.embedding, &self.embedder) {
+        let embedder = self.embedder();
+        let mut vector = match (&request.embedding, &embedder) {
             (Some(given), _) => {
                 if given.iter().any(|x| !x.is_finite()) {
                     return Err(Error::new(ErrorKind::NonFiniteScore {

@@ -57,6 +57,7 @@ impl Engine {
                 }));
             }
         }
+        self.inner.settle_embedder(&docs)?;
         let prepared = self.inner.prepare(docs)?;
         let mut pending = self.inner.lock_pending();
         // The first vectors of an index without a dimension fix it.
@@ -137,10 +138,14 @@ impl Engine {
             let mut pending = inner.lock_pending();
             (std::mem::take(&mut pending.ops), pending.dimensions.take())
         };
+        let meta = inner.store.meta();
         if let Some(dimensions) = dimensions
-            && inner.store.meta().dimensions.is_none()
+            && meta.dimensions.is_none()
         {
-            inner.store.set_vector_space(dimensions, "external", None)?;
+            let embedder = meta.embedder.as_deref();
+            inner
+                .store
+                .set_vector_space(dimensions, "external", embedder)?;
         }
         if ops.is_empty() {
             return Ok(0);
@@ -367,6 +372,7 @@ impl Inner {
     fn prepare(&self, docs: Vec<Document>) -> Result<Prepared> {
         let mut ops = Vec::with_capacity(docs.len());
         let mut to_embed: Vec<(usize, usize, String)> = Vec::new();
+        let embedder = self.embedder();
         let mut dimensions: Option<usize> = None;
         let mut check_dim = |len: usize| -> Result<()> {
             match dimensions {
@@ -402,7 +408,7 @@ impl Inner {
                         }
                         None => vectors.patterns = vec![None; rule.patterns.len()],
                     }
-                    if self.embedder.is_some() {
+                    if embedder.is_some() {
                         if vectors.main.is_none() {
                             to_embed.push((doc_idx, 0, rule.text()));
                         }
@@ -421,7 +427,7 @@ impl Inner {
                             check_dim(v.len())?;
                             vectors.main = Some(v);
                         }
-                        None if self.embedder.is_some() => {
+                        None if embedder.is_some() => {
                             to_embed.push((doc_idx, 0, chunk.content.clone()));
                         }
                         None => {}
@@ -431,7 +437,7 @@ impl Inner {
             ops.push((doc, vectors));
         }
 
-        if let (Some(embedder), false) = (&self.embedder, to_embed.is_empty()) {
+        if let (Some(embedder), false) = (&embedder, to_embed.is_empty()) {
             let embedded = self.embed_cached(embedder.as_ref(), &to_embed)?;
             for ((doc_idx, slot, _), vector) in to_embed.iter().zip(embedded) {
                 if vector.len() != embedder.dimensions() {

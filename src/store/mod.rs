@@ -99,6 +99,19 @@ impl Store {
     }
 
     /// Records the vector dimension and embedder of the index (once, at first use).
+    /// Records the embedder spec of an index that has no vector space yet.
+    pub(crate) fn set_embedder(&self, embedder: &str) -> Result<()> {
+        let mut guard = self.lock_meta();
+        let mut meta = guard.clone();
+        meta.embedder = Some(embedder.to_string());
+        let mut batch = sled::Batch::default();
+        meta.write(&mut batch);
+        self.main.apply_batch(batch).map_err(sled_err)?;
+        self.db.flush().map_err(sled_err)?;
+        *guard = meta;
+        Ok(())
+    }
+
     pub(crate) fn set_vector_space(
         &self,
         dimensions: usize,

@@ -106,8 +106,12 @@ pub fn support_rules() -> Vec<Rule> {
     ]
 }
 
+/// A BM25-only engine (no embedder) holding `rules`.
 pub fn engine_with(rules: Vec<Rule>) -> Engine {
-    let engine = Engine::builder().temporary().unwrap();
+    let engine = Engine::builder()
+        .embedder_spec(ruche::EmbedderSpec::None)
+        .temporary()
+        .unwrap();
     engine.upsert_rules(rules).unwrap();
     engine.commit().unwrap();
     engine

@@ -271,6 +271,38 @@ fn vectors_of_another_dimension_are_rejected() {
 }
 
 #[test]
+fn the_builder_defaults_to_the_bundled_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::builder().create(dir.path()).unwrap();
+    engine.upsert_rules(rules()).unwrap();
+    engine.upsert_chunks(chunks()).unwrap();
+    engine.commit().unwrap();
+    let stats = engine.stats();
+    assert_eq!(stats.model_id.as_deref(), Some(MODEL_ID));
+    assert_eq!(stats.dimensions, Some(256));
+    assert_eq!(stats.embedder.as_deref(), Some("default"));
+    assert_eq!(stats.rule_graph.live_vectors, 4);
+    let response = search(&engine, SearchRequest::rules("my delivery is late"));
+    assert_eq!(response.vector_leg_skipped, None);
+    assert_eq!(response.hits[0].id, "delivery");
+    drop(engine);
+
+    let engine = Engine::builder().open(dir.path()).unwrap();
+    assert_eq!(engine.embedder().unwrap().model_id(), MODEL_ID);
+    // An explicit `none` makes a BM25-only index.
+    let engine = Engine::builder()
+        .embedder_spec(EmbedderSpec::None)
+        .temporary()
+        .unwrap();
+    engine.upsert_rules(rules()).unwrap();
+    engine.commit().unwrap();
+    assert_eq!(engine.stats().dimensions, None);
+    assert_eq!(engine.stats().embedder.as_deref(), Some("none"));
+    let response = search(&engine, SearchRequest::rules("my delivery is late"));
+    assert!(response.vector_leg_skipped.is_some());
+}
+
+#[test]
 fn records_with_their_own_vectors_make_an_external_index() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::builder().create(dir.path()).unwrap();
@@ -287,7 +319,7 @@ fn records_with_their_own_vectors_make_an_external_index() {
     let stats = engine.stats();
     assert_eq!(stats.model_id.as_deref(), Some("external"));
     assert_eq!(stats.dimensions, Some(4));
-    assert_eq!(stats.embedder, None);
+    assert_eq!(stats.embedder.as_deref(), Some("none"));
     // Other dimensions are rejected, in one call or across calls.
     let err = engine
         .upsert_rules([Rule::new("x", "c", "a").with_embedding(vec![1.0; 3])])

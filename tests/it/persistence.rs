@@ -3,9 +3,18 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use ruche::{Chunk, ChunkWeights, Config, Engine, ErrorKind, Kind, SearchRequest, SearchResponse};
+use ruche::{
+    Chunk, ChunkWeights, Config, EmbedderSpec, EngineBuilder, ErrorKind, Kind, SearchRequest,
+    SearchResponse,
+};
 
 use crate::common::{clustered_vectors, ids, support_rules};
+
+/// These tests mix rules without vectors and chunks that bring their own: indexes
+/// without an embedder.
+fn builder() -> EngineBuilder {
+    ruche::Engine::builder().embedder_spec(EmbedderSpec::None)
+}
 
 const DIM: usize = 24;
 
@@ -49,7 +58,7 @@ fn queries() -> Vec<SearchRequest> {
 }
 
 /// What must stay identical across reopens: ids and scores of every query.
-fn results(engine: &Engine) -> Vec<Vec<(String, String)>> {
+fn results(engine: &ruche::Engine) -> Vec<Vec<(String, String)>> {
     queries()
         .iter()
         .map(|q| summary(&engine.search(q).unwrap()))
@@ -69,10 +78,7 @@ fn reopen_loads_the_graph_and_gives_identical_results() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index");
     let before = {
-        let engine = Engine::builder()
-            .config(graph_config())
-            .create(&path)
-            .unwrap();
+        let engine = builder().config(graph_config()).create(&path).unwrap();
         engine.upsert_rules(support_rules()).unwrap();
         engine.upsert_chunks(chunks(1_500)).unwrap();
         engine.commit().unwrap();
@@ -84,10 +90,7 @@ fn reopen_loads_the_graph_and_gives_identical_results() {
         engine.close().unwrap();
         results
     };
-    let engine = Engine::builder()
-        .config(graph_config())
-        .open(&path)
-        .unwrap();
+    let engine = builder().config(graph_config()).open(&path).unwrap();
     // The checkpoint loads in the background; wait for it.
     engine.sync_graph().unwrap();
     let stats = engine.stats();
@@ -108,7 +111,7 @@ fn a_deleted_text_index_is_rebuilt_from_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index");
     let before = {
-        let engine = Engine::builder().create(&path).unwrap();
+        let engine = builder().create(&path).unwrap();
         engine.upsert_rules(support_rules()).unwrap();
         engine.upsert_chunks(chunks(300)).unwrap();
         engine.commit().unwrap();
@@ -120,7 +123,7 @@ fn a_deleted_text_index_is_rebuilt_from_the_store() {
         (rules, results(&engine))
     };
     std::fs::remove_dir_all(path.join("text")).unwrap();
-    let engine = Engine::builder().open(&path).unwrap();
+    let engine = builder().open(&path).unwrap();
     assert_eq!(engine.stats().counters.text_rebuilds, 1);
     let rules = summary(
         &engine
@@ -135,12 +138,12 @@ fn a_corrupt_text_index_is_rebuilt_too() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index");
     {
-        let engine = Engine::builder().create(&path).unwrap();
+        let engine = builder().create(&path).unwrap();
         engine.upsert_rules(support_rules()).unwrap();
         engine.commit().unwrap();
     }
     std::fs::write(path.join("text").join("meta.json"), b"{ not json").unwrap();
-    let engine = Engine::builder().open(&path).unwrap();
+    let engine = builder().open(&path).unwrap();
     assert_eq!(engine.stats().counters.text_rebuilds, 1);
     let response = engine.search(&SearchRequest::rules("refund")).unwrap();
     assert_eq!(response.hits[0].id, "refund");
@@ -150,14 +153,14 @@ fn a_corrupt_text_index_is_rebuilt_too() {
 fn opening_a_missing_index_is_an_error_and_creates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nowhere");
-    let err = Engine::builder().open(&path).unwrap_err();
+    let err = builder().open(&path).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::IndexNotFound { .. }),
         "{err}"
     );
     assert!(!path.exists());
-    Engine::builder().create(&path).unwrap();
-    let err = Engine::builder().create(&path).unwrap_err();
+    builder().create(&path).unwrap();
+    let err = builder().create(&path).unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::IndexExists { .. }), "{err}");
 }
 
@@ -165,15 +168,15 @@ fn opening_a_missing_index_is_an_error_and_creates_nothing() {
 fn a_second_open_of_a_locked_index_fails() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index");
-    let _engine = Engine::builder().create(&path).unwrap();
-    let err = Engine::builder().open(&path).unwrap_err();
+    let _engine = builder().create(&path).unwrap();
+    let err = builder().open(&path).unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::Locked { .. }), "{err}");
     assert!(err.to_string().contains("locked"), "{err}");
 }
 
 #[test]
 fn export_then_import_gives_the_same_results() {
-    let source = Engine::builder().temporary().unwrap();
+    let source = builder().temporary().unwrap();
     source.upsert_rules(support_rules()).unwrap();
     source.upsert_chunks(chunks(200)).unwrap();
     source.commit().unwrap();
@@ -184,7 +187,7 @@ fn export_then_import_gives_the_same_results() {
         }
     }
     assert_eq!(exported.len(), support_rules().len() + 200);
-    let target = Engine::builder().temporary().unwrap();
+    let target = builder().temporary().unwrap();
     let docs: Vec<ruche::Document> = exported
         .iter()
         .map(|line| {
@@ -219,7 +222,7 @@ fn crash_child() {
     let Some(dir) = std::env::var_os(CRASH_DIR) else {
         return;
     };
-    let engine = Engine::builder().config(graph_config()).open(dir).unwrap();
+    let engine = builder().config(graph_config()).open(dir).unwrap();
     let all = chunks(2_000);
     for (batch_idx, batch) in all.chunks(100).enumerate() {
         engine.upsert_chunks(batch.to_vec()).unwrap();
@@ -236,10 +239,7 @@ fn kill_after_commit_loses_nothing() {
     let path = dir.path().join("index");
     {
         // A checkpointed first state, so the crash lands between two checkpoints.
-        let engine = Engine::builder()
-            .config(graph_config())
-            .create(&path)
-            .unwrap();
+        let engine = builder().config(graph_config()).create(&path).unwrap();
         engine.upsert_rules(support_rules()).unwrap();
         engine.commit().unwrap();
         engine.close().unwrap();
@@ -272,10 +272,7 @@ fn kill_after_commit_loses_nothing() {
     child.wait().unwrap();
     let acknowledged = acknowledged.expect("the child committed") + 1;
 
-    let engine = Engine::builder()
-        .config(graph_config())
-        .open(&path)
-        .unwrap();
+    let engine = builder().config(graph_config()).open(&path).unwrap();
     let stats = engine.stats();
     // Every acknowledged batch is there; a batch is all or nothing.
     assert!(
