@@ -28,16 +28,16 @@ fn ruche_with_stdin(args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8(output.stderr.clone()).unwrap()
 }
 
 #[track_caller]
-fn assert_code(output: &Output, code: i32) {
+pub(crate) fn assert_code(output: &Output, code: i32) {
     assert_eq!(
         output.status.code(),
         Some(code),

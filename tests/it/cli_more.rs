@@ -5,6 +5,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+use crate::cli::{assert_code, stderr, stdout};
+
 fn ruche(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ruche"))
         .args(args)
@@ -13,25 +15,6 @@ fn ruche(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
-}
-
-#[track_caller]
-fn assert_code(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "stdout: {}\nstderr: {}",
-        stdout(output),
-        stderr(output)
-    );
 }
 
 /// Runs `ruche`, expects exit 0, and parses its one JSON line.
