@@ -78,6 +78,8 @@ pub fn run(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
     let engine = open(&config, &args.dir)?;
 
     let (mut ndcg, mut r10, mut r100, mut mrr) = (0.0, 0.0, 0.0, 0.0);
+    // The strategies the searches used (a query line's `kind` picks its kind's strategy).
+    let mut strategies = std::collections::BTreeSet::new();
     let (mut size, mut precision, mut recall, mut f1) = (0.0, 0.0, 0.0, 0.0);
     let mut latencies_ms = Vec::new();
     let mut judged = 0usize;
@@ -100,6 +102,7 @@ pub fn run(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
         mrr += eval::reciprocal_rank_at(&ranked, judgement, 10);
         // The configured k-selection, as a search without top_k returns it.
         let selected = engine.search(&request)?;
+        strategies.insert(selected.selection.strategy.clone());
         let selected: Vec<&str> = selected.hits.iter().map(|h| h.id.as_str()).collect();
         let (p, r, f) = eval::set_precision_recall_f1(&selected, judgement);
         size += selected.len() as f64;
@@ -115,10 +118,7 @@ pub fn run(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
         );
     }
     let n = judged as f64;
-    let strategy = match args.kind {
-        crate::args::KindArg::Rules => config.pipeline.retrieval.rule_selection.strategy_name(),
-        crate::args::KindArg::Chunks => config.pipeline.retrieval.memory_selection.strategy_name(),
-    };
+    let strategy = strategies.into_iter().collect::<Vec<_>>().join("+");
     let report = json!({
         "queries": judged,
         "ndcg@10": ndcg / n,
