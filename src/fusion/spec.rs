@@ -45,8 +45,9 @@ pub enum NormalizationKind {
 ///
 /// ## Defaults
 ///
-/// The default is seed 003's fusion: `0.7 * vector + 0.3 * min_max(bm25)`, the vector
-/// score kept as is (`fixed_bounds` over `[0, 1]`). The text bounds `[0, 10]` only
+/// `FusionSpec::default()` is seed 003's fusion: `0.7 * vector + 0.3 * min_max(bm25)`,
+/// the vector score kept as is (`fixed_bounds` over `[0, 1]`); it is the chunks default,
+/// and rules default to weights 0.8 and 0.2 (see [`FusionConfig`](crate::FusionConfig)). The text bounds `[0, 10]` only
 /// matter with `text_normalization = "fixed_bounds"`, and `rrf_k` (60) only with
 /// `method = "rrf"`. Weights are relative: they need not sum to 1, but not both be 0.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -59,9 +60,9 @@ pub struct FusionSpec {
     /// How the weighted method normalises vector scores (default `fixed_bounds`, which
     /// with the default `vector_bounds` keeps the score as is).
     pub vector_normalization: NormalizationKind,
-    /// Weight of the vector leg (default 0.7).
+    /// Weight of the vector leg (default 0.7; 0.8 in the rules configuration).
     pub vector_weight: f64,
-    /// Weight of the text leg (default 0.3).
+    /// Weight of the text leg (default 0.3; 0.2 in the rules configuration).
     pub text_weight: f64,
     /// `[lower, upper]` of `fixed_bounds` for BM25 scores (default `[0, 10]`).
     pub text_bounds: [f64; 2],
