@@ -138,14 +138,10 @@ impl Engine {
             let mut pending = inner.lock_pending();
             (std::mem::take(&mut pending.ops), pending.dimensions.take())
         };
-        let meta = inner.store.meta();
         if let Some(dimensions) = dimensions
-            && meta.dimensions.is_none()
+            && inner.store.meta().dimensions.is_none()
         {
-            let embedder = meta.embedder.as_deref();
-            inner
-                .store
-                .set_vector_space(dimensions, "external", embedder)?;
+            inner.store.set_vector_space(dimensions, "external", None)?;
         }
         if ops.is_empty() {
             return Ok(0);

@@ -98,31 +98,33 @@ impl Store {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Records the vector dimension and embedder of the index (once, at first use).
     /// Records the embedder spec of an index that has no vector space yet.
     pub(crate) fn set_embedder(&self, embedder: &str) -> Result<()> {
-        let mut guard = self.lock_meta();
-        let mut meta = guard.clone();
-        meta.embedder = Some(embedder.to_string());
-        let mut batch = sled::Batch::default();
-        meta.write(&mut batch);
-        self.main.apply_batch(batch).map_err(sled_err)?;
-        self.db.flush().map_err(sled_err)?;
-        *guard = meta;
-        Ok(())
+        self.update_meta(|meta| meta.embedder = Some(embedder.to_string()))
     }
 
+    /// Records the vector dimension and model of the index (once, at first use), and its
+    /// embedder spec when given (an embedder recorded earlier is kept otherwise).
     pub(crate) fn set_vector_space(
         &self,
         dimensions: usize,
         model_id: &str,
         embedder: Option<&str>,
     ) -> Result<()> {
+        self.update_meta(|meta| {
+            meta.dimensions = Some(dimensions);
+            meta.model_id = Some(model_id.to_string());
+            if let Some(embedder) = embedder {
+                meta.embedder = Some(embedder.to_string());
+            }
+        })
+    }
+
+    /// Changes the meta values and writes them durably.
+    fn update_meta(&self, change: impl FnOnce(&mut Meta)) -> Result<()> {
         let mut guard = self.lock_meta();
         let mut meta = guard.clone();
-        meta.dimensions = Some(dimensions);
-        meta.model_id = Some(model_id.to_string());
-        meta.embedder = embedder.map(str::to_string);
+        change(&mut meta);
         let mut batch = sled::Batch::default();
         meta.write(&mut batch);
         self.main.apply_batch(batch).map_err(sled_err)?;
