@@ -75,6 +75,12 @@ const SOURCE_EXTENSIONS: &[&str] = &["ts", "js", "py", "go", "rs", "java"];
 /// The words that make a question when they start the query (seed 004).
 const QUESTION_WORDS: &[&str] = &["how", "what", "when", "where", "which", "why"];
 
+/// Whether a lowercase word is an English function word (an article, pronoun, auxiliary,
+/// preposition, conjunction, question word or contraction stem).
+pub(crate) fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.binary_search(&word).is_ok()
+}
+
 /// English stop words, sorted (binary search): articles, pronouns, auxiliaries,
 /// prepositions, conjunctions, question words and contraction stems.
 const STOP_WORDS: &[&str] = &[

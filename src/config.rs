@@ -8,11 +8,11 @@
 //! exact_scan_threshold = 5000
 //!
 //! [pipeline.retrieval.rule_selection]
-//! strategy = "adaptive_k" # elbow | adaptive_k | entropy | clustering | fixed_k | autocut
+//! strategy = "adaptive_k" # elbow | adaptive_k | entropy | clustering | fixed_k | autocut | band
 //! alpha = 1.5
 //!
 //! [pipeline.retrieval.memory_selection]
-//! strategy = "clustering"
+//! strategy = "band"     # keep what scores within 0.04 of the best
 //!
 //! [fusion]
 //! adaptive = false        # adapt leg weights to the query (seed 004)
@@ -59,12 +59,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::chunk::ChunkWeights;
 use crate::fusion::{FusionSpec, RuleWeights};
+use crate::relevance::RelevanceConfig;
 use crate::select::SelectionConfig;
 use crate::vector::HnswParams;
 use crate::{Error, Result};
 
 /// The top-level sections, the only ones `RUCHE_<SECTION>__<KEY>` variables can set.
-const SECTIONS: [&str; 4] = ["pipeline", "fusion", "scoring", "vector"];
+const SECTIONS: [&str; 5] = ["pipeline", "relevance", "fusion", "scoring", "vector"];
 
 /// The whole configuration of an engine. [`Default`] is the documented defaults.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -72,6 +73,8 @@ const SECTIONS: [&str; 4] = ["pipeline", "fusion", "scoring", "vector"];
 pub struct Config {
     /// Retrieval sizes and k-selection.
     pub pipeline: PipelineConfig,
+    /// The relevance gate, per kind.
+    pub relevance: RelevanceConfig,
     /// Fusion of the two legs, per kind.
     pub fusion: FusionConfig,
     /// Weighting of fused scores, per kind.
@@ -105,7 +108,9 @@ pub struct RetrievalConfig {
     /// `adaptive_k`, as seed 000 recommends).
     pub rule_selection: SelectionConfig,
     /// `[pipeline.retrieval.memory_selection]`: how many chunks a search returns (default
-    /// `clustering`, as seed 000 recommends).
+    /// `band`: what scores within 0.04 of the best chunk. Seed 000 recommends
+    /// `clustering`, which keeps 3.3 abstracts per SciFact claim for 1.1 relevant, F1
+    /// 0.37; `band` keeps 1.4, F1 0.63, above every fixed k).
     pub memory_selection: SelectionConfig,
 }
 
@@ -120,10 +125,8 @@ impl Default for RetrievalConfig {
                 alpha: None,
                 min_score: None,
             },
-            memory_selection: SelectionConfig::Clustering {
-                eps: None,
-                min_cluster_size: None,
-                top_per_cluster: None,
+            memory_selection: SelectionConfig::Band {
+                band: None,
                 min_score: None,
             },
         }
@@ -172,13 +175,41 @@ impl Default for FusionConfig {
 }
 
 /// `[scoring]`: one section per kind.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+///
+/// The formulas are seed 003's for rules and seed 001's for chunks, with weights that
+/// put relevance first: priority and scope can move a rule past another whose hybrid
+/// score is at most 0.04 higher, importance and recency a chunk past another whose
+/// hybrid score is at most 0.1 higher (the seeds' own weights, [`RuleWeights::default`]
+/// and [`ChunkWeights::default`], let a priority of 100 or an importance of 10 outrank
+/// what the query is about). On CLINC150 with priorities drawn at random from 0..=100,
+/// the seed's rule weights drop the right rule first from 83% to 54% of in-scope
+/// messages; these weights keep 83%. Every hit passed the relevance gate first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ScoringConfig {
     /// `[scoring.rules]`: priority and scope weighting.
     pub rules: RuleWeights,
     /// `[scoring.chunks]`: relevance, importance and recency.
     pub chunks: ChunkWeights,
+}
+
+impl Default for ScoringConfig {
+    fn default() -> ScoringConfig {
+        ScoringConfig {
+            rules: RuleWeights {
+                hybrid_weight: 1.0,
+                priority_weight: 0.03,
+                scope_weight: 0.01,
+                ..RuleWeights::default()
+            },
+            chunks: ChunkWeights {
+                relevance_weight: 0.9,
+                importance_weight: 0.06,
+                recency_weight: 0.04,
+                ..ChunkWeights::default()
+            },
+        }
+    }
 }
 
 /// `[vector]`: the HNSW graph and its maintenance.
@@ -312,6 +343,7 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        self.relevance.validate("relevance")?;
         self.fusion.rules.validate("fusion.rules")?;
         self.fusion.chunks.validate("fusion.chunks")?;
         self.scoring.rules.validate("scoring.rules")?;

@@ -254,18 +254,21 @@ impl Rule {
                 check_vector("pattern_embeddings", embedding)?;
             }
         }
-        // One vector key per pattern plus the main embedding must fit the graph's keys.
-        if self.patterns.len() >= crate::id::VectorKey::MAX_VECTORS_PER_DOC {
+        // One vector key per pattern, the main embedding and the centroid must fit the
+        // graph's keys.
+        if self.patterns.len() > MAX_PATTERNS {
             return Err(Error::invalid_input(format!(
-                "rule `{}` has {} patterns (at most {})",
+                "rule `{}` has {} patterns (at most {MAX_PATTERNS})",
                 self.id,
                 self.patterns.len(),
-                crate::id::VectorKey::MAX_VECTORS_PER_DOC - 1
             )));
         }
         Ok(())
     }
 }
+
+/// The most patterns a rule may have.
+pub(crate) const MAX_PATTERNS: usize = crate::id::VectorKey::MAX_VECTORS_PER_DOC - 2;
 
 /// A piece of memory or knowledge.
 ///

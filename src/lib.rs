@@ -98,6 +98,7 @@ mod fusion;
 mod id;
 mod policy;
 mod query;
+mod relevance;
 mod select;
 mod store;
 mod text;
@@ -131,12 +132,15 @@ pub use crate::policy::{
 };
 pub use crate::query::{
     FoundBy, FusionSummary, Hit, LegContributions, ScoreBreakdown, SearchRequest, SearchResponse,
-    SelectionSummary, Timings,
+    SelectionSummary, Timings, VectorMatch,
+};
+pub use crate::relevance::{
+    Calibration, EmbedderFamily, GateDecision, GateSummary, KindRelevance, RelevanceConfig,
 };
 pub use crate::select::{
-    AdaptiveKSelection, AutocutSelection, ClusteringSelection, ElbowSelection, EntropySelection,
-    FixedKSelection, Scored, SelectionConfig, SelectionInput, SelectionResult, SelectionStrategy,
-    SelectionStrategyExt,
+    AdaptiveKSelection, AutocutSelection, BandSelection, ClusteringSelection, ElbowSelection,
+    EntropySelection, FixedKSelection, Scored, SelectionConfig, SelectionInput, SelectionResult,
+    SelectionStrategy, SelectionStrategyExt,
 };
 pub use crate::time::Timestamp;
 pub use crate::vector::HnswParams;

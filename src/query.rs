@@ -5,9 +5,11 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::Kind;
+use crate::analysis::QueryAnalysis;
 use crate::chunk::ChunkWeights;
 use crate::doc::{DEFAULT_TENANT, Document};
 use crate::fusion::FusionSpec;
+use crate::relevance::{GateDecision, GateSummary};
 use crate::select::SelectionConfig;
 use crate::time::Timestamp;
 
@@ -50,6 +52,7 @@ pub struct SearchRequest {
     pub(crate) chunk_weights: Option<ChunkWeights>,
     pub(crate) fusion: Option<FusionSpec>,
     pub(crate) adaptive: Option<bool>,
+    pub(crate) min_relevance: Option<f64>,
 }
 
 impl SearchRequest {
@@ -86,6 +89,7 @@ impl SearchRequest {
             chunk_weights: None,
             fusion: None,
             adaptive: None,
+            min_relevance: None,
         }
     }
 
@@ -147,7 +151,8 @@ impl SearchRequest {
         self
     }
 
-    /// Returns exactly the `k` best hits (fewer only if fewer match): no selection
+    /// Returns the `k` best hits that pass the relevance gate (fewer when fewer do; with
+    /// [`SearchRequest::min_relevance`] 0, exactly `k` unless fewer match): no selection
     /// strategy, and each leg fetches at least `k` candidates.
     #[must_use]
     pub fn top_k(mut self, k: usize) -> SearchRequest {
@@ -215,6 +220,16 @@ impl SearchRequest {
         self
     }
 
+    /// Returns only candidates whose relevance reaches `min_relevance` (in `0..=1`; `0`
+    /// turns the relevance gate off) instead of the configured `[relevance.rules]` or
+    /// `[relevance.chunks]` value. Candidates that contain a code the query names (an
+    /// identifier such as `NW-15699`) always pass.
+    #[must_use]
+    pub fn min_relevance(mut self, min_relevance: f64) -> SearchRequest {
+        self.min_relevance = Some(min_relevance);
+        self
+    }
+
     /// The kind searched.
     pub fn kind(&self) -> Kind {
         self.kind
@@ -250,6 +265,17 @@ pub struct ScoreBreakdown {
     pub bm25: f64,
     /// BM25 normalised over the candidates by the fusion method.
     pub bm25_normalized: f64,
+    /// The share of the query's words (weighted by their rarity, idf) that the document
+    /// contains, in `[0, 1]`: unlike BM25, comparable across queries.
+    pub text_coverage: f64,
+    /// How many of the query's codes (identifiers such as `NW-15699`) the document
+    /// contains verbatim.
+    pub codes_matched: u32,
+    /// Which of the document's vectors gave `vector`.
+    pub vector_match: Option<VectorMatch>,
+    /// `code_boost * codes_matched`, added to the final score, when the document
+    /// contains a code of the query.
+    pub code_term: Option<f64>,
     /// The vector score normalised by the fusion method.
     pub vector_normalized: f64,
     /// The fusion of the two legs.
@@ -258,14 +284,39 @@ pub struct ScoreBreakdown {
     pub priority_term: Option<f64>,
     /// Rules: `scope_weight * scope weight`.
     pub scope_term: Option<f64>,
-    /// Chunks: relevance (the hybrid score, or 0.5 without query).
+    /// How likely the document is about the query, in `[0, 1]`: the relevance gate's
+    /// measure (see [`Calibration`](crate::Calibration)); `None` without query.
     pub relevance: Option<f64>,
+    /// Why the hit passed the relevance gate.
+    pub gate: GateDecision,
     /// Chunks: importance in `[0, 1]`.
     pub importance: Option<f64>,
     /// Chunks: recency in `[0, 1]`.
     pub recency: Option<f64>,
     /// Which legs found the document.
     pub found_by: FoundBy,
+}
+
+/// Which of a document's vectors matched the query best.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VectorMatch {
+    /// The embedding of the document's text (a rule's condition and action).
+    Text,
+    /// The rule's pattern of this index (in [`Rule::patterns`](crate::Rule::patterns)).
+    Pattern(usize),
+    /// The centroid of the rule's text and patterns: the rule as a whole.
+    Centroid,
+}
+
+impl VectorMatch {
+    pub(crate) fn from_row(row: u16) -> VectorMatch {
+        match row {
+            0 => VectorMatch::Text,
+            crate::catalog::CENTROID_ROW => VectorMatch::Centroid,
+            n => VectorMatch::Pattern(usize::from(n) - 1),
+        }
+    }
 }
 
 /// One result.
@@ -359,4 +410,9 @@ pub struct SearchResponse {
     pub fusion: FusionSummary,
     /// Why the vector leg did not run, when it did not.
     pub vector_leg_skipped: Option<String>,
+    /// What the relevance gate did; [`GateSummary::abstention_reason`] says why a search
+    /// returned nothing.
+    pub gate: GateSummary,
+    /// What query analysis found in the text (keywords, entities, question form).
+    pub analysis: QueryAnalysis,
 }

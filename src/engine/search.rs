@@ -13,8 +13,10 @@ use crate::fusion::{Fused, FusionWeights, LegScores, Legs, fuse};
 use crate::id::DocId;
 use crate::query::{
     FoundBy, FusionSummary, Hit, LegContributions, ScoreBreakdown, SearchRequest, SearchResponse,
-    SelectionSummary, Timings,
+    SelectionSummary, Timings, VectorMatch,
 };
+use crate::relevance::{EmbedderFamily, GateDecision, GateSummary, LegsRan};
+use crate::text::Coverage;
 use crate::time::Timestamp;
 use crate::vector::metric;
 use crate::{Error, ErrorKind, Kind, Result};
@@ -26,6 +28,10 @@ struct Candidate {
     /// Raw BM25, `None` when the document does not match the query text.
     bm25: Option<f64>,
     cosine: Option<f32>,
+    /// How much of the query text the document contains.
+    coverage: Coverage,
+    /// Which of the document's vectors gave `cosine`.
+    vector_match: Option<VectorMatch>,
     found_by: FoundBy,
 }
 
@@ -132,6 +138,8 @@ impl Inner {
                     doc: *doc,
                     bm25: Some(f64::from(*bm25)),
                     cosine: None,
+                    coverage: Coverage::default(),
+                    vector_match: None,
                     found_by: FoundBy {
                         text: true,
                         vector: false,
@@ -144,6 +152,8 @@ impl Inner {
                 doc: *doc,
                 bm25: None,
                 cosine: None,
+                coverage: Coverage::default(),
+                vector_match: None,
                 found_by: FoundBy::default(),
             });
             candidate.cosine = Some(*cosine);
@@ -155,6 +165,8 @@ impl Inner {
                     doc,
                     bm25: None,
                     cosine: None,
+                    coverage: Coverage::default(),
+                    vector_match: None,
                     found_by: FoundBy::default(),
                 });
             }
@@ -178,13 +190,21 @@ impl Inner {
                 }
             }
         }
+        if !text_query.is_empty() {
+            let docs: Vec<DocId> = candidates.keys().copied().collect();
+            for (doc, coverage) in self.text.coverage(&text_query, &docs)? {
+                if let Some(candidate) = candidates.get_mut(&doc) {
+                    candidate.coverage = coverage;
+                }
+            }
+        }
         if let Some(query) = &query_vector {
+            // Every candidate's best cosine and the vector that gave it, for explain.
             for candidate in candidates.values_mut() {
-                if candidate.cosine.is_none() {
-                    candidate.cosine = catalog
-                        .get(candidate.doc)
-                        .and_then(|entry| entry.vectors.as_ref())
-                        .map(|v| crate::vector::best_cosine(query, &v.data, query.len()));
+                if let Some(vectors) = catalog.get(candidate.doc).and_then(|e| e.vectors.as_ref()) {
+                    let (cosine, row) = vectors.best(query);
+                    candidate.cosine = Some(cosine);
+                    candidate.vector_match = Some(VectorMatch::from_row(row));
                 }
             }
         }
@@ -194,14 +214,56 @@ impl Inner {
             let id = |c: &Candidate| catalog.get(c.doc).map_or("", |e| e.doc.id());
             id(a).cmp(id(b)).then(a.doc.cmp(&b.doc))
         });
-        let (mut scored, fusion) = self.score(
-            request,
-            &catalog,
-            candidates,
-            query_vector.is_some(),
-            !text_query.is_empty(),
-            now,
-        )?;
+        let legs = match (query_vector.is_some(), !text_query.is_empty()) {
+            (true, true) => Some(LegsRan::Both),
+            (true, false) => Some(LegsRan::VectorOnly),
+            (false, true) => Some(LegsRan::TextOnly),
+            (false, false) => None,
+        };
+        let family = EmbedderFamily::of(self.embedder().as_ref().map(|e| e.model_id()));
+        let (scored, fusion) = self.score(request, &catalog, candidates, legs, family, now)?;
+
+        // The relevance gate: what fails it is dropped before anything else counts.
+        let min_relevance = request
+            .min_relevance
+            .unwrap_or(self.config.relevance.kind(request.kind).min_relevance);
+        let mut gate = GateSummary {
+            min_relevance,
+            family,
+            passed: 0,
+            rejected: 0,
+            best_rejected: None,
+            codes: text_query.codes(),
+        };
+        let code_boost = self.config.relevance.code_boost;
+        let mut passed: Vec<Scored<'_>> = Vec::with_capacity(scored.len());
+        for mut candidate in scored {
+            if candidate.breakdown.codes_matched > 0 {
+                let term = code_boost * f64::from(candidate.breakdown.codes_matched);
+                candidate.breakdown.code_term = Some(term);
+                candidate.final_score += term;
+            }
+            let b = &candidate.breakdown;
+            match GateDecision::of(b.relevance, b.codes_matched, min_relevance) {
+                Some(decision) => {
+                    candidate.breakdown.gate = decision;
+                    passed.push(candidate);
+                }
+                None => {
+                    gate.rejected += 1;
+                    let relevance = b.relevance.unwrap_or(0.0);
+                    if gate
+                        .best_rejected
+                        .as_ref()
+                        .is_none_or(|(_, best)| relevance > *best)
+                    {
+                        gate.best_rejected = Some((candidate.doc.id().to_string(), relevance));
+                    }
+                }
+            }
+        }
+        gate.passed = passed.len();
+        let mut scored = passed;
         timings.fuse_us = micros(stage);
 
         let stage = Instant::now();
@@ -248,13 +310,19 @@ impl Inner {
                 }
             }
         };
+        let query_id = self.next_query_id();
         tracing::info!(
             target: "ruche::select",
+            query_id = %query_id,
+            kind = %request.kind,
             strategy = %selection.strategy,
             input_count = selection.input_count,
             output_count = selection.output_count,
             cutoff_score = selection.cutoff_score,
             metadata = %serde_json::Value::Object(selection.metadata.clone()),
+            gate_passed = gate.passed,
+            gate_rejected = gate.rejected,
+            min_relevance = gate.min_relevance,
             "selection"
         );
         let hits: Vec<Hit> = scored
@@ -277,7 +345,6 @@ impl Inner {
                 (false, false) => {}
             }
         }
-        let query_id = self.next_query_id();
         if let Some(top) = hits.first() {
             self.log_query(&query_id, top.breakdown.found_by)?;
         }
@@ -291,6 +358,8 @@ impl Inner {
             leg_contributions,
             fusion,
             vector_leg_skipped: vector_skipped,
+            gate,
+            analysis: analyze(&request.text),
         })
     }
 
@@ -345,17 +414,19 @@ impl Inner {
         Ok((Some(vector), None))
     }
 
-    /// Fuses the legs and weights the result by kind.
+    /// Fuses the legs, computes each candidate's relevance, and weights the result by kind.
     #[allow(clippy::too_many_arguments)]
     fn score<'a>(
         &self,
         request: &SearchRequest,
         catalog: &'a Catalog,
         candidates: Vec<Candidate>,
-        vector_leg: bool,
-        text_leg: bool,
+        legs: Option<LegsRan>,
+        family: EmbedderFamily,
         now: Timestamp,
     ) -> Result<(Vec<Scored<'a>>, FusionSummary)> {
+        let vector_leg = matches!(legs, Some(LegsRan::Both | LegsRan::VectorOnly));
+        let text_leg = matches!(legs, Some(LegsRan::Both | LegsRan::TextOnly));
         let spec = request.fusion.unwrap_or(match request.kind {
             Kind::Rule => self.config.fusion.rules,
             Kind::Chunk => self.config.fusion.chunks,
@@ -380,7 +451,7 @@ impl Inner {
                 text_weight: 0.0,
             }
         };
-        let legs: Vec<LegScores> = candidates
+        let leg_scores: Vec<LegScores> = candidates
             .iter()
             .map(|c| LegScores {
                 text: c.bm25,
@@ -388,9 +459,9 @@ impl Inner {
             })
             .collect();
         let fused = if any_leg {
-            fuse(&legs, &method, used)?
+            fuse(&leg_scores, &method, used)?
         } else {
-            vec![Fused::default(); legs.len()]
+            vec![Fused::default(); leg_scores.len()]
         };
         let summary = FusionSummary {
             method: method.to_string(),
@@ -413,11 +484,28 @@ impl Inner {
                     vector: candidate.cosine.map(metric::score_of_cosine),
                     bm25: candidate.bm25.unwrap_or(0.0),
                     bm25_normalized: fused.text_normalized,
+                    text_coverage: f64::from(candidate.coverage.words),
+                    codes_matched: candidate.coverage.codes,
+                    vector_match: candidate.vector_match,
                     vector_normalized: fused.vector_normalized,
                     hybrid,
                     priority_term: None,
                     scope_term: None,
-                    relevance: None,
+                    relevance: legs.map(|legs| {
+                        let patterns = match entry.doc.as_ref() {
+                            Document::Rule(rule) => !rule.patterns.is_empty(),
+                            Document::Chunk(_) => false,
+                        };
+                        self.config
+                            .relevance
+                            .calibration(request.kind, family, legs, patterns)
+                            .relevance(
+                                candidate.cosine.map_or(0.0, metric::score_of_cosine),
+                                f64::from(candidate.coverage.words),
+                            )
+                    }),
+                    gate: GateDecision::Open,
+                    code_term: None,
                     importance: None,
                     recency: None,
                     found_by: candidate.found_by,
@@ -434,10 +522,11 @@ impl Inner {
                         (score.final_score, rule.priority)
                     }
                     Document::Chunk(chunk) => {
+                        // Seed 001's relevance term is the hybrid score (0.5 when
+                        // browsing without a query).
                         let relevance = if any_leg { hybrid } else { 0.5 };
                         let importance = importance_score(chunk.importance);
                         let recency = selector.recency_score(chunk.created_at, now);
-                        breakdown.relevance = Some(relevance);
                         breakdown.importance = Some(importance);
                         breakdown.recency = Some(recency);
                         (selector.combine(relevance, importance, recency), 0)
@@ -494,6 +583,13 @@ fn validate(request: &SearchRequest) -> Result<()> {
                 ));
             }
         }
+    }
+    if let Some(min_relevance) = request.min_relevance
+        && !(0.0..=1.0).contains(&min_relevance)
+    {
+        return Err(Error::invalid_input(format!(
+            "`min_relevance` must be in 0..=1, got {min_relevance}"
+        )));
     }
     if request.top_k == Some(0) {
         return Err(Error::invalid_input("`top_k` must be at least 1"));

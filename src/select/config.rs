@@ -5,10 +5,10 @@ use serde_json::{Map, Value};
 
 use super::strategy::SelectionStrategy;
 use super::{
-    AdaptiveKSelection, AutocutSelection, ClusteringSelection, ElbowSelection, EntropySelection,
-    FixedKSelection,
+    AdaptiveKSelection, AutocutSelection, BandSelection, ClusteringSelection, ElbowSelection,
+    EntropySelection, FixedKSelection,
 };
-use super::{adaptive_k, autocut, clustering, elbow, entropy, fixed_k, param};
+use super::{adaptive_k, autocut, band, clustering, elbow, entropy, fixed_k, param};
 use crate::error::Error;
 
 /// The configuration of one selection strategy, tagged by `strategy`.
@@ -37,6 +37,8 @@ use crate::error::Error;
 /// |  | `min_score` | not set | 0..=1 |
 /// | `autocut` | `jumps` | 1 | ≥ 1 |
 /// |  | `tolerance` | 1e-9 | 0..=1 |
+/// | `band` | `band` | 0.04 | 0..=1 |
+/// |  | `min_score` | not set | 0..=1 |
 ///
 /// Deserialising does not check ranges: call [`validate`](Self::validate) with the
 /// section's dotted key (or [`build`](Self::build), which validates).
@@ -124,10 +126,19 @@ pub enum SelectionConfig {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tolerance: Option<f64>,
     },
+    /// [`BandSelection`]: keep what scores within a band of the best.
+    Band {
+        /// How far below the best an item may score (default 0.04, in `0..=1`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        band: Option<f64>,
+        /// Items below this are never kept (default: no filter; in `0..=1`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        min_score: Option<f64>,
+    },
 }
 
 /// The parameter names of each strategy, in the order of [`SelectionConfig::STRATEGY_NAMES`].
-const PARAMETERS: [(&str, &[&str]); 6] = [
+const PARAMETERS: [(&str, &[&str]); 7] = [
     ("elbow", &["drop_threshold", "min_score"]),
     ("adaptive_k", &["alpha", "min_score"]),
     (
@@ -145,6 +156,7 @@ const PARAMETERS: [(&str, &[&str]); 6] = [
     ),
     ("fixed_k", &["k", "min_score"]),
     ("autocut", &["jumps", "tolerance"]),
+    ("band", &["band", "min_score"]),
 ];
 
 impl SelectionConfig {
@@ -156,6 +168,7 @@ impl SelectionConfig {
         "clustering",
         "fixed_k",
         "autocut",
+        "band",
     ];
 
     /// Returns the strategy's name (the `strategy` key).
@@ -167,6 +180,7 @@ impl SelectionConfig {
             SelectionConfig::Clustering { .. } => "clustering",
             SelectionConfig::FixedK { .. } => "fixed_k",
             SelectionConfig::Autocut { .. } => "autocut",
+            SelectionConfig::Band { .. } => "band",
         }
     }
 
@@ -257,6 +271,15 @@ impl SelectionConfig {
                 check(jumps, |value| autocut::check_jumps(&key("jumps"), value))?;
                 check(tolerance, |value| {
                     autocut::check_tolerance(&key("tolerance"), value)
+                })
+            }
+            SelectionConfig::Band {
+                band: width,
+                min_score,
+            } => {
+                check(width, |value| band::check_band(&key("band"), value))?;
+                check(min_score, |value| {
+                    param::min_score(&key("min_score"), value)
                 })
             }
         }
@@ -365,6 +388,13 @@ impl SelectionConfig {
                 }
                 Box::new(strategy)
             }
+            SelectionConfig::Band { band, min_score } => {
+                let mut strategy = BandSelection::default().with_min_score(min_score)?;
+                if let Some(band) = band {
+                    strategy = strategy.with_band(band)?;
+                }
+                Box::new(strategy)
+            }
         };
         Ok(strategy)
     }
@@ -437,9 +467,13 @@ impl SelectionConfig {
                 k: count("k")?,
                 min_score: float("min_score")?,
             },
-            _ => SelectionConfig::Autocut {
+            "autocut" => SelectionConfig::Autocut {
                 jumps: count("jumps")?,
                 tolerance: float("tolerance")?,
+            },
+            _ => SelectionConfig::Band {
+                band: float("band")?,
+                min_score: float("min_score")?,
             },
         };
         config.validate("")?;

@@ -4,7 +4,7 @@
 //! scores are distributed: it keeps noise after a clear winner and cuts off relevant items
 //! when many score alike. A [`SelectionStrategy`] looks at the scores and picks the cutoff.
 //!
-//! Six strategies are built in (seed 000 plus Weaviate's autocut):
+//! Seven strategies are built in (seed 000, Weaviate's autocut, and `band`):
 //!
 //! | strategy | type | cuts |
 //! | --- | --- | --- |
@@ -14,6 +14,7 @@
 //! | `clustering` | [`ClusteringSelection`] | keeps the best items of each 1-D DBSCAN cluster |
 //! | `fixed_k` | [`FixedKSelection`] | after `k` items (the baseline) |
 //! | `autocut` | [`AutocutSelection`] | before the N-th jump in the score curve |
+//! | `band` | [`BandSelection`] | below the best score minus a fixed band |
 //!
 //! [`SelectionStrategy`] works on scores and returns indices (it is object-safe);
 //! [`SelectionStrategyExt::select`] takes and returns your own items, anything that
@@ -53,6 +54,7 @@
 
 mod adaptive_k;
 mod autocut;
+mod band;
 mod clustering;
 mod config;
 mod elbow;
@@ -66,6 +68,7 @@ mod tests;
 
 pub use self::adaptive_k::AdaptiveKSelection;
 pub use self::autocut::AutocutSelection;
+pub use self::band::BandSelection;
 pub use self::clustering::ClusteringSelection;
 pub use self::config::SelectionConfig;
 pub use self::elbow::ElbowSelection;

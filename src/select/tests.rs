@@ -630,6 +630,57 @@ fn fixed_k() {
     check(&filtered, &scores, (30, 1), &[0, 1, 2, 3, 4], json!({}));
 }
 
+// # Band
+
+#[test]
+fn band() {
+    let band = BandSelection::default();
+    check(
+        &band,
+        &[0.82, 0.80, 0.79, 0.71, 0.45],
+        (30, 1),
+        &[0, 1, 2],
+        json!({"band": 0.04, "floor": 0.78}),
+    );
+    // A clear winner comes back alone; min_k and max_k still hold.
+    check(&band, &[0.9, 0.6, 0.5], (30, 1), &[0], json!({}));
+    check(&band, &[0.9, 0.6, 0.5], (30, 2), &[0, 1], json!({}));
+    check(&band, &[0.9, 0.89, 0.88], (2, 1), &[0, 1], json!({}));
+    check(&band, &[], (30, 1), &[], json!({}));
+    // Scores above 1 (a code boost) work the same way.
+    check(&band, &[1.95, 1.93, 0.9], (30, 1), &[0, 1], json!({}));
+    let filtered = BandSelection::default()
+        .with_band(0.5)
+        .unwrap()
+        .with_min_score(Some(0.5))
+        .unwrap();
+    check(&filtered, &[0.9, 0.6, 0.45], (30, 3), &[0, 1], json!({}));
+}
+
+proptest! {
+    /// Against the definition: kept items are within the band of the best or needed for
+    /// `min_k`; items left out (within `max_k`) are below the band or beyond `min_k`'s need.
+    #[test]
+    fn band_matches_its_definition(
+        scores in sorted_scores(),
+        width in 0.0..=1.0_f64,
+        max_k in 0..45_usize,
+        min_k in 0..12_usize,
+    ) {
+        let band = BandSelection::default().with_band(width).unwrap();
+        let result = band.select_scores(&scores, max_k, min_k).unwrap();
+        let considered = scores.len().min(max_k);
+        let expected = if considered == 0 {
+            0
+        } else {
+            let floor = scores[0] - width;
+            let in_band = scores[..considered].iter().filter(|&&s| s >= floor).count();
+            in_band.max(min_k.min(considered))
+        };
+        prop_assert_eq!(result.selected, (0..expected).collect::<Vec<_>>());
+    }
+}
+
 // # Autocut
 
 #[test]
@@ -806,6 +857,11 @@ fn any_config() -> impl Strategy<Value = SelectionConfig> {
             .prop_map(|(k, min_score)| SelectionConfig::FixedK { k, min_score }),
         (prop::option::of(1..5_usize), prop::option::of(0.0..0.1_f64))
             .prop_map(|(jumps, tolerance)| SelectionConfig::Autocut { jumps, tolerance }),
+        (
+            prop::option::of(0.0..=1.0_f64),
+            prop::option::of(0.0..=1.0_f64)
+        )
+            .prop_map(|(band, min_score)| SelectionConfig::Band { band, min_score }),
     ]
 }
 
@@ -872,7 +928,9 @@ proptest! {
             SelectionConfig::AdaptiveK { .. } => {
                 result.metadata.get("reason").is_some_and(|reason| reason == "below_min_k")
             }
-            SelectionConfig::FixedK { min_score, .. } => min_score.is_some(),
+            SelectionConfig::FixedK { min_score, .. } | SelectionConfig::Band { min_score, .. } => {
+                min_score.is_some()
+            }
             _ => false,
         };
         if !filtered_below_min_k {

@@ -45,6 +45,22 @@ pub(crate) fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
     out
 }
 
+/// Every token `analyzer` makes of `text` with the text it came from, in order.
+pub(crate) fn tokens_with_source<'t>(
+    analyzer: &mut TextAnalyzer,
+    text: &'t str,
+) -> Vec<(String, &'t str)> {
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while let Some(token) = stream.next() {
+        let source = text
+            .get(token.offset_from..token.offset_to)
+            .unwrap_or_default();
+        out.push((token.text.clone(), source));
+    }
+    out
+}
+
 /// Splits on non-alphanumeric characters and at camelCase boundaries.
 #[derive(Clone, Default)]
 pub(crate) struct WordTokenizer;
@@ -176,8 +192,37 @@ fn is_identifier(word: &str) -> bool {
         .zip(word.chars().skip(1))
         .any(|(a, b)| a.is_lowercase() && b.is_uppercase());
     (has_alpha && has_digit)
+        || is_long_number(word)
         || (has_joiner && word.chars().filter(|c| c.is_alphanumeric()).count() >= 2)
         || camel
+}
+
+/// A number of at least this many digits is an identifier (order and ticket numbers);
+/// shorter ones are quantities, years and times.
+const LONG_NUMBER_DIGITS: usize = 5;
+
+fn is_long_number(word: &str) -> bool {
+    word.len() >= LONG_NUMBER_DIGITS && word.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether an `ident` token is a *code*: an identifier that names one thing, such as an
+/// order number (`nw-15699`, `48213977`), a ticket, a SKU (`hl-lumen-542`), a lot
+/// (`l2607`) or an error code (`pay_declined_51`). A document that contains a query's
+/// code verbatim is about that thing.
+///
+/// A code has at least 4 characters and 2 digits, and is not a quantity with a unit or
+/// an ordinal (`10am`, `15kg`, `23rd`). Names with a single digit (`HNF4A`, `Rac1`,
+/// `PD-1`) are not codes: they name families of things that many documents discuss.
+pub(crate) fn is_code(token: &str) -> bool {
+    if token.chars().count() < 4 || token.bytes().filter(u8::is_ascii_digit).count() < 2 {
+        return false;
+    }
+    let digits = token.bytes().take_while(u8::is_ascii_digit).count();
+    let rest = &token[digits..];
+    let quantity = digits > 0
+        && (1..=2).contains(&rest.len())
+        && rest.bytes().all(|b| b.is_ascii_alphabetic());
+    !quantity
 }
 
 #[cfg(test)]
@@ -223,5 +268,36 @@ mod tests {
         check_ident("follow-up call at 10am", &["follow-up", "10am"]);
         check_ident("\"quoted_name\" (paren_id)", &["quoted_name", "paren_id"]);
         check_ident("a-", &[]);
+        check_ident("order 48213977, not 1234 or 2026", &["48213977"]);
+    }
+
+    #[test]
+    fn codes_name_one_thing() {
+        for code in [
+            "nw-15699",
+            "tkt-482913",
+            "hl-lumen-542",
+            "l2607",
+            "pay_declined_51",
+            "48213977",
+            "order_1234",
+            "2026-11-21",
+        ] {
+            assert!(is_code(code), "{code}");
+        }
+        for not_code in [
+            "10am",
+            "15kg",
+            "23rd",
+            "40k",
+            "v2",
+            "a1b",
+            "follow-up",
+            "entitystore",
+            "hnf4a",
+            "pd-1",
+        ] {
+            assert!(!is_code(not_code), "{not_code}");
+        }
     }
 }

@@ -70,13 +70,39 @@ pub(crate) struct TextQuery {
 
 #[derive(Debug, Clone)]
 struct BooleanQueryParts {
+    /// Every term of both fields, sorted, without repeats.
     terms: Vec<Term>,
+    /// The `words` terms (prose) that are not function words (`i`, `my`, `what`), without
+    /// repeats: what coverage is measured on.
+    words: Vec<Term>,
+    /// The `ident` terms that are codes ([`analyzer::is_code`]), without repeats.
+    codes: Vec<Term>,
+}
+
+/// How much of a query one document contains (see [`TextIndex::coverage`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct Coverage {
+    /// The idf-weighted fraction of the query's words the document contains, in `[0, 1]`.
+    pub(crate) words: f32,
+    /// How many of the query's codes the document contains verbatim.
+    pub(crate) codes: u32,
 }
 
 impl TextQuery {
     /// Whether the query has no searchable term (empty text, only stop words).
     pub(crate) fn is_empty(&self) -> bool {
         self.query.is_none()
+    }
+
+    /// The codes of the query (identifiers such as `NW-15699`), lowercased.
+    pub(crate) fn codes(&self) -> Vec<String> {
+        self.query.as_ref().map_or_else(Vec::new, |parts| {
+            parts
+                .codes
+                .iter()
+                .filter_map(|term| term.value().as_str().map(str::to_string))
+                .collect()
+        })
     }
 
     fn to_query(&self) -> Option<BooleanQuery> {
@@ -127,6 +153,18 @@ struct Payload {
     seq: u64,
     #[serde(default)]
     patterns_in_text: bool,
+    /// [`ANALYZER_VERSION`] of the build that wrote the index (absent: version 1).
+    #[serde(default = "first_analyzer_version")]
+    analyzer_version: u32,
+}
+
+/// The version of the analyzers' output. An index written with another version is
+/// rebuilt from the store, so that query and document terms always agree. Version 2:
+/// numbers of 5 digits or more are `ident` tokens.
+const ANALYZER_VERSION: u32 = 2;
+
+fn first_analyzer_version() -> u32 {
+    1
 }
 
 impl TextIndex {
@@ -155,6 +193,12 @@ impl TextIndex {
             return Err(Error::corrupt(
                 "text index built with another `fusion.patterns_in_text`",
             ));
+        }
+        if payload.analyzer_version != ANALYZER_VERSION {
+            return Err(Error::corrupt(format!(
+                "text index built with analyzer version {} (this build: {ANALYZER_VERSION})",
+                payload.analyzer_version
+            )));
         }
         Ok((
             TextIndex::with_index(index, fields, patterns_in_text)?,
@@ -202,19 +246,37 @@ impl TextIndex {
 
     /// Analyses a query text. Query syntax is never parsed: `title:x AND (` is words.
     pub(crate) fn analyze(&self, text: &str) -> TextQuery {
-        let mut terms = Vec::new();
-        let mut words = self.words.clone();
-        let mut ident = self.ident.clone();
-        for token in analyzer::tokens(&mut words, text) {
-            terms.push(Term::from_field_text(self.fields.words, &token));
+        let mut words_analyzer = self.words.clone();
+        let mut ident_analyzer = self.ident.clone();
+        let mut terms: Vec<Term> = Vec::new();
+        let mut words: Vec<Term> = Vec::new();
+        for (token, source) in analyzer::tokens_with_source(&mut words_analyzer, text) {
+            let term = Term::from_field_text(self.fields.words, &token);
+            let function_word = crate::analysis::is_stop_word(&source.to_lowercase());
+            if !function_word && !words.contains(&term) {
+                words.push(term.clone());
+            }
+            terms.push(term);
         }
-        for token in analyzer::tokens(&mut ident, text) {
-            terms.push(Term::from_field_text(self.fields.ident, &token));
+        let idents: Vec<Term> = analyzer::tokens(&mut ident_analyzer, text)
+            .iter()
+            .map(|token| Term::from_field_text(self.fields.ident, token))
+            .collect();
+        let mut codes: Vec<Term> = Vec::new();
+        for term in &idents {
+            if term.value().as_str().is_some_and(analyzer::is_code) && !codes.contains(term) {
+                codes.push(term.clone());
+            }
         }
+        terms.extend(idents.iter().cloned());
         terms.sort();
         terms.dedup();
         TextQuery {
-            query: (!terms.is_empty()).then_some(BooleanQueryParts { terms }),
+            query: (!terms.is_empty()).then_some(BooleanQueryParts {
+                terms,
+                words,
+                codes,
+            }),
         }
     }
 
@@ -253,6 +315,7 @@ impl TextIndex {
         let payload = Payload {
             seq,
             patterns_in_text: self.patterns_in_text,
+            analyzer_version: ANALYZER_VERSION,
         };
         prepared.set_payload(&serde_json::to_string(&payload).expect("serialises"));
         prepared.commit().map_err(tantivy_err)?;
@@ -433,6 +496,97 @@ impl TextIndex {
         Ok(scores)
     }
 
+    /// How much of `query` each of `docs` contains: the idf-weighted fraction of its
+    /// words (function words such as `i`, `my` or `what` left out: a rule written in the
+    /// third person never contains them), and how many of its codes verbatim. Documents
+    /// that contain nothing are left out.
+    ///
+    /// BM25 alone cannot say this: it is unbounded and depends on the query's length.
+    /// The fraction is comparable across queries, so the relevance gate can use it.
+    pub(crate) fn coverage(
+        &self,
+        query: &TextQuery,
+        docs: &[DocId],
+    ) -> Result<HashMap<DocId, Coverage>> {
+        let mut out: HashMap<DocId, Coverage> = HashMap::new();
+        let Some(parts) = query.query.as_ref() else {
+            return Ok(out);
+        };
+        if docs.is_empty() {
+            return Ok(out);
+        }
+        let searcher = self.reader.searcher();
+        let total = searcher.num_docs() as f64;
+        // idf as BM25 has it, so that a word every document contains weighs little.
+        let mut idf = Vec::with_capacity(parts.words.len());
+        for term in &parts.words {
+            let df = searcher.doc_freq(term).map_err(tantivy_err)? as f64;
+            idf.push(((total - df + 0.5) / (df + 0.5)).ln_1p() as f32);
+        }
+        let idf_sum: f32 = idf.iter().sum();
+        let mut targets: Vec<(u32, DocId)> = Vec::with_capacity(docs.len());
+        for segment in searcher.segment_readers() {
+            let ids = segment
+                .inverted_index(self.fields.doc_id)
+                .map_err(tantivy_err)?;
+            let alive = segment.alive_bitset();
+            targets.clear();
+            for &doc in docs {
+                let term = Term::from_field_u64(self.fields.doc_id, doc.as_u64());
+                let Some(postings) = ids
+                    .read_postings(&term, IndexRecordOption::Basic)
+                    .map_err(|err| tantivy_err(err.into()))?
+                else {
+                    continue;
+                };
+                let seg_doc = postings.doc();
+                if seg_doc != TERMINATED && alive.is_none_or(|alive| alive.is_alive(seg_doc)) {
+                    targets.push((seg_doc, doc));
+                }
+            }
+            if targets.is_empty() {
+                continue;
+            }
+            targets.sort_unstable();
+            let fields = [
+                (self.fields.words, &parts.words),
+                (self.fields.ident, &parts.codes),
+            ];
+            for (field, terms) in fields {
+                let inverted = segment.inverted_index(field).map_err(tantivy_err)?;
+                for (i, term) in terms.iter().enumerate() {
+                    let Some(mut postings) = inverted
+                        .read_postings(term, IndexRecordOption::Basic)
+                        .map_err(|err| tantivy_err(err.into()))?
+                    else {
+                        continue;
+                    };
+                    for &(seg_doc, doc) in &targets {
+                        let mut at = postings.doc();
+                        if at < seg_doc {
+                            at = postings.seek(seg_doc);
+                        }
+                        if at == TERMINATED {
+                            break;
+                        }
+                        if at == seg_doc {
+                            let entry = out.entry(doc).or_default();
+                            if field == self.fields.words {
+                                entry.words += idf[i] / idf_sum.max(f32::MIN_POSITIVE);
+                            } else {
+                                entry.codes += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for entry in out.values_mut() {
+            entry.words = entry.words.clamp(0.0, 1.0);
+        }
+        Ok(out)
+    }
+
     /// The number of segments of the committed index.
     pub(crate) fn segment_count(&self) -> usize {
         self.index
@@ -477,6 +631,45 @@ impl Ord for HeapEntry<'_> {
 mod tests {
     use super::*;
     use crate::{Chunk, Document};
+
+    /// Coverage is the idf-weighted share of the query's words a document contains, and
+    /// counts the query's codes it contains verbatim.
+    #[test]
+    fn coverage_weighs_words_by_rarity_and_counts_codes() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = TextIndex::create(&dir.path().join("text"), false).unwrap();
+        let docs = [
+            "refund for order NW-15699 please",
+            "refund for order NW-15609",
+            "the order shipped",
+            "the order was late",
+            "an unrelated note",
+        ];
+        for (i, content) in docs.iter().enumerate() {
+            let chunk = Chunk::new(format!("c{i}"), *content);
+            text.add_document(DocId::new(i as u64), &Document::Chunk(chunk))
+                .unwrap();
+        }
+        text.commit(1).unwrap();
+        text.reload().unwrap();
+        let query = text.analyze("refund order NW-15699");
+        assert_eq!(query.codes(), ["nw-15699"]);
+        let all: Vec<DocId> = (0..docs.len() as u64).map(DocId::new).collect();
+        let coverage = text.coverage(&query, &all).unwrap();
+        let of = |i: u64| coverage.get(&DocId::new(i)).copied().unwrap_or_default();
+        assert!((of(0).words - 1.0).abs() < 1e-6, "{:?}", of(0));
+        assert_eq!(of(0).codes, 1);
+        // The look-alike shares `refund`, `order` and `nw`, not the number nor the code.
+        assert!(of(1).words > 0.3 && of(1).words < 0.9, "{:?}", of(1));
+        assert_eq!(of(1).codes, 0);
+        // `order` is common: covering it alone is worth less than covering `refund`.
+        assert!(
+            of(2).words < of(1).words && of(2).words > 0.0,
+            "{:?}",
+            of(2)
+        );
+        assert_eq!(of(4), Coverage::default());
+    }
 
     /// `score_docs` (seek to each document) gives exactly the scores of a full visit, over
     /// several segments and with deleted documents.

@@ -21,7 +21,7 @@ use crate::catalog::{Catalog, DocFilter};
 use crate::id::DocId;
 
 pub use self::graph::HnswParams;
-pub(crate) use self::graph::{Graph, Manifest, best_cosine};
+pub(crate) use self::graph::{Graph, Manifest};
 
 /// The graph of one kind and how far it covers the change sequence.
 pub(crate) struct KindGraph {
@@ -198,9 +198,12 @@ impl VectorIndex {
             from_graph.clear();
             collect(graph.search(query, fetch, Some(&accept)), &mut from_graph);
         }
-        for (doc, cosine) in from_graph {
-            let slot = best.entry(doc).or_insert(f32::NEG_INFINITY);
-            *slot = slot.max(cosine);
+        // The graph's distance is that of the vector it reached: the document's best
+        // cosine is taken over all its vectors (a rule's patterns and centroid).
+        for doc in from_graph.into_keys() {
+            if let Some(vectors) = catalog.get(doc).and_then(|e| e.vectors.as_ref()) {
+                best.insert(doc, vectors.best(query).0);
+            }
         }
         (top_k(catalog, best, k), plan)
     }

@@ -372,3 +372,134 @@ fn config_file_and_environment_overrides() {
         stderr(&output)
     );
 }
+
+#[test]
+fn an_out_of_scope_message_gets_no_rule_exit_1_and_one_json_line() {
+    let (dir, index) = indexed();
+    let output = ruche(&["search", &index, "what is the weather tomorrow"]);
+    assert_code(&output, 1);
+    assert!(
+        stdout(&output).starts_with("no hits: no candidate is relevant"),
+        "{}",
+        stdout(&output)
+    );
+    let output = ruche(&["search", &index, "what is the weather tomorrow", "--json"]);
+    assert_code(&output, 1);
+    let line: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(line["hits"], Value::Array(Vec::new()));
+    assert!(line["query_id"].is_string());
+    assert!(line["abstained"].as_str().unwrap().contains("relevance"));
+    // With the gate off, the nearest rule comes back.
+    let output = ruche(&[
+        "search",
+        &index,
+        "what is the weather tomorrow",
+        "--json",
+        "--min-relevance",
+        "0",
+        "--top-k",
+        "2",
+    ]);
+    assert_code(&output, 0);
+    let line: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(line["hits"].as_array().unwrap().len(), 2);
+    // A batch prints one line per query, in input order, hits or not.
+    let queries = write(
+        dir.path(),
+        "mixed.jsonl",
+        "{\"id\": \"a\", \"text\": \"what is the weather tomorrow\"}\n{\"id\": \"b\", \"text\": \"I want a refund\"}\n{\"id\": \"c\", \"text\": \"xyzzy qwerty plugh\"}\n",
+    );
+    let output = ruche(&["search", &index, "--batch", &queries, "--json"]);
+    assert_code(&output, 0);
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let got: Vec<(&str, usize)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["id"].as_str().unwrap(),
+                l["hits"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    assert_eq!(got, [("a", 0), ("b", 1), ("c", 0)]);
+    // A bad threshold is a usage error.
+    let output = ruche(&["search", &index, "refund", "--min-relevance", "3"]);
+    assert_code(&output, 2);
+    assert!(
+        stderr(&output).contains("min_relevance"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn explain_shows_the_gate_the_query_signals_and_the_pattern_that_matched() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = write(
+        dir.path(),
+        "rules.jsonl",
+        r#"{"id": "refund", "condition": "customer asks for a refund", "action": "refund", "patterns": ["I want my money back", "reimburse me"]}
+{"id": "declined", "condition": "a payment was declined", "action": "ask for the code", "patterns": ["it says PAY_DECLINED_51"]}
+"#,
+    );
+    let index = dir.path().join("index").to_str().unwrap().to_string();
+    assert_code(&ruche(&["index", &index, "--rules", &rules]), 0);
+    let output = ruche(&["search", &index, "I want my money back", "--explain"]);
+    assert_code(&output, 0);
+    let text = stdout(&output);
+    assert!(
+        text.contains("matched pattern 1: \"I want my money back\""),
+        "{text}"
+    );
+    assert!(text.contains("gate: min_relevance 0.500"), "{text}");
+    assert!(
+        text.contains("query: keywords [want, money, back]"),
+        "{text}"
+    );
+    let output = ruche(&[
+        "search",
+        &index,
+        "checkout says PAY_DECLINED_51",
+        "--explain",
+        "--json",
+    ]);
+    assert_code(&output, 0);
+    let line: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(line["hits"][0]["id"], "declined");
+    assert_eq!(line["hits"][0]["gate"], "exact_code");
+    assert_eq!(line["gate"]["codes"][0], "pay_declined_51");
+    assert_eq!(line["analysis"]["entities"][0]["text"], "PAY_DECLINED_51");
+}
+
+#[test]
+fn each_selection_is_one_structured_log_event() {
+    let (_dir, index) = indexed();
+    let output = Command::new(env!("CARGO_BIN_EXE_ruche"))
+        .args(["search", &index, "I want a refund"])
+        .env("RUCHE_LOG", "info")
+        .env("RUCHE_LOG_FORMAT", "json")
+        .output()
+        .unwrap();
+    assert_code(&output, 0);
+    let events: Vec<Value> = stderr(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let event = &events[0];
+    assert_eq!(event["message"], "selection");
+    assert_eq!(event["kind"], "rule");
+    assert!(event["query_id"].as_str().unwrap().starts_with('q'));
+    for key in [
+        "strategy",
+        "input_count",
+        "output_count",
+        "cutoff_score",
+        "metadata",
+    ] {
+        assert!(!event[key].is_null(), "{key} in {event}");
+    }
+}

@@ -113,8 +113,12 @@ fn create_default(dir: &Path) -> Engine {
     engine
 }
 
+/// A search with the relevance gate off: these tests are about what each leg finds
+/// (`relevance.rs` tests the gate).
 fn search(engine: &Engine, request: SearchRequest) -> SearchResponse {
-    engine.search(&request.top_k(10)).unwrap()
+    engine
+        .search(&request.top_k(10).min_relevance(0.0))
+        .unwrap()
 }
 
 #[track_caller]

@@ -199,6 +199,7 @@ fn vectors_rank_chunks_and_fill_missing_leg_scores() {
         .search(
             &SearchRequest::chunks("gamma")
                 .embedding(vec![1.0, 0.1])
+                .min_relevance(0.0)
                 .top_k(3),
         )
         .unwrap();

@@ -9,3 +9,4 @@ mod engine;
 mod feedback;
 mod persistence;
 mod ranking;
+mod relevance;

@@ -96,6 +96,7 @@ fn top10(engine: &Engine, query: &[f32]) -> Vec<(String, f64)> {
             &SearchRequest::chunks("")
                 .embedding(query.to_vec())
                 .chunk_weights(vector_only())
+                .min_relevance(0.0)
                 .top_k(10),
         )
         .unwrap()

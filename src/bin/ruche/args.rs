@@ -118,11 +118,16 @@ pub struct SearchArgs {
     /// Required chunk metadata entry (repeatable).
     #[arg(long = "filter", value_name = "KEY=VALUE")]
     pub filters: Vec<String>,
-    /// Exactly the N best hits (no selection strategy).
+    /// At most the N best hits that pass the relevance gate (no selection strategy);
+    /// with `--min-relevance 0`, exactly N when N match.
     #[arg(long, value_name = "N")]
     pub top_k: Option<usize>,
+    /// Return only hits whose relevance (0 to 1) reaches this, instead of the configured
+    /// `relevance.<kind>.min_relevance` (0.5); 0 turns the relevance gate off.
+    #[arg(long, value_name = "X")]
+    pub min_relevance: Option<f64>,
     /// The k-selection strategy (elbow, adaptive_k, entropy, clustering, fixed_k,
-    /// autocut) instead of the configured one.
+    /// autocut, band) instead of the configured one.
     #[arg(long, value_name = "NAME")]
     pub strategy: Option<String>,
     /// A parameter of --strategy (repeatable), e.g. `alpha=2.0`.

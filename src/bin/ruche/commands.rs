@@ -167,6 +167,7 @@ fn defaults(config: &Config, args: &SearchArgs) -> Result<QueryDefaults> {
             .map(|pair| input::key_value(pair))
             .collect::<Result<_>>()?,
         top_k: args.top_k,
+        min_relevance: args.min_relevance,
         now: args.now.as_deref().map(input::timestamp).transpose()?,
         selection: args
             .strategy
@@ -218,6 +219,7 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
         tags: Vec::new(),
         filters: Default::default(),
         top_k: None,
+        min_relevance: None,
         now: None,
         note: None,
     };

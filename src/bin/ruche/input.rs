@@ -80,6 +80,7 @@ pub struct QueryLine {
     #[serde(default)]
     pub filters: BTreeMap<String, serde_json::Value>,
     pub top_k: Option<usize>,
+    pub min_relevance: Option<f64>,
     pub now: Option<Timestamp>,
     /// Free text describing the query (ignored by the engine; the demo prints it).
     pub note: Option<String>,
@@ -97,6 +98,7 @@ pub struct QueryDefaults {
     pub tags: Vec<String>,
     pub filters: Vec<(String, String)>,
     pub top_k: Option<usize>,
+    pub min_relevance: Option<f64>,
     pub now: Option<Timestamp>,
     pub selection: Option<SelectionConfig>,
     pub max_k: Option<usize>,
@@ -154,6 +156,9 @@ impl QueryLine {
         }
         if let Some(k) = self.top_k.or(defaults.top_k) {
             request = request.top_k(k);
+        }
+        if let Some(min_relevance) = self.min_relevance.or(defaults.min_relevance) {
+            request = request.min_relevance(min_relevance);
         }
         if let Some(now) = self.now.or(defaults.now) {
             request = request.now(now);

@@ -18,13 +18,7 @@ use clap::Parser;
 use crate::args::{Cli, Command};
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("RUCHE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -41,6 +35,33 @@ fn main() -> ExitCode {
             let _ = writeln!(stderr, "ruche: {}", one_line(&format!("{err:#}")));
             ExitCode::from(2)
         }
+    }
+}
+
+/// Logs on stderr. `RUCHE_LOG` is a level (`info`: ruche's events at info, the
+/// dependencies' at warn, so one `selection` event per search and none of tantivy's
+/// merges) or a full filter (`ruche=debug,tantivy=info`); `RUCHE_LOG_FORMAT=json` writes
+/// one JSON object per event.
+fn init_logging() {
+    let spec = std::env::var("RUCHE_LOG").unwrap_or_default();
+    let spec = spec.trim();
+    let filter = if spec.is_empty() {
+        "warn".to_string()
+    } else if spec.contains('=') || spec.contains(',') {
+        spec.to_string()
+    } else {
+        format!("warn,ruche={spec}")
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let json = std::env::var("RUCHE_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
+    if json {
+        builder.json().flatten_event(true).init();
+    } else {
+        builder.init();
     }
 }
 

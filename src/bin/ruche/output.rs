@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use ruche::{Document, Hit, SearchResponse};
+use ruche::{Document, GateDecision, Hit, SearchResponse, VectorMatch};
 use serde_json::{Map, Value, json};
 
 /// One hit as a JSON object: id, score, and its breakdown (chunks: relevance,
@@ -17,6 +17,10 @@ pub fn hit_json(hit: &Hit, explain: bool) -> Value {
     object.insert("bm25_norm".into(), json!(b.bm25_normalized));
     object.insert("vector_norm".into(), json!(b.vector_normalized));
     object.insert("hybrid".into(), json!(b.hybrid));
+    object.insert("text_coverage".into(), json!(b.text_coverage));
+    if b.codes_matched > 0 {
+        object.insert("codes_matched".into(), json!(b.codes_matched));
+    }
     if let Some(priority) = b.priority_term {
         object.insert("priority_term".into(), json!(priority));
     }
@@ -25,6 +29,7 @@ pub fn hit_json(hit: &Hit, explain: bool) -> Value {
     }
     for (key, value) in [
         ("relevance", b.relevance),
+        ("code_term", b.code_term),
         ("importance", b.importance),
         ("recency", b.recency),
     ] {
@@ -32,6 +37,7 @@ pub fn hit_json(hit: &Hit, explain: bool) -> Value {
             object.insert(key.into(), json!(value));
         }
     }
+    object.insert("gate".into(), json!(b.gate));
     let mut legs = Vec::new();
     if b.found_by.text {
         legs.push("text");
@@ -41,6 +47,9 @@ pub fn hit_json(hit: &Hit, explain: bool) -> Value {
     }
     object.insert("legs".into(), json!(legs));
     if explain {
+        if let Some(matched) = matched_vector(hit) {
+            object.insert("matched".into(), json!(matched));
+        }
         match hit.document.as_ref() {
             Document::Rule(rule) => {
                 object.insert("condition".into(), json!(rule.condition));
@@ -59,6 +68,22 @@ pub fn hit_json(hit: &Hit, explain: bool) -> Value {
     Value::Object(object)
 }
 
+/// What matched the query best in the vector leg, in words: a rule's pattern (quoted),
+/// its text, or its patterns as a whole.
+fn matched_vector(hit: &Hit) -> Option<String> {
+    let matched = hit.breakdown.vector_match?;
+    Some(match (matched, hit.document.as_ref()) {
+        (VectorMatch::Pattern(i), Document::Rule(rule)) => {
+            format!("pattern {}: \"{}\"", i + 1, rule.patterns.get(i)?)
+        }
+        (VectorMatch::Centroid, _) => {
+            "the rule as a whole (centroid of its text and patterns)".into()
+        }
+        (VectorMatch::Text, Document::Rule(_)) => "the condition and action".into(),
+        _ => return None,
+    })
+}
+
 /// The JSON line of one response (batch and `--json` output).
 pub fn response_json(id: Option<&Value>, response: &SearchResponse, explain: bool) -> Value {
     let mut object = Map::new();
@@ -71,7 +96,12 @@ pub fn response_json(id: Option<&Value>, response: &SearchResponse, explain: boo
         Value::Array(response.hits.iter().map(|h| hit_json(h, explain)).collect()),
     );
     object.insert("timings_us".into(), json!(response.timings));
+    if let Some(reason) = response.gate.abstention_reason() {
+        object.insert("abstained".into(), json!(reason));
+    }
     if explain {
+        object.insert("gate".into(), json!(response.gate));
+        object.insert("analysis".into(), json!(response.analysis));
         object.insert("selection".into(), json!(response.selection));
         object.insert("fusion".into(), json!(response.fusion));
         object.insert(
@@ -120,7 +150,10 @@ pub fn write_table(
     explain: bool,
 ) -> std::io::Result<()> {
     if response.hits.is_empty() {
-        writeln!(out, "no hits")?;
+        match response.gate.abstention_reason() {
+            Some(reason) => writeln!(out, "no hits: {reason}")?,
+            None => writeln!(out, "no hits")?,
+        }
     }
     for (rank, hit) in response.hits.iter().enumerate() {
         let b = &hit.breakdown;
@@ -154,13 +187,52 @@ pub fn write_table(
             if let (Some(p), Some(s)) = (b.priority_term, b.scope_term) {
                 write!(out, "  priority {p:.3}  scope {s:.3}")?;
             }
-            if let (Some(r), Some(i), Some(t)) = (b.relevance, b.importance, b.recency) {
-                write!(out, "  relevance {r:.3}  importance {i:.3}  recency {t:.3}")?;
+            if let (Some(i), Some(t)) = (b.importance, b.recency) {
+                write!(out, "  importance {i:.3}  recency {t:.3}")?;
+            }
+            writeln!(out)?;
+            let gate = match (b.gate, b.relevance) {
+                (GateDecision::ExactCode, _) => format!(
+                    "contains {} code(s) of the query (+{:.3})",
+                    b.codes_matched,
+                    b.code_term.unwrap_or(0.0)
+                ),
+                (GateDecision::Relevant, Some(r)) => format!("relevance {r:.3}"),
+                (_, Some(r)) => format!("relevance {r:.3} (gate off)"),
+                (_, None) => "no query: gate off".into(),
+            };
+            write!(
+                out,
+                "    passed: {gate}  text coverage {:.3}",
+                b.text_coverage
+            )?;
+            if let Some(matched) = matched_vector(hit) {
+                write!(out, "  matched {}", shorten(&matched, 70))?;
             }
             writeln!(out)?;
         }
     }
     if explain {
+        let g = &response.gate;
+        write!(
+            out,
+            "gate: min_relevance {:.3} ({:?} calibration), {} passed, {} rejected",
+            g.min_relevance, g.family, g.passed, g.rejected
+        )?;
+        if let Some((id, relevance)) = &g.best_rejected {
+            write!(out, "; best rejected {id} ({relevance:.3})")?;
+        }
+        writeln!(out)?;
+        let a = &response.analysis;
+        let entities: Vec<&str> = a.entities.iter().map(|e| e.text.as_str()).collect();
+        writeln!(
+            out,
+            "query: keywords [{}], entities [{}], codes [{}]{}",
+            a.keywords.join(", "),
+            entities.join(", "),
+            g.codes.join(", "),
+            if a.is_question { ", a question" } else { "" }
+        )?;
         let s = &response.selection;
         writeln!(
             out,

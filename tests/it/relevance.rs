@@ -1,0 +1,334 @@
+//! Relevance first: the gate abstains when nothing matches, exact identifiers come first,
+//! and priority, scope, importance and recency only order what passes the gate.
+
+#[path = "../../examples/common/identifiers.rs"]
+mod identifiers;
+
+use std::path::Path;
+
+use proptest::prelude::*;
+use ruche::{
+    Chunk, Config, Document, Engine, ErrorKind, GateDecision, Hit, Rule, Scope, SearchRequest,
+    Timestamp,
+};
+
+use crate::common::ids;
+
+/// The bundled sample rules (`index_data/rules.toml`).
+fn sample_rules() -> Vec<Rule> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("index_data/rules.toml");
+    let value: toml::Value = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    value["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_value(serde_json::to_value(r).unwrap()).unwrap())
+        .collect()
+}
+
+fn sample_engine() -> Engine {
+    let engine = Engine::builder().temporary().unwrap();
+    engine.upsert_rules(sample_rules()).unwrap();
+    engine.commit().unwrap();
+    engine
+}
+
+#[test]
+fn out_of_scope_messages_get_no_rule_and_say_why() {
+    let engine = sample_engine();
+    for text in [
+        "what is the weather tomorrow",
+        "ok",
+        "xyzzy qwerty plugh",
+        "1234",
+        "who won the football game last night",
+    ] {
+        let response = engine.search(&SearchRequest::rules(text)).unwrap();
+        assert!(
+            response.hits.is_empty(),
+            "{text}: {:?}",
+            ids(&response.hits)
+        );
+        let reason = response.gate.abstention_reason().expect("a reason");
+        assert!(reason.contains("relevance"), "{text}: {reason}");
+        let (_, best) = response.gate.best_rejected.clone().expect("a near miss");
+        assert!(best < response.gate.min_relevance);
+    }
+    // The same index answers what it is about, with the pattern that matched.
+    let response = engine
+        .search(&SearchRequest::rules("I want my money back"))
+        .unwrap();
+    assert_eq!(ids(&response.hits)[0], "refund-request");
+    assert_eq!(response.hits[0].breakdown.gate, GateDecision::Relevant);
+    assert!(response.gate.abstention_reason().is_none());
+}
+
+#[test]
+fn the_gate_can_be_turned_off_and_top_k_then_returns_exactly_k() {
+    let engine = sample_engine();
+    let request = SearchRequest::rules("what is the weather tomorrow").top_k(5);
+    assert!(engine.search(&request).unwrap().hits.is_empty());
+    let open = engine.search(&request.min_relevance(0.0)).unwrap();
+    assert_eq!(open.hits.len(), 5);
+    assert!(
+        open.hits
+            .iter()
+            .all(|h| h.breakdown.gate == GateDecision::Open)
+    );
+}
+
+#[test]
+fn min_relevance_is_validated_in_requests_and_config() {
+    let engine = sample_engine();
+    for bad in [-0.1, 1.5, f64::NAN] {
+        let err = engine
+            .search(&SearchRequest::rules("refund").min_relevance(bad))
+            .unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::InvalidInput { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("min_relevance"), "{err}");
+    }
+    let err = Config::from_toml("[relevance.rules]\nmin_relevance = 2.0\n").unwrap_err();
+    let ErrorKind::InvalidConfig { key, .. } = err.kind() else {
+        panic!("{err}")
+    };
+    assert_eq!(key, "relevance.rules.min_relevance");
+}
+
+/// A rule set where priorities say nothing about the message.
+fn intents(priorities: &[i32; 4]) -> Vec<Rule> {
+    vec![
+        Rule::new("refund", "the customer wants a refund", "start the refund")
+            .with_priority(priorities[0])
+            .with_patterns(["I want my money back", "please refund my order"]),
+        Rule::new(
+            "shipping",
+            "the customer asks where the parcel is",
+            "track it",
+        )
+        .with_priority(priorities[1])
+        .with_patterns(["where is my package", "my parcel has not arrived"]),
+        Rule::new(
+            "password",
+            "the customer cannot log in",
+            "send a reset link",
+        )
+        .with_priority(priorities[2])
+        .with_patterns(["I forgot my password", "I can't sign in"]),
+        Rule::new(
+            "cancel",
+            "the customer wants to cancel the subscription",
+            "confirm the cancellation",
+        )
+        .with_priority(priorities[3])
+        .with_patterns(["stop my subscription", "cancel my plan please"]),
+    ]
+}
+
+#[test]
+fn a_relevant_rule_of_low_priority_beats_an_irrelevant_one_of_high_priority() {
+    let engine = Engine::builder().temporary().unwrap();
+    engine.upsert_rules(intents(&[10, 90, 95, 100])).unwrap();
+    engine.commit().unwrap();
+    for (text, expected) in [
+        ("can I get my money back for this order", "refund"),
+        ("where is my package, it is late", "shipping"),
+        ("I forgot my password again", "password"),
+    ] {
+        let response = engine.search(&SearchRequest::rules(text)).unwrap();
+        assert_eq!(ids(&response.hits).first(), Some(&expected), "{text}");
+    }
+}
+
+/// The ids a search returns, as a set, and whether each passed the gate.
+fn hit_set(hits: &[Hit]) -> Vec<String> {
+    let mut ids: Vec<String> = hits.iter().map(|h| h.id.clone()).collect();
+    ids.sort();
+    ids
+}
+
+const QUERIES: &[&str] = &[
+    "I want my money back",
+    "where is my parcel",
+    "cannot sign in to my account",
+    "cancel it",
+    "what is the weather tomorrow",
+    "refund the package",
+    "hello",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Priority and scope never decide *whether* a rule is returned, only the order of
+    /// rules that pass the gate: the same query returns the same set of rules whatever the
+    /// priorities and scopes, and every hit passed the gate.
+    #[test]
+    fn priority_and_scope_never_lift_a_rule_past_the_gate(
+        a in prop::array::uniform4(0i32..=100),
+        b in prop::array::uniform4(0i32..=100),
+        scoped in prop::array::uniform4(any::<bool>()),
+    ) {
+        let build = |priorities: &[i32; 4], scoped: Option<&[bool; 4]>| {
+            let engine = Engine::builder().temporary().unwrap();
+            let rules = intents(priorities).into_iter().enumerate().map(|(i, rule)| {
+                match scoped {
+                    Some(s) if s[i] => rule.with_scope(Scope::step("flow", "now")),
+                    _ => rule,
+                }
+            });
+            engine.upsert_rules(rules).unwrap();
+            engine.commit().unwrap();
+            engine
+        };
+        let first = build(&a, None);
+        let second = build(&b, Some(&scoped));
+        for text in QUERIES {
+            let request = SearchRequest::rules(*text).scenario("flow").step("now").top_k(10);
+            let one = first.search(&request).unwrap();
+            let two = second.search(&request).unwrap();
+            prop_assert_eq!(hit_set(&one.hits), hit_set(&two.hits), "{}", text);
+            for hit in one.hits.iter().chain(&two.hits) {
+                let relevance = hit.breakdown.relevance.unwrap();
+                prop_assert!(relevance >= one.gate.min_relevance, "{} {}", hit.id, relevance);
+            }
+        }
+    }
+
+    /// The same for chunks: importance and recency order what passes the gate.
+    #[test]
+    fn importance_and_recency_never_lift_a_chunk_past_the_gate(
+        importance in prop::array::uniform6(1u8..=10),
+        age_days in prop::array::uniform6(0i64..400),
+    ) {
+        let now: Timestamp = "2026-11-21T12:00:00Z".parse().unwrap();
+        let texts = [
+            "Customer prefers to be contacted by email, never by phone.",
+            "The replacement tent was shipped on Monday with UPS.",
+            "Refund of the duplicate charge was issued to the card.",
+            "Customer asked about the warranty of the hiking boots.",
+            "Promised a callback tomorrow between two and four.",
+            "Customer is allergic to wool and wants synthetic socks.",
+        ];
+        let build = |weighted: bool| {
+            let engine = Engine::builder().temporary().unwrap();
+            engine.upsert_chunks(texts.iter().enumerate().map(|(i, text)| {
+                let chunk = Chunk::new(format!("c{i}"), *text);
+                if weighted {
+                    chunk
+                        .with_importance(importance[i])
+                        .with_created_at(Timestamp::from_unix_millis(
+                            now.unix_millis() - age_days[i] * 86_400_000,
+                        ))
+                } else {
+                    chunk
+                }
+            })).unwrap();
+            engine.commit().unwrap();
+            engine
+        };
+        let (plain, weighted) = (build(false), build(true));
+        for text in ["how should we contact the customer", "where is the tent", "weather on mars", "refund"] {
+            let request = SearchRequest::chunks(text).now(now).top_k(10);
+            let one = plain.search(&request).unwrap();
+            let two = weighted.search(&request).unwrap();
+            prop_assert_eq!(hit_set(&one.hits), hit_set(&two.hits), "{}", text);
+        }
+    }
+}
+
+fn contains(hit: &Hit, identifier: &str) -> bool {
+    match hit.document.as_ref() {
+        Document::Chunk(chunk) => chunk.content.contains(identifier),
+        _ => false,
+    }
+}
+
+/// Notes that name order numbers, tickets, SKUs, lots and error codes, with look-alikes
+/// one digit off, random importance and dates: the note that contains the identifier
+/// asked about comes first, and no note without it outranks one with it.
+#[test]
+fn exact_identifiers_come_first_whatever_importance_and_recency() {
+    let (notes, queries) = identifiers::generate(3_000, 150, 21);
+    let engine = Engine::builder().temporary().unwrap();
+    engine
+        .upsert_chunks(notes.iter().map(|note| {
+            Chunk::new(&note.id, &note.content)
+                .with_importance(note.importance)
+                .with_created_at(Timestamp::from_unix_millis(note.created_at * 1000))
+                .with_context(&note.context_id)
+        }))
+        .unwrap();
+    engine.commit().unwrap();
+    let now: Timestamp = identifiers::NOW.parse().unwrap();
+    for q in &queries {
+        let response = engine
+            .search(&SearchRequest::chunks(&q.text).now(now).top_k(10))
+            .unwrap();
+        assert!(
+            response
+                .hits
+                .first()
+                .is_some_and(|h| contains(h, &q.identifier)),
+            "{}: {:?}",
+            q.text,
+            ids(&response.hits)
+        );
+        let first_without = response
+            .hits
+            .iter()
+            .position(|h| !contains(h, &q.identifier))
+            .unwrap_or(response.hits.len());
+        assert!(
+            response.hits[first_without..]
+                .iter()
+                .all(|h| !contains(h, &q.identifier)),
+            "{}: a note without the identifier outranks one with it",
+            q.text
+        );
+        assert_eq!(response.hits[0].breakdown.gate, GateDecision::ExactCode);
+        // The default selection keeps the notes that name it and nothing else.
+        let selected = engine
+            .search(&SearchRequest::chunks(&q.text).now(now))
+            .unwrap();
+        assert!(
+            !selected.hits.is_empty() && selected.hits.iter().all(|h| contains(h, &q.identifier)),
+            "{}: {:?}",
+            q.text,
+            ids(&selected.hits)
+        );
+    }
+}
+
+#[test]
+fn a_look_alike_identifier_is_not_a_match() {
+    let engine = Engine::builder().temporary().unwrap();
+    engine
+        .upsert_chunks([
+            Chunk::new("exact", "Order NW-15699 shipped late.").with_importance(1),
+            Chunk::new(
+                "look-alike",
+                "Order NW-15609 shipped late, a refund is due.",
+            )
+            .with_importance(10)
+            .with_created_at("2026-11-21T11:00:00Z".parse().unwrap()),
+        ])
+        .unwrap();
+    engine.commit().unwrap();
+    let response = engine
+        .search(
+            &SearchRequest::chunks("any update on NW-15699")
+                .now("2026-11-21T12:00:00Z".parse().unwrap())
+                .top_k(5),
+        )
+        .unwrap();
+    assert_eq!(ids(&response.hits)[0], "exact");
+    assert_eq!(response.hits[0].breakdown.codes_matched, 1);
+    assert_eq!(response.gate.codes, ["nw-15699"]);
+    if let Some(other) = response.hits.get(1) {
+        assert_eq!(other.breakdown.codes_matched, 0);
+        assert!(other.score < response.hits[0].score);
+    }
+}
