@@ -34,7 +34,7 @@ use ruche::{Rule, SearchRequest, StaticEmbedder};
 #[path = "common/data.rs"]
 mod data;
 
-use data::{Res, read_csv, read_jsonl, read_npy};
+use data::{Res, read_csv};
 
 /// The shipped defaults, `(spec, adaptive, patterns_in_text, max_candidates)` of a kind.
 fn shipped(kind: Kind) -> (FusionSpec, bool, bool, usize) {
@@ -153,10 +153,13 @@ impl Bench<'_> {
         cands: usize,
         top_k: usize,
     ) -> Res<ruche::SearchResponse> {
+        // The relevance gate off: this measures the ranking (`examples/relevance.rs`
+        // measures the gate).
         let mut request = SearchRequest::new(self.kind, q.text.clone())
             .fusion(spec)
             .adaptive(adaptive)
             .max_candidates(cands)
+            .min_relevance(0.0)
             .top_k(top_k);
         if let Some(vector) = &q.vector {
             request = request.embedding(vector.clone());
@@ -265,46 +268,23 @@ fn summary(rows: &[(String, f64, f64, f64)], metric: &str) {
 // # SciFact
 
 fn scifact(eval: &Path) -> Res<()> {
-    let dir = eval.join("scifact");
     let started = Instant::now();
     let mut config = Config::default();
     config.pipeline.retrieval.max_candidates = 1; // Set per request.
     config.pipeline.retrieval.exact_scan_threshold = 100_000;
     let engine = Engine::builder().config(config).temporary()?;
-    let docs = read_jsonl(&dir.join("corpus.jsonl"))?;
-    let vectors = read_npy(&dir.join("minilm_corpus.f32.npy"))?;
-    engine.upsert_chunks(docs.iter().zip(vectors).map(|(doc, vector)| {
-        let content = format!(
-            "{} {}",
-            doc["title"].as_str().unwrap_or(""),
-            doc["text"].as_str().unwrap_or("")
-        );
-        Chunk::new(doc["_id"].as_str().unwrap_or_default(), content.trim()).with_embedding(vector)
-    }))?;
+    let (docs, claims) = data::scifact(eval)?;
+    engine.upsert_chunks(
+        docs.iter()
+            .map(|a| Chunk::new(&a.id, &a.content).with_embedding(a.vector.clone())),
+    )?;
     engine.commit()?;
-    let mut qrels: HashMap<String, Qrels> = HashMap::new();
-    for line in std::fs::read_to_string(dir.join("qrels/train.tsv"))?
-        .lines()
-        .skip(1)
-    {
-        let f: Vec<&str> = line.split('\t').collect();
-        qrels
-            .entry(f[0].into())
-            .or_default()
-            .insert(f[1].into(), f[2].trim().parse()?);
-    }
-    let texts = read_jsonl(&dir.join("queries.train.jsonl"))?;
-    let vectors = read_npy(&dir.join("minilm_queries.train.f32.npy"))?;
-    let queries: Vec<Query> = texts
-        .iter()
-        .zip(vectors)
-        .filter_map(|(q, vector)| {
-            let qrels = qrels.get(q["_id"].as_str()?)?.clone();
-            Some(Query {
-                text: q["text"].as_str()?.into(),
-                vector: Some(vector),
-                qrels,
-            })
+    let queries: Vec<Query> = claims
+        .into_iter()
+        .map(|c| Query {
+            text: c.text,
+            vector: Some(c.vector),
+            qrels: c.qrels,
         })
         .collect();
     println!(

@@ -34,12 +34,12 @@ mod data;
 #[path = "common/identifiers.rs"]
 mod identifiers;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use data::{Res, read_csv, read_jsonl, read_npy};
+use data::{Res, read_csv, read_jsonl};
 use rand::prelude::*;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -286,38 +286,19 @@ struct SciFact {
 }
 
 fn scifact_index(eval: &Path) -> Res<SciFact> {
-    let dir = eval.join("scifact");
+    let (abstracts, claims) = data::scifact(eval)?;
     let engine = Engine::builder()
         .embedder_spec(EmbedderSpec::None)
         .temporary()?;
-    let docs = read_jsonl(&dir.join("corpus.jsonl"))?;
-    let vectors = read_npy(&dir.join("minilm_corpus.f32.npy"))?;
-    engine.upsert_chunks(docs.iter().zip(vectors).map(|(doc, vector)| {
-        let content = format!(
-            "{} {}",
-            doc["title"].as_str().unwrap_or(""),
-            doc["text"].as_str().unwrap_or("")
-        );
-        Chunk::new(doc["_id"].as_str().unwrap_or_default(), content.trim()).with_embedding(vector)
-    }))?;
+    engine.upsert_chunks(
+        abstracts
+            .into_iter()
+            .map(|a| Chunk::new(a.id, a.content).with_embedding(a.vector)),
+    )?;
     engine.commit()?;
-    let mut qrels: HashMap<String, HashSet<String>> = HashMap::new();
-    for line in std::fs::read_to_string(dir.join("qrels/train.tsv"))?
-        .lines()
-        .skip(1)
-    {
-        let f: Vec<&str> = line.split('\t').collect();
-        qrels.entry(f[0].into()).or_default().insert(f[1].into());
-    }
-    let texts = read_jsonl(&dir.join("queries.train.jsonl"))?;
-    let vectors = read_npy(&dir.join("minilm_queries.train.f32.npy"))?;
-    let queries = texts
-        .iter()
-        .zip(vectors)
-        .filter_map(|(q, vector)| {
-            let relevant = qrels.get(q["_id"].as_str()?)?.clone();
-            Some((q["text"].as_str()?.to_string(), vector, relevant))
-        })
+    let queries = claims
+        .into_iter()
+        .map(|c| (c.text, c.vector, c.qrels.into_keys().collect()))
         .collect();
     Ok(SciFact { engine, queries })
 }
@@ -422,29 +403,34 @@ fn scifact(setup: &Setup) -> Res<()> {
 fn identifiers_bench(setup: &Setup, n: usize) -> Res<()> {
     let started = Instant::now();
     let (notes, queries) = identifiers::generate(n, 500, 7);
-    let engine = setup.engine(Config::default())?;
-    for batch in notes.chunks(5_000) {
-        engine.upsert_chunks(batch.iter().map(|note| {
-            Chunk::new(&note.id, &note.content)
-                .with_importance(note.importance)
-                .with_created_at(Timestamp::from_unix_millis(note.created_at * 1000))
-                .with_context(&note.context_id)
-        }))?;
-    }
-    engine.commit()?;
+    let build = |config: Config| -> Res<Engine> {
+        let engine = setup.engine(config)?;
+        for batch in notes.chunks(5_000) {
+            engine.upsert_chunks(batch.iter().map(|note| {
+                Chunk::new(&note.id, &note.content)
+                    .with_importance(note.importance)
+                    .with_created_at(Timestamp::from_unix_millis(note.created_at * 1000))
+                    .with_context(&note.context_id)
+            }))?;
+        }
+        engine.commit()?;
+        Ok(engine)
+    };
+    let engine = build(Config::default())?;
     let indexed = started.elapsed();
+    // As before the relevance gate: seed 001's weights over every candidate, no gate, no
+    // code boost.
+    let mut before = Config::default();
+    before.scoring.chunks = ruche::ChunkWeights::default();
+    before.relevance.chunks.min_relevance = 0.0;
+    before.relevance.code_boost = 0.0;
+    let before = build(before)?;
     let now: Timestamp = identifiers::NOW.parse()?;
-    let measure = |min_relevance: Option<f64>, seed_weights: bool| -> Res<(f64, f64)> {
+    let measure = |engine: &Engine| -> Res<(f64, f64)> {
         let results: Vec<(bool, bool)> = queries
             .par_iter()
             .map(|q| {
-                let mut request = SearchRequest::chunks(q.text.clone()).now(now).top_k(10);
-                if let Some(m) = min_relevance {
-                    request = request.min_relevance(m);
-                }
-                if seed_weights {
-                    request = request.chunk_weights(ruche::ChunkWeights::default());
-                }
+                let request = SearchRequest::chunks(q.text.clone()).now(now).top_k(10);
                 let hits = engine.search(&request)?.hits;
                 let holds = |h: &Hit| match h.document.as_ref() {
                     ruche::Document::Chunk(c) => c.content.contains(&q.identifier),
@@ -468,17 +454,15 @@ fn identifiers_bench(setup: &Setup, n: usize) -> Res<()> {
     let silent = unrelated
         .par_iter()
         .map(|m| {
-            Ok(engine
-                .search(&SearchRequest::chunks(m.text.clone()).now(now))?
-                .hits
-                .is_empty())
+            let request = SearchRequest::chunks(m.text.clone()).now(now);
+            Ok(engine.search(&request)?.hits.is_empty())
         })
         .collect::<Res<Vec<bool>>>()?;
     let silent = silent.iter().filter(|s| **s).count() as f64 / silent.len() as f64;
-    let (first, top10) = measure(None, false)?;
-    let (seed_first, seed_top10) = measure(Some(0.0), true)?;
+    let (first, top10) = measure(&engine)?;
+    let (before_first, before_top10) = measure(&before)?;
     println!(
-        "\n## Identifiers, {}: {n} notes, {} queries (indexed in {:.1} s)\n\nfirst hit holds the identifier: {first:.3} (within the top 10: {top10:.3}); with seed 001's weights applied to every candidate and no gate: {seed_first:.3} ({seed_top10:.3}); {} unrelated messages (CLINC150) answered with no note: {silent:.3}",
+        "\n## Identifiers, {}: {n} notes, {} queries (indexed in {:.1} s)\n\nfirst hit holds the identifier: {first:.3} (within the top 10: {top10:.3}); before the gate (seed 001's weights over every candidate, no code boost): {before_first:.3} ({before_top10:.3}); {} CLINC150 messages answered with no note: {silent:.3}",
         setup.name,
         queries.len(),
         indexed.as_secs_f64(),
@@ -752,8 +736,7 @@ fn at_half(mut w: Weights, t: f64) -> Weights {
 /// vectors and the setup's embedder (which must then be all-MiniLM-L6-v2) for the
 /// messages; else the setup's embedder for everything.
 fn chunk_samples(setup: &Setup, minilm: bool, legs: Legs) -> Res<Vec<Sample>> {
-    let dir = setup.eval.join("scifact");
-    let docs = read_jsonl(&dir.join("corpus.jsonl"))?;
+    let (abstracts, claims) = data::scifact(&setup.eval)?;
     let mut config = Config::default();
     config.pipeline.retrieval.max_candidates = 10;
     let engine = match (legs, minilm) {
@@ -763,47 +746,25 @@ fn chunk_samples(setup: &Setup, minilm: bool, legs: Legs) -> Res<Vec<Sample>> {
             .temporary()?,
         _ => setup.engine(config)?,
     };
-    let vectors = if minilm && legs != Legs::Text {
-        read_npy(&dir.join("minilm_corpus.f32.npy"))?
-            .into_iter()
-            .map(Some)
-            .collect()
-    } else {
-        vec![None; docs.len()]
-    };
-    engine.upsert_chunks(docs.iter().zip(vectors).map(|(doc, vector)| {
-        let content = format!(
-            "{} {}",
-            doc["title"].as_str().unwrap_or(""),
-            doc["text"].as_str().unwrap_or("")
-        );
-        let chunk = Chunk::new(doc["_id"].as_str().unwrap_or_default(), content.trim());
-        match vector {
-            Some(v) => chunk.with_embedding(v),
-            None => chunk,
+    let given = minilm && legs != Legs::Text;
+    engine.upsert_chunks(abstracts.into_iter().map(|a| {
+        let chunk = Chunk::new(a.id, a.content);
+        if given {
+            chunk.with_embedding(a.vector)
+        } else {
+            chunk
         }
     }))?;
     engine.commit()?;
-    let mut qrels: HashMap<String, HashSet<String>> = HashMap::new();
-    for line in std::fs::read_to_string(dir.join("qrels/train.tsv"))?
-        .lines()
-        .skip(1)
-    {
-        let f: Vec<&str> = line.split('\t').collect();
-        qrels.entry(f[0].into()).or_default().insert(f[1].into());
-    }
-    let claims = read_jsonl(&dir.join("queries.train.jsonl"))?;
-    let claim_vectors = read_npy(&dir.join("minilm_queries.train.f32.npy"))?;
     // (text, given vector, relevant ids: None for an unrelated message)
     type ChunkQuery = (String, Option<Vec<f32>>, Option<HashSet<String>>);
-    let mut queries: Vec<ChunkQuery> = Vec::new();
-    for (claim, vector) in claims.iter().zip(claim_vectors) {
-        let id = claim["_id"].as_str().unwrap_or_default();
-        if let Some(relevant) = qrels.get(id) {
-            let text = claim["text"].as_str().unwrap_or_default().to_string();
-            queries.push((text, minilm.then_some(vector), Some(relevant.clone())));
-        }
-    }
+    let mut queries: Vec<ChunkQuery> = claims
+        .into_iter()
+        .map(|c| {
+            let relevant = c.qrels.into_keys().collect();
+            (c.text, minilm.then_some(c.vector), Some(relevant))
+        })
+        .collect();
     let mut messages = clinc_file(&setup.eval, "oos_val.jsonl")?;
     let mut val = clinc_file(&setup.eval, "val.jsonl")?;
     val.shuffle(&mut ChaCha8Rng::seed_from_u64(13));

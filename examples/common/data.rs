@@ -60,3 +60,69 @@ pub fn read_csv(path: &Path) -> Res<Vec<Vec<String>>> {
     }
     Ok(rows)
 }
+
+/// One SciFact abstract: its id, `title + " " + text`, and its MiniLM vector.
+pub struct Abstract {
+    pub id: String,
+    pub content: String,
+    pub vector: Vec<f32>,
+}
+
+/// One SciFact claim with relevance judgements: its text, its MiniLM vector, and the
+/// relevant abstracts with their grade.
+pub struct Claim {
+    pub text: String,
+    pub vector: Vec<f32>,
+    pub qrels: std::collections::HashMap<String, u32>,
+}
+
+/// SciFact train (`eval/scifact`): the abstracts, and the claims that have judgements.
+pub fn scifact(eval: &Path) -> Res<(Vec<Abstract>, Vec<Claim>)> {
+    let dir = eval.join("scifact");
+    let docs = read_jsonl(&dir.join("corpus.jsonl"))?;
+    let vectors = read_npy(&dir.join("minilm_corpus.f32.npy"))?;
+    let abstracts = docs
+        .iter()
+        .zip(vectors)
+        .map(|(doc, vector)| {
+            let content = format!(
+                "{} {}",
+                doc["title"].as_str().unwrap_or(""),
+                doc["text"].as_str().unwrap_or("")
+            );
+            Abstract {
+                id: doc["_id"].as_str().unwrap_or_default().to_string(),
+                content: content.trim().to_string(),
+                vector,
+            }
+        })
+        .collect();
+    let mut qrels: std::collections::HashMap<String, std::collections::HashMap<String, u32>> =
+        std::collections::HashMap::new();
+    for line in std::fs::read_to_string(dir.join("qrels/train.tsv"))?
+        .lines()
+        .skip(1)
+    {
+        let f: Vec<&str> = line.split('\t').collect();
+        if let [query, doc, grade, ..] = f.as_slice() {
+            qrels
+                .entry((*query).into())
+                .or_default()
+                .insert((*doc).into(), grade.trim().parse()?);
+        }
+    }
+    let texts = read_jsonl(&dir.join("queries.train.jsonl"))?;
+    let vectors = read_npy(&dir.join("minilm_queries.train.f32.npy"))?;
+    let claims = texts
+        .iter()
+        .zip(vectors)
+        .filter_map(|(q, vector)| {
+            Some(Claim {
+                text: q["text"].as_str()?.to_string(),
+                qrels: qrels.get(q["_id"].as_str()?)?.clone(),
+                vector,
+            })
+        })
+        .collect();
+    Ok((abstracts, claims))
+}

@@ -457,28 +457,10 @@ impl TextIndex {
             .map_err(tantivy_err)?;
         let mut targets: Vec<(u32, DocId)> = Vec::with_capacity(docs.len());
         for segment in searcher.segment_readers() {
-            let ids = segment
-                .inverted_index(self.fields.doc_id)
-                .map_err(tantivy_err)?;
-            let alive = segment.alive_bitset();
-            targets.clear();
-            for &doc in docs {
-                let term = Term::from_field_u64(self.fields.doc_id, doc.as_u64());
-                let Some(postings) = ids
-                    .read_postings(&term, IndexRecordOption::Basic)
-                    .map_err(|err| tantivy_err(err.into()))?
-                else {
-                    continue;
-                };
-                let seg_doc = postings.doc();
-                if seg_doc != TERMINATED && alive.is_none_or(|alive| alive.is_alive(seg_doc)) {
-                    targets.push((seg_doc, doc));
-                }
-            }
+            self.locate(segment, docs, &mut targets)?;
             if targets.is_empty() {
                 continue;
             }
-            targets.sort_unstable();
             let mut scorer = weight.scorer(segment, 1.0).map_err(tantivy_err)?;
             for &(seg_doc, doc) in &targets {
                 let mut at = scorer.doc();
@@ -494,6 +476,37 @@ impl TextIndex {
             }
         }
         Ok(scores)
+    }
+
+    /// The live documents of `docs` in `segment`, as `(segment doc, doc)` sorted by
+    /// segment doc, into `targets` (cleared first). Each is located through its `doc_id`
+    /// term.
+    fn locate(
+        &self,
+        segment: &tantivy::SegmentReader,
+        docs: &[DocId],
+        targets: &mut Vec<(u32, DocId)>,
+    ) -> Result<()> {
+        let ids = segment
+            .inverted_index(self.fields.doc_id)
+            .map_err(tantivy_err)?;
+        let alive = segment.alive_bitset();
+        targets.clear();
+        for &doc in docs {
+            let term = Term::from_field_u64(self.fields.doc_id, doc.as_u64());
+            let Some(postings) = ids
+                .read_postings(&term, IndexRecordOption::Basic)
+                .map_err(|err| tantivy_err(err.into()))?
+            else {
+                continue;
+            };
+            let seg_doc = postings.doc();
+            if seg_doc != TERMINATED && alive.is_none_or(|alive| alive.is_alive(seg_doc)) {
+                targets.push((seg_doc, doc));
+            }
+        }
+        targets.sort_unstable();
+        Ok(())
     }
 
     /// How much of `query` each of `docs` contains: the idf-weighted fraction of its
@@ -526,28 +539,10 @@ impl TextIndex {
         let idf_sum: f32 = idf.iter().sum();
         let mut targets: Vec<(u32, DocId)> = Vec::with_capacity(docs.len());
         for segment in searcher.segment_readers() {
-            let ids = segment
-                .inverted_index(self.fields.doc_id)
-                .map_err(tantivy_err)?;
-            let alive = segment.alive_bitset();
-            targets.clear();
-            for &doc in docs {
-                let term = Term::from_field_u64(self.fields.doc_id, doc.as_u64());
-                let Some(postings) = ids
-                    .read_postings(&term, IndexRecordOption::Basic)
-                    .map_err(|err| tantivy_err(err.into()))?
-                else {
-                    continue;
-                };
-                let seg_doc = postings.doc();
-                if seg_doc != TERMINATED && alive.is_none_or(|alive| alive.is_alive(seg_doc)) {
-                    targets.push((seg_doc, doc));
-                }
-            }
+            self.locate(segment, docs, &mut targets)?;
             if targets.is_empty() {
                 continue;
             }
-            targets.sort_unstable();
             let fields = [
                 (self.fields.words, &parts.words),
                 (self.fields.ident, &parts.codes),
