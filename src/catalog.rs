@@ -104,6 +104,13 @@ impl Vectors {
     }
 }
 
+fn version_hash(doc: DocId, seq: u64) -> u64 {
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&doc.as_u64().to_le_bytes());
+    bytes[8..].copy_from_slice(&seq.to_le_bytes());
+    xxhash_rust::xxh3::xxh3_64(&bytes)
+}
+
 /// What a search admits, checked against every candidate of both legs.
 #[derive(Debug, Clone)]
 pub(crate) struct DocFilter<'a> {
@@ -202,6 +209,9 @@ pub(crate) struct Catalog {
     /// User ids to live versions, by kind and tenant (rebuilt from the documents at
     /// open: the store keeps no separate id map).
     ids: [HashMap<String, HashMap<String, DocId>>; 2],
+    /// XOR of a hash of `(DocId, seq)` over the live documents: which versions are live,
+    /// in 8 bytes (see [`Catalog::digest`]).
+    digest: u64,
 }
 
 impl Catalog {
@@ -241,7 +251,17 @@ impl Catalog {
     }
 
     /// Adds a live document version.
+    /// A digest of the live versions: equal digests mean (but for a 2^-64 chance) the
+    /// same documents at the same versions. Kept up to date by insert and remove.
+    pub(crate) fn digest(&self) -> u64 {
+        self.digest
+    }
+
     pub(crate) fn insert(&mut self, doc_id: DocId, entry: Entry) {
+        self.digest ^= version_hash(doc_id, entry.seq);
+        if let Some(old) = self.entries.get(&doc_id) {
+            self.digest ^= version_hash(doc_id, old.seq);
+        }
         let doc = &entry.doc;
         let ids = &mut self.ids[usize::from(doc.kind().as_u8())];
         match ids.get_mut(doc.tenant_id()) {
@@ -291,6 +311,7 @@ impl Catalog {
     /// Removes a document version; returns it if it was live.
     pub(crate) fn remove(&mut self, doc_id: DocId) -> Option<Entry> {
         let entry = self.entries.remove(&doc_id)?;
+        self.digest ^= version_hash(doc_id, entry.seq);
         let doc = &entry.doc;
         let ids = &mut self.ids[usize::from(doc.kind().as_u8())];
         if let Some(map) = ids.get_mut(doc.tenant_id()) {

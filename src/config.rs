@@ -316,11 +316,20 @@ impl Config {
     /// [`ErrorKind::InvalidConfig`](crate::ErrorKind::InvalidConfig) naming the key.
     pub fn validate(&self) -> Result<()> {
         let retrieval = &self.pipeline.retrieval;
-        if retrieval.max_k == 0 {
-            return Err(Error::invalid_config(
-                "pipeline.retrieval.max_k",
-                "must be at least 1",
-            ));
+        let most = crate::engine::MAX_COUNT;
+        for (key, value) in [
+            ("pipeline.retrieval.max_k", retrieval.max_k),
+            (
+                "pipeline.retrieval.max_candidates",
+                retrieval.max_candidates,
+            ),
+        ] {
+            if !(1..=most).contains(&value) {
+                return Err(Error::invalid_config(
+                    key,
+                    format!("must be between 1 and {most}, got {value}"),
+                ));
+            }
         }
         if retrieval.min_k > retrieval.max_k {
             return Err(Error::invalid_config(
@@ -337,12 +346,7 @@ impl Config {
         retrieval
             .memory_selection
             .validate("pipeline.retrieval.memory_selection")?;
-        if retrieval.max_candidates == 0 {
-            return Err(Error::invalid_config(
-                "pipeline.retrieval.max_candidates",
-                "must be at least 1",
-            ));
-        }
+
         self.relevance.validate("relevance")?;
         self.fusion.rules.validate("fusion.rules")?;
         self.fusion.chunks.validate("fusion.chunks")?;

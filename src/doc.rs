@@ -229,11 +229,13 @@ impl Rule {
                 check_name("step_id", step_id)?;
             }
         }
-        if self.condition.trim().is_empty() {
-            return Err(Error::invalid_input(format!(
-                "rule `{}`: `condition` must not be empty",
-                self.id
-            )));
+        for (field, value) in [("condition", &self.condition), ("action", &self.action)] {
+            if value.trim().is_empty() {
+                return Err(Error::invalid_input(format!(
+                    "rule `{}`: `{field}` must not be empty or blank",
+                    self.id
+                )));
+            }
         }
         for tag in &self.tags {
             check_name("tags", tag)?;
@@ -420,6 +422,12 @@ impl Chunk {
                 check_name(field, value)?;
             }
         }
+        if self.content.trim().is_empty() {
+            return Err(Error::invalid_input(format!(
+                "chunk `{}`: `content` must not be empty or blank",
+                self.id
+            )));
+        }
         check_importance(self.importance)
             .map_err(|message| Error::invalid_input(format!("chunk `{}`: {message}", self.id)))?;
         if let Some(embedding) = &self.embedding {
@@ -440,8 +448,10 @@ pub(crate) fn check_importance(importance: Option<u8>) -> std::result::Result<()
 }
 
 fn check_name(field: &str, value: &str) -> Result<()> {
-    if value.is_empty() {
-        return Err(Error::invalid_input(format!("`{field}` must not be empty")));
+    if value.trim().is_empty() {
+        return Err(Error::invalid_input(format!(
+            "`{field}` must not be empty or blank"
+        )));
     }
     if value.len() > MAX_NAME_LEN {
         return Err(Error::invalid_input(format!(

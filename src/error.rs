@@ -29,7 +29,10 @@ pub struct Error {
 #[non_exhaustive]
 pub enum ErrorKind {
     /// An operating-system I/O error (reading input, writing the index).
-    Io,
+    Io {
+        /// The file or directory, when known.
+        path: Option<PathBuf>,
+    },
     /// The index directory is locked by another process or another open `Engine`.
     Locked {
         /// The index directory.
@@ -43,6 +46,12 @@ pub enum ErrorKind {
     /// An index already exists where a new one was to be created.
     IndexExists {
         /// The path that was given to `create`.
+        path: PathBuf,
+    },
+    /// A new index was to be created in a directory that holds other files: the engine
+    /// never writes among files it does not own.
+    NotAnIndex {
+        /// The directory.
         path: PathBuf,
     },
     /// The index was written in an on-disk format this version cannot read.
@@ -180,7 +189,8 @@ impl Error {
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ErrorKind::Io => write!(f, "I/O error"),
+            ErrorKind::Io { path: None } => write!(f, "I/O error"),
+            ErrorKind::Io { path: Some(path) } => write!(f, "I/O error on {}", path.display()),
             ErrorKind::Locked { path } => write!(
                 f,
                 "index {} is locked by another process (or another open engine)",
@@ -196,6 +206,11 @@ impl fmt::Display for ErrorKind {
             ErrorKind::IndexExists { path } => {
                 write!(f, "an index already exists at {}", path.display())
             }
+            ErrorKind::NotAnIndex { path } => write!(
+                f,
+                "{} is not empty and holds no index: create an index in a new or empty directory",
+                path.display()
+            ),
             ErrorKind::IncompatibleFormat { found, expected } => write!(
                 f,
                 "index format version {found} is not supported (this build reads version {expected})"
@@ -265,6 +280,19 @@ impl From<ErrorKind> for Error {
 
 impl From<std::io::Error> for Error {
     fn from(err: std::io::Error) -> Error {
-        Error::with_source(ErrorKind::Io, err)
+        Error::with_source(ErrorKind::Io { path: None }, err)
+    }
+}
+
+impl Error {
+    /// An I/O error on `path`; the message names the path and the cause
+    /// (`I/O error on /data/idx/LOCK: Permission denied (os error 13)`).
+    pub(crate) fn io_at(path: &std::path::Path, err: std::io::Error) -> Error {
+        Error::with_source(
+            ErrorKind::Io {
+                path: Some(path.to_path_buf()),
+            },
+            err,
+        )
     }
 }

@@ -117,7 +117,9 @@ pub use crate::doc::{Chunk, DEFAULT_TENANT, Document, Rule, Scope};
 #[cfg(feature = "bert")]
 pub use crate::embed::BertEmbedder;
 pub use crate::embed::{Embedder, EmbedderSpec, StaticEmbedder};
-pub use crate::engine::{CounterStats, Engine, EngineBuilder, GraphStats, Stats};
+pub use crate::engine::{
+    CheckReport, CounterStats, Damage, Engine, EngineBuilder, GraphStats, RepairReport, Stats,
+};
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::feedback::{FeedbackEntry, FeedbackWindow, Leg, LegFeedback};
 pub use crate::fusion::{

@@ -41,6 +41,7 @@ pub struct EngineBuilder {
     pub(crate) embedder_spec: Option<EmbedderSpec>,
     pub(crate) dimensions: Option<usize>,
     pub(crate) cache_bytes: u64,
+    pub(crate) wait: std::time::Duration,
 }
 
 impl std::fmt::Debug for EngineBuilder {
@@ -54,6 +55,7 @@ impl std::fmt::Debug for EngineBuilder {
             .field("embedder_spec", &self.embedder_spec)
             .field("dimensions", &self.dimensions)
             .field("cache_bytes", &self.cache_bytes)
+            .field("wait", &self.wait)
             .finish()
     }
 }
@@ -66,6 +68,7 @@ impl Default for EngineBuilder {
             embedder_spec: None,
             dimensions: None,
             cache_bytes: 64 << 20,
+            wait: std::time::Duration::ZERO,
         }
     }
 }
@@ -107,6 +110,16 @@ impl EngineBuilder {
     /// The size of sled's page cache in bytes.
     pub fn cache_bytes(mut self, bytes: u64) -> EngineBuilder {
         self.cache_bytes = bytes;
+        self
+    }
+
+    /// When another process (or engine) holds the index, waits up to `wait` for it to
+    /// close instead of failing at once with
+    /// [`ErrorKind::Locked`](crate::ErrorKind::Locked) (default: no wait). The lock is
+    /// an operating-system file lock: it is released when its holder exits, crashed or
+    /// not.
+    pub fn wait(mut self, wait: std::time::Duration) -> EngineBuilder {
+        self.wait = wait;
         self
     }
 

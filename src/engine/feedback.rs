@@ -17,6 +17,10 @@ const QUERY_LOG_BATCH: usize = 256;
 
 const TEXT_BIT: u8 = 1;
 const VECTOR_BIT: u8 = 2;
+/// Feedback was recorded for the query (once per query).
+const GIVEN_BIT: u8 = 4;
+/// The recorded feedback said useful.
+const USEFUL_BIT: u8 = 8;
 
 impl Engine {
     /// Records whether the response of search `query_id` was useful, crediting the legs
@@ -26,22 +30,41 @@ impl Engine {
     /// with at least 10 records gets its weight multiplied by `0.2 + useful_rate * 1.6`
     /// in later searches.
     ///
+    /// A query's feedback counts once: giving the same answer again changes nothing,
+    /// and a contradicting answer is an error.
+    ///
     /// # Errors
     ///
     /// [`ErrorKind::NotFound`] when the query id is unknown (never issued, or older than
-    /// the last 10,000 searches with hits); storage errors.
+    /// the last 10,000 searches with hits); [`ErrorKind::InvalidInput`] when the query
+    /// already has the other answer; storage errors.
     pub fn feedback(&self, query_id: &str, useful: bool) -> Result<FeedbackWindow> {
         let inner = &self.inner;
+        let mut window = inner.lock_feedback();
         let legs = inner.logged_query(query_id)?.ok_or_else(|| {
             Error::new(ErrorKind::NotFound {
                 what: format!("query `{query_id}` (no search with hits has this id)"),
             })
         })?;
+        if legs & GIVEN_BIT != 0 {
+            let given = legs & USEFUL_BIT != 0;
+            if given == useful {
+                return Ok(window.clone());
+            }
+            return Err(Error::invalid_input(format!(
+                "query `{query_id}` was already marked {}; feedback counts once per query",
+                if given { "useful" } else { "not useful" }
+            )));
+        }
         let found_by = Legs {
             text: legs & TEXT_BIT != 0,
             vector: legs & VECTOR_BIT != 0,
         };
-        let mut window = inner.lock_feedback();
+        // Marked first: a crash between the two loses this feedback rather than
+        // letting a retry count it twice.
+        let marked = legs | GIVEN_BIT | if useful { USEFUL_BIT } else { 0 };
+        inner.flush_query_log()?;
+        inner.store.log_queries(&[(query_id.to_string(), marked)])?;
         window.record(found_by, useful);
         inner.store.save_feedback(window.entries())?;
         Ok(window.clone())

@@ -84,11 +84,11 @@ pub(super) fn open_text(
             Err(err) => tracing::warn!(error = %err, "text index could not catch up; rebuilding"),
         },
         Ok((_, seq)) => {
-            tracing::warn!(
-                text_seq = seq,
-                store_seq = last_seq,
-                "text index ahead of store; rebuilding"
-            )
+            // The store is the source of truth, but one that is behind a derived index lost
+            // committed data: never "catch up" the intact copy downward to it.
+            return Err(Error::corrupt(format!(
+                "store/db is behind the text index (change {last_seq} < {seq}): the store                  lost committed data; run `ruche check` and `ruche repair`, or restore a backup"
+            )));
         }
         Err(err) => tracing::warn!(
             error = %err,
@@ -210,10 +210,21 @@ fn worker_loop(inner: &Inner) {
         let mut state = signal.state.lock().unwrap_or_else(|p| p.into_inner());
         state.busy = true;
     }
+    /// Marks the checkpoints loaded when dropped, even if loading panicked, so that no
+    /// reader waits forever.
+    struct Loaded<'a>(&'a super::WorkerSignal);
+    impl Drop for Loaded<'_> {
+        fn drop(&mut self) {
+            self.0.set_loaded();
+        }
+    }
     let phase = std::time::Instant::now();
     let dimensions = inner.store.meta().dimensions;
-    if let Err(err) = load_graphs(&inner.store, &inner.vectors, &inner.counters, dimensions) {
-        tracing::warn!(error = %err, "graph checkpoints could not be read; rebuilding");
+    {
+        let _loaded = Loaded(signal);
+        if let Err(err) = load_graphs(&inner.store, &inner.vectors, &inner.counters, dimensions) {
+            tracing::warn!(error = %err, "graph checkpoints could not be read; rebuilding");
+        }
     }
     tracing::debug!(
         elapsed_ms = phase.elapsed().as_millis() as u64,

@@ -6,8 +6,10 @@
 //! in-memory [`Catalog`] holds the live documents that filters check.
 
 mod builder;
+mod check;
 mod feedback;
 mod maintain;
+mod manifest;
 mod reembed;
 mod search;
 mod write;
@@ -33,6 +35,8 @@ use crate::vector::VectorIndex;
 use crate::{Error, ErrorKind, Kind, Result};
 
 pub use self::builder::EngineBuilder;
+pub use self::check::{CheckReport, Damage, RepairReport};
+pub(crate) use self::search::MAX_COUNT;
 
 /// An open index: rules and chunks on disk, searchable by text and vector.
 ///
@@ -109,6 +113,9 @@ pub(crate) struct WorkerSignal {
     pub(crate) wake: Condvar,
     pub(crate) idle: Condvar,
     pub(crate) stop: AtomicBool,
+    /// Set once the graph checkpoints have been loaded (or found missing) at open.
+    pub(crate) loaded: Mutex<bool>,
+    pub(crate) loaded_cv: Condvar,
 }
 
 pub(crate) struct WorkerState {
@@ -225,6 +232,10 @@ impl Engine {
         temp_dir: Option<tempfile::TempDir>,
     ) -> Result<Engine> {
         builder.config.validate()?;
+        if mode != OpenMode::Create {
+            // A reembed that stopped half-way is finished or rolled back first.
+            reembed::recover(dir)?;
+        }
         let store_dir = dir.join(STORE_DIR);
         let exists = store_dir.exists();
         let create = match (mode, exists) {
@@ -241,6 +252,11 @@ impl Engine {
             (OpenMode::Create, false) | (OpenMode::OpenOrCreate, false) => true,
             (_, true) => false,
         };
+        if create && !is_empty_or_missing(dir)? {
+            return Err(Error::new(ErrorKind::NotAnIndex {
+                path: dir.to_path_buf(),
+            }));
+        }
         let spec = builder.embedder_spec.as_ref().map(EmbedderSpec::absolute);
         let explicit = builder.embedder.is_some() || spec.is_some() || builder.dimensions.is_some();
         let mut embedder = builder.embedder.clone();
@@ -252,7 +268,7 @@ impl Engine {
         if create {
             std::fs::create_dir_all(dir)?;
         }
-        let lock_file = lock(dir)?;
+        let lock_file = lock(dir, builder.wait)?;
         let phase = std::time::Instant::now();
         let store = Store::open(&store_dir, create, builder.cache_bytes)?;
         tracing::debug!(
@@ -306,6 +322,18 @@ impl Engine {
             docs = catalog.len(),
             "catalog loaded"
         );
+        // The store must hold at least what the manifest says was committed: sled drops
+        // what it cannot read, so a damaged store can open with less and no error.
+        let found = manifest_of(&store, &catalog);
+        match manifest::read(dir)? {
+            Some(recorded) => {
+                manifest::verify(&recorded, &found)?;
+                if recorded != found {
+                    manifest::write(dir, &found)?;
+                }
+            }
+            None => manifest::write(dir, &found)?,
+        }
         let feedback = crate::feedback::FeedbackWindow::from_entries(store.feedback_entries()?);
         let counters = Counters::default();
         let phase = std::time::Instant::now();
@@ -408,6 +436,9 @@ impl Engine {
     /// Counts and state of the index.
     pub fn stats(&self) -> Stats {
         let inner = &self.inner;
+        // The graphs load from their checkpoints in the background after open: report
+        // them once loaded, not as empty.
+        inner.worker.wait_loaded();
         let meta = inner.store.meta();
         let catalog = inner.read_catalog();
         let graph_stats = |kind: Kind| {
@@ -521,6 +552,25 @@ impl WorkerSignal {
             wake: Condvar::new(),
             idle: Condvar::new(),
             stop: AtomicBool::new(false),
+            loaded: Mutex::new(false),
+            loaded_cv: Condvar::new(),
+        }
+    }
+
+    /// Records that the checkpoints are loaded.
+    pub(crate) fn set_loaded(&self) {
+        *self.loaded.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.loaded_cv.notify_all();
+    }
+
+    /// Waits until the checkpoints are loaded.
+    pub(crate) fn wait_loaded(&self) {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        while !*loaded {
+            loaded = self
+                .loaded_cv
+                .wait(loaded)
+                .unwrap_or_else(|p| p.into_inner());
         }
     }
 }
@@ -599,18 +649,97 @@ impl Inner {
 }
 
 /// Takes the index directory's lock, or fails with `Locked`.
-fn lock(dir: &Path) -> Result<File> {
+impl Engine {
+    /// Deletes the index in `dir`: the files and directories the engine owns there
+    /// (`store/`, `text/`, `MANIFEST`, `LOCK`). Anything else in `dir`, and `dir` itself,
+    /// are kept.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::IndexNotFound`] when `dir` holds no index,
+    /// [`ErrorKind::Locked`] when it is open, and I/O errors naming the path.
+    pub fn remove(dir: impl AsRef<Path>) -> Result<()> {
+        let dir = dir.as_ref();
+        if !dir.join(STORE_DIR).exists() {
+            return Err(Error::new(ErrorKind::IndexNotFound {
+                path: dir.to_path_buf(),
+            }));
+        }
+        let lock_file = lock(dir, std::time::Duration::ZERO)?;
+        for owned in [STORE_DIR, TEXT_DIR] {
+            let path = dir.join(owned);
+            match std::fs::remove_dir_all(&path) {
+                Ok(()) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => return Err(Error::io_at(&path, err)),
+            }
+        }
+        for owned in [manifest::MANIFEST_FILE, "MANIFEST.tmp"] {
+            let path = dir.join(owned);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => return Err(Error::io_at(&path, err)),
+            }
+        }
+        drop(lock_file);
+        let path = dir.join(LOCK_FILE);
+        std::fs::remove_file(&path).map_err(|err| Error::io_at(&path, err))?;
+        Ok(())
+    }
+}
+
+/// What the store and the catalog hold now, as the manifest records it.
+fn manifest_of(store: &Store, catalog: &crate::catalog::Catalog) -> manifest::Manifest {
+    manifest::Manifest {
+        store_format: crate::store::FORMAT_VERSION,
+        seq: store.meta().last_seq,
+        rules: catalog.count(Kind::Rule) as u64,
+        chunks: catalog.count(Kind::Chunk) as u64,
+        digest: catalog.digest(),
+    }
+}
+
+impl Inner {
+    /// Records the committed state in the manifest.
+    pub(crate) fn write_manifest(&self) -> Result<()> {
+        let found = manifest_of(&self.store, &self.read_catalog());
+        manifest::write(&self.dir, &found)
+    }
+}
+
+/// Whether `dir` is missing or an empty directory (the only places a new index goes).
+fn is_empty_or_missing(dir: &Path) -> Result<bool> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => Ok(entries.next().is_none()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        Err(err) => Err(Error::io_at(dir, err)),
+    }
+}
+
+/// Takes the index's exclusive lock, waiting up to `wait` for another holder to let go.
+fn lock(dir: &Path, wait: std::time::Duration) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(dir.join(LOCK_FILE))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::new(ErrorKind::Locked {
-            path: dir.to_path_buf(),
-        })),
-        Err(std::fs::TryLockError::Error(err)) => Err(err.into()),
+        .open(&path)
+        .map_err(|err| Error::io_at(&path, err))?;
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Error::new(ErrorKind::Locked {
+                    path: dir.to_path_buf(),
+                }));
+            }
+            Err(std::fs::TryLockError::Error(err)) => return Err(Error::io_at(&path, err)),
+        }
     }
 }
 

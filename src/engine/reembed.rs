@@ -29,11 +29,7 @@ impl Engine {
         let dir = dir.as_ref();
         let staging = sibling(dir, "reembed")?;
         let retired = sibling(dir, "reembed-old")?;
-        for path in [&staging, &retired] {
-            if path.exists() {
-                std::fs::remove_dir_all(path)?;
-            }
-        }
+        recover(dir)?;
         let old = Engine::builder().config(config.clone()).open(dir)?;
         let new = Engine::builder()
             .config(config)
@@ -58,11 +54,94 @@ impl Engine {
         new.inner.store.save_feedback(window.entries())?;
         new.close()?;
         drop(old);
-        std::fs::rename(dir, &retired)?;
-        std::fs::rename(&staging, dir)?;
-        std::fs::remove_dir_all(&retired)?;
+        let marker = staging.join(COMPLETE);
+        write_synced(&marker)?;
+        swap(dir, &staging, &retired)?;
         Ok(n_docs)
     }
+}
+
+/// Marks a staging index as complete: from then on a crash finishes the swap instead of
+/// discarding the new index.
+const COMPLETE: &str = "REEMBED_COMPLETE";
+
+fn write_synced(path: &Path) -> Result<()> {
+    let file = std::fs::File::create(path).map_err(|err| Error::io_at(path, err))?;
+    file.sync_all().map_err(|err| Error::io_at(path, err))?;
+    sync_parent(path)
+}
+
+/// Makes a rename or a new file in `path`'s directory durable.
+fn sync_parent(path: &Path) -> Result<()> {
+    let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    let dir = std::fs::File::open(parent).map_err(|err| Error::io_at(parent, err))?;
+    dir.sync_all().map_err(|err| Error::io_at(parent, err))
+}
+
+fn rename(from: &Path, to: &Path) -> Result<()> {
+    std::fs::rename(from, to).map_err(|err| Error::io_at(from, err))?;
+    sync_parent(to)
+}
+
+/// Puts the complete index `staging` in place of `dir`. Each step is a rename; a crash
+/// between any two is finished by [`recover`].
+fn swap(dir: &Path, staging: &Path, retired: &Path) -> Result<()> {
+    rename(dir, retired)?;
+    rename(staging, dir)?;
+    finish(dir, retired)
+}
+
+/// The last steps of a swap: the old copy goes, then the marker.
+fn finish(dir: &Path, retired: &Path) -> Result<()> {
+    if retired.exists() {
+        std::fs::remove_dir_all(retired).map_err(|err| Error::io_at(retired, err))?;
+    }
+    let marker = dir.join(COMPLETE);
+    std::fs::remove_file(&marker).map_err(|err| Error::io_at(&marker, err))?;
+    sync_parent(&marker)
+}
+
+/// Brings `dir` back to one complete index after a reembed that stopped at any step,
+/// never deleting the last complete copy.
+///
+/// - a complete staging index (its marker written) is swapped in, whether or not the old
+///   index was already moved aside;
+/// - an incomplete staging index is deleted, and an old index moved aside comes back;
+/// - the marker in `dir` means the swap happened: the old copy and the marker go.
+pub(crate) fn recover(dir: &Path) -> Result<()> {
+    let (Ok(staging), Ok(retired)) = (sibling(dir, "reembed"), sibling(dir, "reembed-old")) else {
+        return Ok(()); // `.` or `/`: no sibling can exist.
+    };
+    let present = |p: &Path| p.join("store").exists();
+    if dir.join(COMPLETE).exists() {
+        tracing::warn!(dir = %dir.display(), "finishing an interrupted reembed");
+        finish(dir, &retired)?;
+    }
+    if staging.exists() {
+        if staging.join(COMPLETE).exists() {
+            tracing::warn!(dir = %dir.display(), "swapping in the index an interrupted reembed completed");
+            if present(dir) {
+                rename(dir, &retired)?;
+            }
+            rename(&staging, dir)?;
+            finish(dir, &retired)?;
+        } else {
+            tracing::warn!(dir = %dir.display(), "discarding the incomplete index of an interrupted reembed");
+            std::fs::remove_dir_all(&staging).map_err(|err| Error::io_at(&staging, err))?;
+        }
+    }
+    if !present(dir) && present(&retired) {
+        tracing::warn!(dir = %dir.display(), "restoring the index an interrupted reembed moved aside");
+        if dir.exists() {
+            // Only an empty directory can be in the way: a rename does not replace one
+            // that holds files.
+            std::fs::remove_dir(dir).map_err(|err| Error::io_at(dir, err))?;
+        }
+        rename(&retired, dir)?;
+    }
+    Ok(())
 }
 
 fn without_vectors(doc: Document) -> Document {

@@ -591,11 +591,33 @@ fn validate(request: &SearchRequest) -> Result<()> {
             "`min_relevance` must be in 0..=1, got {min_relevance}"
         )));
     }
-    if request.top_k == Some(0) {
-        return Err(Error::invalid_input("`top_k` must be at least 1"));
+    for (name, value, least) in [
+        ("top_k", request.top_k, 1),
+        ("max_k", request.max_k, 1),
+        ("min_k", request.min_k, 0),
+        ("max_candidates", request.max_candidates, 1),
+    ] {
+        if let Some(value) = value
+            && !(least..=MAX_COUNT).contains(&value)
+        {
+            return Err(Error::invalid_input(format!(
+                "`{name}` must be between {least} and {MAX_COUNT}, got {value}"
+            )));
+        }
+    }
+    if let (Some(min_k), Some(max_k)) = (request.min_k, request.max_k)
+        && min_k > max_k
+    {
+        return Err(Error::invalid_input(format!(
+            "`min_k` ({min_k}) must not exceed `max_k` ({max_k})"
+        )));
     }
     Ok(())
 }
+
+/// The largest `top_k`, `max_k`, `min_k` or `max_candidates` a search accepts (and the
+/// configuration): enough for any agent, small enough to allocate.
+pub(crate) const MAX_COUNT: usize = 1_000_000;
 
 fn micros(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)

@@ -199,6 +199,7 @@ impl Engine {
         );
         text_result?;
         catalog_result?;
+        inner.write_manifest()?;
         let phase = std::time::Instant::now();
         inner.store.truncate_log(last_seq)?;
         tracing::debug!(

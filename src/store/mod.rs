@@ -17,7 +17,7 @@ use crate::id::DocId;
 use crate::{Error, ErrorKind, Kind, Result};
 
 use self::block::BlockEntry;
-pub(crate) use self::meta::Meta;
+pub(crate) use self::meta::{FORMAT_VERSION, Meta};
 pub(crate) use self::record::{DocRecord, LogEntry, StoredVectors};
 
 /// One change of a commit, with its `DocId`s and sequence number already assigned.
@@ -48,12 +48,27 @@ pub(crate) struct Store {
 impl Store {
     /// Opens (or, with `create`, initialises) the store under `path`.
     pub(crate) fn open(path: &Path, create: bool, cache_bytes: u64) -> Result<Store> {
-        let db = sled::Config::new()
-            .path(path)
-            .cache_capacity(cache_bytes)
-            .flush_every_ms(Some(500))
-            .open()
-            .map_err(|err| sled_error(err, path))?;
+        // The caller holds the index's LOCK, so a sled lock conflict can only be a
+        // handle of this process that is still shutting down (sled's flusher thread
+        // lets go of the file shortly after the last handle drops): wait for it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let db = loop {
+            let opened = sled::Config::new()
+                .path(path)
+                .cache_capacity(cache_bytes)
+                .flush_every_ms(Some(500))
+                .open()
+                .map_err(|err| sled_error(err, path));
+            match opened {
+                Err(err)
+                    if matches!(err.kind(), ErrorKind::Locked { .. })
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                other => break other?,
+            }
+        };
         let main = db.open_tree("main").map_err(sled_err)?;
         let embed_cache = db.open_tree("embed_cache").map_err(sled_err)?;
         let queries = db.open_tree("queries").map_err(sled_err)?;
@@ -166,6 +181,35 @@ impl Store {
             .flatten()
             .map(|entry| Ok((entry.doc, entry.record()?, entry.vectors()?)))
             .collect()
+    }
+
+    /// Every document that can still be read, as a document with the vectors its caller
+    /// supplied, and the number of blocks or entries that could not be (for salvaging a
+    /// damaged store).
+    pub(crate) fn read_salvageable(&self) -> (Vec<crate::Document>, usize) {
+        let mut docs = Vec::new();
+        let mut unreadable = 0;
+        for item in self.main.scan_prefix([keys::BLOCK]) {
+            let Ok((_, bytes)) = item else {
+                unreadable += 1;
+                continue;
+            };
+            let Ok(entries) = block::decode(&bytes) else {
+                unreadable += 1;
+                continue;
+            };
+            for entry in entries {
+                let doc = entry.record().and_then(|record| {
+                    let vectors = entry.vectors()?;
+                    record.to_document(vectors.as_ref())
+                });
+                match doc {
+                    Ok(doc) => docs.push(doc),
+                    Err(_) => unreadable += 1,
+                }
+            }
+        }
+        (docs, unreadable)
     }
 
     /// Log entries with a sequence number above `after`, in order.
@@ -299,6 +343,20 @@ impl Store {
             }
         }
         batch.insert(b"manifest".as_slice(), manifest);
+        tree.apply_batch(batch).map_err(sled_err)?;
+        self.db.flush().map_err(sled_err)?;
+        Ok(())
+    }
+
+    /// Removes the graph checkpoint of `kind` (the graph is then rebuilt from the
+    /// documents), durably.
+    pub(crate) fn clear_checkpoint(&self, kind: Kind) -> Result<()> {
+        let tree = self.graph_tree(kind);
+        let mut batch = sled::Batch::default();
+        for item in tree.iter() {
+            let (key, _) = item.map_err(sled_err)?;
+            batch.remove(key);
+        }
         tree.apply_batch(batch).map_err(sled_err)?;
         self.db.flush().map_err(sled_err)?;
         Ok(())
@@ -446,7 +504,7 @@ fn part_key(file_idx: usize, part_idx: usize) -> [u8; 6] {
 
 pub(crate) fn sled_err(err: sled::Error) -> Error {
     match err {
-        sled::Error::Io(io) => Error::with_source(ErrorKind::Io, io),
+        sled::Error::Io(io) => Error::with_source(ErrorKind::Io { path: None }, io),
         sled::Error::Corruption { .. } => Error::with_source(
             ErrorKind::Corrupt {
                 what: "the document store (sled)".to_string(),

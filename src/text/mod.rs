@@ -146,6 +146,22 @@ fn tantivy_err(err: tantivy::TantivyError) -> Error {
     Error::storage("tantivy", err)
 }
 
+/// Runs `f`, turning a panic into a `Corrupt` error: tantivy trusts its files, and a
+/// damaged one can make it panic (an offset read from garbage) instead of failing. A
+/// damaged file must never take the process down.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(Error::corrupt(format!(
+            "text index: {what} failed on damaged data ({message}); run `ruche check` and `ruche repair`"
+        )))
+    })
+}
+
 /// The commit payload: the last sequence number the index includes, and how rule text
 /// was built (an index built another way is rebuilt).
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -175,6 +191,12 @@ impl TextIndex {
     /// Fails when the directory holds no index, a corrupt one, or one of another schema;
     /// the engine then rebuilds it with [`TextIndex::create`].
     pub(crate) fn open(dir: &Path, patterns_in_text: bool) -> Result<(TextIndex, u64)> {
+        guarded("opening", || {
+            TextIndex::open_unguarded(dir, patterns_in_text)
+        })
+    }
+
+    fn open_unguarded(dir: &Path, patterns_in_text: bool) -> Result<(TextIndex, u64)> {
         let index = Index::open_in_dir(dir).map_err(tantivy_err)?;
         let (expected, fields) = schema();
         if index.schema() != expected {
@@ -200,10 +222,18 @@ impl TextIndex {
                 payload.analyzer_version
             )));
         }
-        Ok((
-            TextIndex::with_index(index, fields, patterns_in_text)?,
-            payload.seq,
-        ))
+        let text = TextIndex::with_index(index, fields, patterns_in_text)?;
+        // tantivy trusts its files: a flipped bit in a postings list would change answers
+        // silently. Every file's checksum is verified before the index is used.
+        let damaged = text.corrupted_files()?;
+        if !damaged.is_empty() {
+            let names: Vec<String> = damaged.iter().map(|f| f.display().to_string()).collect();
+            return Err(Error::corrupt(format!(
+                "text index: checksum mismatch in {}",
+                names.join(", ")
+            )));
+        }
+        Ok((text, payload.seq))
     }
 
     /// Creates an empty index in `dir`, replacing whatever is there.
@@ -324,7 +354,7 @@ impl TextIndex {
 
     /// Makes the last commit visible to searches.
     pub(crate) fn reload(&self) -> Result<()> {
-        self.reader.reload().map_err(tantivy_err)
+        guarded("reloading", || self.reader.reload().map_err(tantivy_err))
     }
 
     /// The number of documents searches see.
@@ -352,6 +382,18 @@ impl TextIndex {
     /// the top-k search skips documents that cannot make the cut, and the flag is `false`:
     /// use [`TextIndex::score_docs`] for the rest.
     pub(crate) fn search<'a>(
+        &self,
+        query: &TextQuery,
+        limit: usize,
+        accept: &dyn Fn(DocId) -> Option<&'a str>,
+        wanted: &HashSet<DocId>,
+    ) -> Result<TextHits> {
+        guarded("searching", || {
+            self.search_unguarded(query, limit, accept, wanted)
+        })
+    }
+
+    fn search_unguarded<'a>(
         &self,
         query: &TextQuery,
         limit: usize,
@@ -444,6 +486,14 @@ impl TextIndex {
         query: &TextQuery,
         docs: &[DocId],
     ) -> Result<HashMap<DocId, f32>> {
+        guarded("scoring", || self.score_docs_unguarded(query, docs))
+    }
+
+    fn score_docs_unguarded(
+        &self,
+        query: &TextQuery,
+        docs: &[DocId],
+    ) -> Result<HashMap<DocId, f32>> {
         let mut scores = HashMap::new();
         let Some(text_query) = query.to_query() else {
             return Ok(scores);
@@ -521,6 +571,16 @@ impl TextIndex {
         query: &TextQuery,
         docs: &[DocId],
     ) -> Result<HashMap<DocId, Coverage>> {
+        guarded("measuring coverage", || {
+            self.coverage_unguarded(query, docs)
+        })
+    }
+
+    fn coverage_unguarded(
+        &self,
+        query: &TextQuery,
+        docs: &[DocId],
+    ) -> Result<HashMap<DocId, Coverage>> {
         let mut out: HashMap<DocId, Coverage> = HashMap::new();
         let Some(parts) = query.query.as_ref() else {
             return Ok(out);
@@ -580,6 +640,17 @@ impl TextIndex {
             entry.words = entry.words.clamp(0.0, 1.0);
         }
         Ok(out)
+    }
+
+    /// The files of the index whose checksum does not match their content.
+    pub(crate) fn corrupted_files(&self) -> Result<Vec<std::path::PathBuf>> {
+        let mut files: Vec<_> = guarded("checking", || {
+            self.index.validate_checksum().map_err(tantivy_err)
+        })?
+        .into_iter()
+        .collect();
+        files.sort();
+        Ok(files)
     }
 
     /// The number of segments of the committed index.

@@ -148,11 +148,8 @@ impl Graph {
     }
 
     /// Reloads a dumped graph, after checking its files against the manifest.
-    pub(crate) fn load(
-        manifest: &Manifest,
-        files: &[Vec<u8>],
-        params: HnswParams,
-    ) -> Result<Graph> {
+    /// Checks the files of a checkpoint against the lengths and CRC-32s of its manifest.
+    pub(crate) fn verify(manifest: &Manifest, files: &[Vec<u8>]) -> Result<()> {
         if files.len() != manifest.files.len() {
             return Err(Error::corrupt("graph checkpoint: missing file"));
         }
@@ -161,6 +158,15 @@ impl Graph {
                 return Err(Error::corrupt("graph checkpoint: checksum mismatch"));
             }
         }
+        Ok(())
+    }
+
+    pub(crate) fn load(
+        manifest: &Manifest,
+        files: &[Vec<u8>],
+        params: HnswParams,
+    ) -> Result<Graph> {
+        Graph::verify(manifest, files)?;
         let phase = std::time::Instant::now();
         let dir = tempfile::tempdir()?;
         for (bytes, suffix) in files.iter().zip(["hnsw.graph", "hnsw.data"]) {

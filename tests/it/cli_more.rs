@@ -78,7 +78,16 @@ fn feedback_on_a_search_then_reset() {
         text.contains("text   1 of 1 useful, weight factor 1.000"),
         "{text}"
     );
+    // Once per query: the same answer again changes nothing, the other is refused.
+    let output = ruche(&["feedback", &index, query_id, "--useful"]);
+    assert_code(&output, 0);
+    assert!(stdout(&output).contains("text   1 of 1 useful"), "{}", stdout(&output));
     let output = ruche(&["feedback", &index, query_id, "--not-useful"]);
+    assert_code(&output, 2);
+    assert!(stderr(&output).contains("already marked useful"), "{}", stderr(&output));
+    let second = json(&["search", &index, "I want a refund", "--json"]);
+    let second = second["query_id"].as_str().unwrap();
+    let output = ruche(&["feedback", &index, second, "--not-useful"]);
     assert_code(&output, 0);
     assert!(
         stdout(&output).contains("text   1 of 2 useful"),

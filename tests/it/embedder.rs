@@ -433,7 +433,7 @@ fn texts_without_known_tokens_get_no_vector() {
         .unwrap();
     engine
         .upsert_chunks([
-            Chunk::new("empty", ""),
+            Chunk::new("empty", "ꙮꙮ"),
             Chunk::new("unknown", "ꙮꙮꙮ"),
             Chunk::new("refund", "asked for a refund of order 17"),
             Chunk::new("tea", "drinks green tea every morning"),

@@ -10,3 +10,4 @@ mod feedback;
 mod persistence;
 mod ranking;
 mod relevance;
+mod trust;

@@ -12,6 +12,11 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
+    /// When another process has the index open, wait up to SECONDS for it instead of
+    /// failing at once.
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 0.0)]
+    pub wait: f64,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -30,6 +35,11 @@ pub enum Command {
     Purge(PurgeArgs),
     /// Print counts and the state of the index.
     Stats(StatsArgs),
+    /// Verify every file of an index (exit 0 intact, 1 damaged, 2 on usage errors).
+    Check(StatsArgs),
+    /// Rebuild what is damaged; a damaged store is kept as store.damaged and what can be
+    /// read is salvaged (exit 0 repaired, 1 when documents were lost).
+    Repair(StatsArgs),
     /// Write every document back as JSONL (backup and migration).
     Export(ExportArgs),
     /// Re-embed every document with another embedder (the way to change models).
@@ -70,6 +80,10 @@ pub struct IndexArgs {
     /// Chunks: JSONL (one chunk per line); `-` for stdin.
     #[arg(long, value_name = "FILE")]
     pub chunks: Option<PathBuf>,
+    /// Rules and chunks mixed, as `ruche export` writes them (a line with `content` is a
+    /// chunk, one with `condition` a rule); `-` for stdin.
+    #[arg(long, value_name = "FILE")]
+    pub records: Option<PathBuf>,
     /// The embedder of a new index: `default` (the bundled static model), `none`,
     /// `static:DIR` or `bert:DIR`. An index keeps the embedder it was created with.
     /// Default: `default`, or none when the records carry their own vectors.
@@ -119,8 +133,8 @@ pub struct SearchArgs {
     #[arg(long = "filter", value_name = "KEY=VALUE")]
     pub filters: Vec<String>,
     /// At most the N best hits that pass the relevance gate (no selection strategy);
-    /// with `--min-relevance 0`, exactly N when N match.
-    #[arg(long, value_name = "N")]
+    /// with `--min-relevance 0`, exactly N when N match. At most 1000000.
+    #[arg(long, value_name = "N", value_parser = count(1))]
     pub top_k: Option<usize>,
     /// Return only hits whose relevance (0 to 1) reaches this, instead of the configured
     /// `relevance.<kind>.min_relevance` (0.5); 0 turns the relevance gate off.
@@ -133,11 +147,12 @@ pub struct SearchArgs {
     /// A parameter of --strategy (repeatable), e.g. `alpha=2.0`.
     #[arg(long = "select-param", value_name = "KEY=VALUE", requires = "strategy")]
     pub select_params: Vec<String>,
-    /// The most hits the strategy may return.
-    #[arg(long, value_name = "N")]
+    /// The most hits the strategy may return (1 to 1000000).
+    #[arg(long, value_name = "N", value_parser = count(1))]
     pub max_k: Option<usize>,
-    /// The fewest hits the strategy returns when there are enough.
-    #[arg(long, value_name = "N")]
+    /// The fewest hits the strategy returns when there are enough that pass the gate (0
+    /// to 1000000, at most --max-k).
+    #[arg(long, value_name = "N", value_parser = count(0))]
     pub min_k: Option<usize>,
     #[command(flatten)]
     pub fusion: FusionArgs,
@@ -268,4 +283,13 @@ pub struct DemoArgs {
     /// Where to build the demo index (default: a temporary directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+}
+
+/// A count flag from `least` to 1,000,000 (the library's limit); clap names the flag and
+/// the range when a value is outside.
+fn count(least: u64) -> impl clap::builder::TypedValueParser<Value = usize> {
+    use clap::builder::TypedValueParser;
+    clap::value_parser!(u64)
+        .range(least..=1_000_000)
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
 }

@@ -21,8 +21,27 @@ use crate::output;
 /// Documents upserted per call while indexing (the progress bar's step).
 const UPSERT_BATCH: usize = 1_000;
 
+/// How long to wait for an index another process holds (`--wait`).
+static WAIT: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+/// Sets `--wait SECONDS`.
+pub fn set_wait(seconds: f64) -> Result<()> {
+    if !(0.0..=86_400.0).contains(&seconds) {
+        bail!("--wait: expected seconds between 0 and 86400, got {seconds}");
+    }
+    let _ = WAIT.set(Duration::from_secs_f64(seconds));
+    Ok(())
+}
+
+/// An engine builder with the configuration and `--wait`.
+pub fn builder(config: &Config) -> ruche::EngineBuilder {
+    Engine::builder()
+        .config(config.clone())
+        .wait(WAIT.get().copied().unwrap_or_default())
+}
+
 pub fn open(config: &Config, dir: &Path) -> Result<Engine> {
-    Ok(Engine::builder().config(config.clone()).open(dir)?)
+    Ok(builder(config).open(dir)?)
 }
 
 fn progress(total: u64, message: &str) -> ProgressBar {
@@ -50,35 +69,62 @@ fn spinner(message: &str) -> ProgressBar {
 }
 
 pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
-    if args.rules.is_none() && args.chunks.is_none() {
-        bail!("nothing to index: give --rules FILE and/or --chunks FILE");
+    if args.rules.is_none() && args.chunks.is_none() && args.records.is_none() {
+        bail!("nothing to index: give --rules FILE, --chunks FILE and/or --records FILE");
     }
     // Read and validate everything before touching the index: a bad line fails the
     // whole import and leaves the index as it was.
-    let rules = args.rules.as_deref().map(input::read_rules).transpose()?;
-    let chunks = args.chunks.as_deref().map(input::read_chunks).transpose()?;
-    let existed = args.dir.join("store").exists();
-    let dir_existed = args.dir.exists();
+    let mut rules = args
+        .rules
+        .as_deref()
+        .map(input::read_rules)
+        .transpose()?
+        .unwrap_or_default();
+    let mut chunks = args
+        .chunks
+        .as_deref()
+        .map(input::read_chunks)
+        .transpose()?
+        .unwrap_or_default();
+    if let Some(records) = &args.records {
+        for doc in input::read_records(records)? {
+            match doc {
+                ruche::Document::Rule(rule) => rules.push(rule),
+                ruche::Document::Chunk(chunk) => chunks.push(chunk),
+            }
+        }
+    }
+    for (kind, keys) in [
+        (
+            "rule",
+            rules
+                .iter()
+                .map(|r| (&r.tenant_id, &r.id))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "chunk",
+            chunks.iter().map(|c| (&c.tenant_id, &c.id)).collect(),
+        ),
+    ] {
+        let mut seen = std::collections::HashSet::new();
+        if let Some((tenant, id)) = keys.into_iter().find(|key| !seen.insert(*key)) {
+            bail!("{kind} `{id}` (tenant `{tenant}`) is given by two of the input files");
+        }
+    }
     let explicit = args
         .embedder
         .as_deref()
         .map(str::parse::<EmbedderSpec>)
         .transpose()?;
-    let result = index_into(
-        config,
-        &args.dir,
-        explicit,
-        rules.unwrap_or_default(),
-        chunks.unwrap_or_default(),
-    );
-    if result.is_err() && !existed {
-        // Do not leave a half-made new index behind.
-        if dir_existed {
-            let _ = std::fs::remove_dir_all(args.dir.join("store"));
-            let _ = std::fs::remove_dir_all(args.dir.join("text"));
-            let _ = std::fs::remove_file(args.dir.join("LOCK"));
-        } else {
-            let _ = std::fs::remove_dir_all(&args.dir);
+    let mut created = false;
+    let dir_existed = args.dir.exists();
+    let result = index_into(config, &args.dir, explicit, rules, chunks, &mut created);
+    if result.is_err() && created {
+        // Do not leave a half-made new index behind: what this import created goes.
+        let _ = Engine::remove(&args.dir);
+        if !dir_existed {
+            let _ = std::fs::remove_dir(&args.dir);
         }
     }
     let (n_rules, n_chunks, changes) = result?;
@@ -95,8 +141,9 @@ fn index_into(
     explicit: Option<EmbedderSpec>,
     rules: Vec<ruche::Rule>,
     chunks: Vec<ruche::Chunk>,
+    created: &mut bool,
 ) -> Result<(usize, usize, usize)> {
-    let builder = Engine::builder().config(config.clone());
+    let builder = builder(config);
     let engine = if dir.join("store").exists() {
         let engine = builder.open(dir)?;
         // `--embedder` names the model of a new index; an existing one keeps its own.
@@ -125,7 +172,9 @@ fn index_into(
         } else {
             EmbedderSpec::Default
         });
-        builder.embedder_spec(spec).create(dir)?
+        let engine = builder.embedder_spec(spec).create(dir)?;
+        *created = true;
+        engine
     };
     let (n_rules, n_chunks) = (rules.len(), chunks.len());
     let bar = progress((n_rules + n_chunks) as u64, "indexing");
@@ -294,6 +343,57 @@ pub fn purge(config: &Config, args: &PurgeArgs) -> Result<ExitCode> {
     engine.close()?;
     println!("purged {purged} expired chunks");
     Ok(ExitCode::SUCCESS)
+}
+
+pub fn check(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
+    let report = Engine::check(&args.dir, config)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        output::write_line(&mut out, &serde_json::to_value(&report)?)?;
+    } else {
+        for line in &report.intact {
+            writeln!(out, "ok       {line}")?;
+        }
+        for damage in &report.damaged {
+            let fix = if damage.rebuildable {
+                "`ruche repair` rebuilds it"
+            } else {
+                "`ruche repair` salvages what it can; restore a backup to lose nothing"
+            };
+            writeln!(out, "DAMAGED  {}: {} ({fix})", damage.part, damage.problem)?;
+        }
+        if report.is_intact() {
+            writeln!(out, "{}: intact", args.dir.display())?;
+        }
+    }
+    Ok(if report.is_intact() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+pub fn repair(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
+    let report = Engine::repair(&args.dir, config.clone())?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        output::write_line(&mut out, &serde_json::to_value(&report)?)?;
+    } else {
+        for line in &report.repaired {
+            writeln!(out, "repaired {line}")?;
+        }
+        if let Some(copy) = &report.damaged_copy {
+            writeln!(out, "kept     the damaged store as {}", copy.display())?;
+        }
+        if let Some(lost) = &report.lost {
+            writeln!(out, "LOST     {lost}")?;
+        }
+    }
+    Ok(if report.lost.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use ruche::{Chunk, FusionSpec, Kind, Rule, SearchRequest, SelectionConfig, Timestamp};
+use ruche::{Chunk, Document, FusionSpec, Kind, Rule, SearchRequest, SelectionConfig, Timestamp};
 
 use crate::args::{FusionArgs, OnOff};
 use serde::Deserialize;
@@ -22,22 +22,127 @@ pub fn open(path: &Path) -> Result<Box<dyn Read>> {
 }
 
 /// Parses every non-blank line of JSONL as a `T`, failing on the first bad line with
-/// its number.
+/// its number (a UTF-8 byte-order mark before the first line is skipped).
 pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    Ok(read_numbered(path)?
+        .into_iter()
+        .map(|(_, item)| item)
+        .collect())
+}
+
+/// As [`read_jsonl`], with each item's line number.
+fn read_numbered<T: DeserializeOwned>(path: &Path) -> Result<Vec<(usize, T)>> {
     let reader = BufReader::new(open(path)?);
     let mut items = Vec::new();
     for (idx, line) in reader.lines().enumerate() {
         let line_no = idx + 1;
         let line =
             line.with_context(|| format!("{}: line {line_no}: cannot read", path.display()))?;
+        let line = if idx == 0 {
+            line.strip_prefix('\u{feff}').unwrap_or(&line)
+        } else {
+            &line
+        };
         if line.trim().is_empty() {
             continue;
         }
-        let item = serde_json::from_str(&line)
+        let item = parse_line(line)
             .map_err(|err| anyhow::anyhow!("{}: line {line_no}: {err}", path.display()))?;
-        items.push(item);
+        items.push((line_no, item));
     }
     Ok(items)
+}
+
+/// One line of JSON as a `T`; the error names the field (`field importance: ...`) and
+/// the column, never a line (the caller knows the file's).
+fn parse_line<T: DeserializeOwned>(line: &str) -> std::result::Result<T, String> {
+    let mut de = serde_json::Deserializer::from_str(line);
+    let result: std::result::Result<T, _> = serde_path_to_error::deserialize(&mut de);
+    let item = result.map_err(|err| {
+        let field = err.path().to_string();
+        let inner = err.into_inner();
+        let message = inner.to_string();
+        // serde_json ends with " at line 1 column N": this is one line of the file.
+        let message = match message.rfind(" at line ") {
+            Some(at) => format!("{} (column {})", &message[..at], inner.column()),
+            None => message,
+        };
+        if field.is_empty() || field == "." {
+            message
+        } else {
+            format!("field `{field}`: {message}")
+        }
+    })?;
+    de.end()
+        .map_err(|err| format!("trailing characters (column {})", err.column()))?;
+    Ok(item)
+}
+
+/// A record the index takes: checked on its own line, and keyed for duplicates.
+pub trait Record {
+    /// Checks every field, naming it.
+    fn check(&self) -> ruche::Result<()>;
+    /// What makes it unique in an index: kind, tenant, id.
+    fn key(&self) -> (Kind, String, String);
+}
+
+impl Record for Rule {
+    fn check(&self) -> ruche::Result<()> {
+        self.validate()
+    }
+    fn key(&self) -> (Kind, String, String) {
+        (Kind::Rule, self.tenant_id.clone(), self.id.clone())
+    }
+}
+
+impl Record for Chunk {
+    fn check(&self) -> ruche::Result<()> {
+        self.validate()
+    }
+    fn key(&self) -> (Kind, String, String) {
+        (Kind::Chunk, self.tenant_id.clone(), self.id.clone())
+    }
+}
+
+impl Record for Document {
+    fn check(&self) -> ruche::Result<()> {
+        match self {
+            Document::Rule(rule) => rule.validate(),
+            Document::Chunk(chunk) => chunk.validate(),
+        }
+    }
+    fn key(&self) -> (Kind, String, String) {
+        (
+            self.kind(),
+            self.tenant_id().to_string(),
+            self.id().to_string(),
+        )
+    }
+}
+
+/// Checks each record with its line number, and that no (kind, tenant, id) comes twice:
+/// an import is one batch, and a second line with the same id is a mistake, not an
+/// update.
+fn checked<T: Record>(path: &Path, items: Vec<(usize, T)>) -> Result<Vec<T>> {
+    let mut seen: std::collections::HashMap<(Kind, String, String), usize> =
+        std::collections::HashMap::new();
+    let mut out = Vec::with_capacity(items.len());
+    for (line_no, item) in items {
+        item.check()
+            .map_err(|err| anyhow::anyhow!("{}: line {line_no}: {err}", path.display()))?;
+        let key = item.key();
+        if let Some(first) = seen.get(&key) {
+            bail!(
+                "{}: line {line_no}: duplicate id `{}` (tenant `{}`) first at line {first}",
+                path.display(),
+                key.2,
+                key.1
+            );
+        }
+        seen.insert(key, line_no);
+        out.push(item);
+    }
+    Ok(out)
 }
 
 /// Reads rules from JSONL, or from a `.toml` file holding `[[rules]]` entries.
@@ -50,15 +155,43 @@ pub fn read_rules(path: &Path) -> Result<Vec<Rule>> {
         }
         let mut text = String::new();
         open(path)?.read_to_string(&mut text)?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let file: RulesFile =
-            toml::from_str(&text).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
-        return Ok(file.rules);
+            toml::from_str(text).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
+        // TOML errors name their own line; records are numbered by their entry.
+        let items = file.rules.into_iter().enumerate().map(|(i, r)| (i + 1, r));
+        return checked(path, items.collect()).map_err(|err| {
+            anyhow::anyhow!(
+                "{}",
+                err.to_string().replace(": line ", ": [[rules]] entry ")
+            )
+        });
     }
-    read_jsonl(path)
+    checked(path, read_numbered(path)?)
 }
 
 pub fn read_chunks(path: &Path) -> Result<Vec<Chunk>> {
-    read_jsonl(path)
+    checked(path, read_numbered(path)?)
+}
+
+/// Rules and chunks mixed, one JSON object per line, as `ruche export` writes them: a
+/// line with `content` is a chunk, one with `condition` a rule.
+pub fn read_records(path: &Path) -> Result<Vec<Document>> {
+    let raw: Vec<(usize, serde_json::Value)> = read_numbered(path)?;
+    let mut items = Vec::with_capacity(raw.len());
+    for (line_no, value) in raw {
+        let is_chunk = value.get("content").is_some();
+        let is_rule = value.get("condition").is_some();
+        let text = value.to_string();
+        let doc = match (is_rule, is_chunk) {
+            (true, false) => parse_line::<Rule>(&text).map(Document::Rule),
+            (false, true) => parse_line::<Chunk>(&text).map(Document::Chunk),
+            _ => Err("neither a rule (`condition`) nor a chunk (`content`)".to_string()),
+        }
+        .map_err(|err| anyhow::anyhow!("{}: line {line_no}: {err}", path.display()))?;
+        items.push((line_no, doc));
+    }
+    checked(path, items)
 }
 
 /// One line of a batch query file.

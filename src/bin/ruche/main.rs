@@ -70,6 +70,7 @@ fn one_line(message: &str) -> String {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    commands::set_wait(cli.wait)?;
     let config = ruche::Config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Index(args) => commands::index(&config, &args),
@@ -78,6 +79,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Delete(args) => commands::delete(&config, &args),
         Command::Purge(args) => commands::purge(&config, &args),
         Command::Stats(args) => commands::stats(&config, &args),
+        Command::Check(args) => commands::check(&config, &args),
+        Command::Repair(args) => commands::repair(&config, &args),
         Command::Export(args) => commands::export(&config, &args),
         Command::Reembed(args) => commands::reembed(&config, &args),
         Command::Feedback(args) => commands::feedback(&config, &args),

@@ -1,0 +1,631 @@
+//! Trust with an agent's data: damage is found and named, nothing outside the index is
+//! touched, a reembed stopped at any step loses no copy, and bad input gets a clear error.
+
+use std::path::Path;
+use std::process::Command;
+
+use ruche::{Chunk, Config, EmbedderSpec, Engine, ErrorKind, Kind, Rule, SearchRequest};
+
+use crate::cli::{assert_code, stderr, stdout};
+
+fn ruche(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ruche"))
+        .args(args)
+        .env_remove("RUCHE_CONFIG")
+        .output()
+        .unwrap()
+}
+
+fn notes(range: std::ops::Range<usize>) -> Vec<Chunk> {
+    range
+        .map(|i| {
+            Chunk::new(
+                format!("n{i:04}"),
+                format!("note {i} about order NW-{}", 10_000 + i),
+            )
+        })
+        .collect()
+}
+
+fn create(path: &Path, chunks: Vec<Chunk>) {
+    let engine = Engine::builder()
+        .embedder_spec(EmbedderSpec::None)
+        .create(path)
+        .unwrap();
+    engine.upsert_chunks(chunks).unwrap();
+    engine
+        .upsert_rules([Rule::new("r", "the customer asks for a refund", "refund")])
+        .unwrap();
+    engine.commit().unwrap();
+    engine.close().unwrap();
+}
+
+fn counts(path: &Path) -> (usize, usize) {
+    let engine = Engine::builder().open(path).unwrap();
+    let stats = engine.stats();
+    (stats.rules, stats.chunks)
+}
+
+#[track_caller]
+fn assert_corrupt(result: ruche::Result<Engine>) -> String {
+    match result {
+        Ok(engine) => panic!("opened with {:?}", engine.stats()),
+        Err(err) => {
+            assert!(matches!(err.kind(), ErrorKind::Corrupt { .. }), "{err}");
+            err.to_string()
+        }
+    }
+}
+
+#[test]
+fn a_store_that_lost_committed_data_is_found_out_and_salvaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    create(&path, notes(0..100));
+    let old_store = dir.path().join("old-store");
+    copy_dir(&path.join("store"), &old_store);
+    {
+        let engine = Engine::builder().open(&path).unwrap();
+        engine.upsert_chunks(notes(100..150)).unwrap();
+        engine.commit().unwrap();
+        engine.close().unwrap();
+    }
+    // The store goes back in time (a restore of an old copy, or sled dropping what it
+    // could not read): the manifest and the text index know better.
+    std::fs::remove_dir_all(path.join("store")).unwrap();
+    copy_dir(&old_store, &path.join("store"));
+    let message = assert_corrupt(Engine::builder().open(&path));
+    assert!(
+        message.contains("store/db lost committed changes"),
+        "{message}"
+    );
+    assert!(message.contains("150 chunks"), "{message}");
+    // Without the manifest, the text index ahead of the store tells the same.
+    let manifest = std::fs::read(path.join("MANIFEST")).unwrap();
+    std::fs::remove_file(path.join("MANIFEST")).unwrap();
+    let message = assert_corrupt(Engine::builder().open(&path));
+    assert!(message.contains("behind the text index"), "{message}");
+    std::fs::write(path.join("MANIFEST"), manifest).unwrap();
+
+    let report = Engine::check(&path, &Config::default()).unwrap();
+    assert!(report.store_damaged(), "{report:?}");
+    let index = path.to_str().unwrap();
+    let output = ruche(&["check", index]);
+    assert_code(&output, 1);
+    assert!(
+        stdout(&output).contains("DAMAGED  store/db"),
+        "{}",
+        stdout(&output)
+    );
+
+    let output = ruche(&["repair", index]);
+    assert_code(&output, 1);
+    let text = stdout(&output);
+    assert!(text.contains("LOST"), "{text}");
+    assert!(text.contains("50 chunks were lost"), "{text}");
+    assert!(path.join("store.damaged").join("db").exists());
+    assert_eq!(counts(&path), (1, 100));
+    assert_code(&ruche(&["check", index]), 0);
+}
+
+#[test]
+fn derived_parts_are_rebuilt_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    create(&path, notes(0..300));
+    let index = path.to_str().unwrap();
+    let before = search_ids(&path);
+    // A damaged text file: check names it, repair rebuilds it, results are the same.
+    let text = path.join("text");
+    let file = std::fs::read_dir(&text)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "term"))
+        .unwrap();
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    std::fs::write(&file, bytes).unwrap();
+    let output = ruche(&["check", index]);
+    assert_code(&output, 1);
+    assert!(
+        stdout(&output).contains("DAMAGED  text/"),
+        "{}",
+        stdout(&output)
+    );
+    let output = ruche(&["repair", index]);
+    assert_code(&output, 0);
+    assert_code(&ruche(&["check", index]), 0);
+    assert_eq!(search_ids(&path), before);
+    // A damaged manifest is rewritten from the intact store.
+    std::fs::write(path.join("MANIFEST"), b"{not json").unwrap();
+    assert_code(&ruche(&["check", index]), 1);
+    assert_code(&ruche(&["repair", index]), 0);
+    assert_code(&ruche(&["check", index]), 0);
+    assert_eq!(counts(&path), (1, 300));
+}
+
+fn search_ids(path: &Path) -> Vec<Vec<String>> {
+    try_search_ids(path).unwrap()
+}
+
+/// The answers to a few queries, or the first error.
+fn try_search_ids(path: &Path) -> ruche::Result<Vec<Vec<String>>> {
+    let engine = Engine::builder().open(path)?;
+    ["note 7", "NW-10042", "refund", "order about"]
+        .iter()
+        .map(|q| {
+            Ok(engine
+                .search(&SearchRequest::chunks(*q).top_k(5))?
+                .hits
+                .into_iter()
+                .map(|h| h.id)
+                .collect())
+        })
+        .collect()
+}
+
+#[track_caller]
+fn assert_typed(err: &ruche::Error, context: &str) {
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Corrupt { .. }
+                | ErrorKind::IncompatibleFormat { .. }
+                | ErrorKind::Storage { .. }
+                | ErrorKind::Io { .. }
+        ),
+        "{context}: {err:?}"
+    );
+}
+
+/// Flips, truncates or deletes every file of an index, one at a time: each time, the
+/// index either opens with every document and the same answers, or fails with a typed
+/// error; `check` reports the damage, and `repair` either restores every document or
+/// says what was lost. Never a successful open with less data.
+#[test]
+fn every_file_damaged_in_turn_is_an_error_or_an_exact_repair() {
+    let dir = tempfile::tempdir().unwrap();
+    let pristine = dir.path().join("pristine");
+    create(&pristine, notes(0..400));
+    let before = search_ids(&pristine);
+    let mut files = Vec::new();
+    collect_files(&pristine, &mut files);
+    let mut tried = 0;
+    for file in &files {
+        let relative = file.strip_prefix(&pristine).unwrap().to_path_buf();
+        if relative == Path::new("LOCK") {
+            continue; // Empty; its content means nothing.
+        }
+        let len = std::fs::metadata(file).unwrap().len() as usize;
+        let mut damages: Vec<(&str, usize)> = vec![("delete", 0), ("truncate", len / 2)];
+        for pct in [0, 37, 75, 99] {
+            damages.push(("flip", len * pct / 100));
+        }
+        for (what, at) in damages {
+            if len == 0 && what != "delete" {
+                continue;
+            }
+            tried += 1;
+            let copy = dir.path().join(format!("copy{tried}"));
+            copy_dir(&pristine, &copy);
+            let target = copy.join(&relative);
+            match what {
+                "delete" => std::fs::remove_file(&target).unwrap(),
+                "truncate" => std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&target)
+                    .unwrap()
+                    .set_len(at as u64)
+                    .unwrap(),
+                _ => {
+                    let mut bytes = std::fs::read(&target).unwrap();
+                    let at = at.min(bytes.len() - 1);
+                    bytes[at] ^= 0x10;
+                    std::fs::write(&target, bytes).unwrap();
+                }
+            }
+            let context = format!("{what} {} at {at}", relative.display());
+            // Opened: every document, and the same answers or a typed error (a damaged
+            // text file that opening does not read fails the search that reads it).
+            match Engine::builder().open(&copy) {
+                Ok(engine) => {
+                    let stats = engine.stats();
+                    assert_eq!((stats.rules, stats.chunks), (1, 400), "{context}");
+                    drop(engine);
+                    match try_search_ids(&copy) {
+                        Ok(found) => assert_eq!(found, before, "{context}"),
+                        Err(err) => assert_typed(&err, &context),
+                    }
+                }
+                Err(err) => assert_typed(&err, &context),
+            }
+            match Engine::repair(&copy, Config::default()) {
+                Ok(report) => {
+                    let (rules, chunks) = counts(&copy);
+                    if report.lost.is_none() {
+                        assert_eq!((rules, chunks), (1, 400), "{context}: {report:?}");
+                        assert_eq!(search_ids(&copy), before, "{context}");
+                    } else {
+                        assert!(rules + chunks <= 401, "{context}");
+                        assert!(copy.join("store.damaged").exists(), "{context}");
+                    }
+                }
+                Err(err) => {
+                    // Only an index whose store is gone entirely cannot be repaired.
+                    assert!(
+                        matches!(err.kind(), ErrorKind::IndexNotFound { .. }),
+                        "{context}: {err:?}"
+                    );
+                }
+            }
+            std::fs::remove_dir_all(&copy).unwrap();
+        }
+    }
+    println!("corruptions tried: {tried} over {} files", files.len());
+    assert!(tried >= 20, "{tried}");
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect_files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+    out.sort();
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn nothing_outside_the_index_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("d");
+    std::fs::create_dir_all(d.join("text")).unwrap();
+    std::fs::write(d.join("text/notes.txt"), "x").unwrap();
+    let chunks = dir.path().join("ok.jsonl");
+    std::fs::write(&chunks, "{\"id\": \"a\", \"content\": \"hello\"}\n").unwrap();
+    let output = ruche(&[
+        "index",
+        d.to_str().unwrap(),
+        "--chunks",
+        chunks.to_str().unwrap(),
+    ]);
+    assert_code(&output, 2);
+    assert!(
+        stderr(&output).contains("is not empty and holds no index"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("text/notes.txt")).unwrap(),
+        "x"
+    );
+    let err = Engine::builder().create(&d).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::NotAnIndex { .. }), "{err}");
+
+    // A failed first import into an empty directory leaves it as it was.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::write(d.join("other.txt"), "y").unwrap();
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"id\": \"a\", \"content\": \"x\", \"embedding\": [1, 0]}\n{\"id\": \"b\", \"content\": \"y\", \"embedding\": [1, 0, 0]}\n").unwrap();
+    let output = ruche(&[
+        "index",
+        empty.to_str().unwrap(),
+        "--chunks",
+        bad.to_str().unwrap(),
+    ]);
+    assert_code(&output, 2);
+    assert!(
+        std::fs::read_dir(&empty).unwrap().next().is_none(),
+        "left as it was"
+    );
+    let fresh = dir.path().join("fresh");
+    let output = ruche(&[
+        "index",
+        fresh.to_str().unwrap(),
+        "--chunks",
+        bad.to_str().unwrap(),
+    ]);
+    assert_code(&output, 2);
+    assert!(!fresh.exists(), "a directory the import made goes with it");
+    // Removing an index keeps what is not the engine's.
+    let kept = dir.path().join("kept");
+    create(&kept, notes(0..3));
+    std::fs::write(kept.join("mine.txt"), "z").unwrap();
+    Engine::remove(&kept).unwrap();
+    let left: Vec<_> = std::fs::read_dir(&kept)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["mine.txt"]);
+}
+
+/// The states a crash can leave a reembed in, each recovered without losing the last
+/// complete copy.
+#[test]
+fn a_reembed_stopped_at_any_step_loses_no_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("idx");
+    let staging = dir.path().join("idx.reembed");
+    let retired = dir.path().join("idx.reembed-old");
+    let reset = || {
+        for p in [&d, &staging, &retired] {
+            let _ = std::fs::remove_dir_all(p);
+        }
+    };
+    // 1. Between the two renames: the old index aside, the complete new one beside.
+    reset();
+    create(&retired, notes(0..10));
+    create(&staging, notes(0..10));
+    std::fs::write(staging.join("REEMBED_COMPLETE"), b"").unwrap();
+    let n = Engine::reembed(&d, &EmbedderSpec::None, Config::default()).unwrap();
+    assert_eq!(n, 11);
+    assert_eq!(counts(&d), (1, 10));
+    assert!(!staging.exists() && !retired.exists());
+    // 2. The new one incomplete, the old one aside: the old one comes back.
+    reset();
+    create(&retired, notes(0..20));
+    create(&staging, notes(0..5));
+    assert_eq!(counts(&d), (1, 20), "opening recovers too");
+    assert!(!staging.exists() && !retired.exists());
+    // 3. A crash while building: the partial new index goes, the index stays.
+    reset();
+    create(&d, notes(0..7));
+    create(&staging, notes(0..2));
+    assert_eq!(counts(&d), (1, 7));
+    assert!(!staging.exists());
+    // 4. After the swap, before cleaning up: the old copy and the marker go.
+    reset();
+    create(&d, notes(0..8));
+    std::fs::write(d.join("REEMBED_COMPLETE"), b"").unwrap();
+    create(&retired, notes(0..3));
+    assert_eq!(counts(&d), (1, 8));
+    assert!(!retired.exists() && !d.join("REEMBED_COMPLETE").exists());
+    // 5. Nothing at all is no index, and no sibling is deleted to find that out.
+    reset();
+    let err = Engine::reembed(&d, &EmbedderSpec::None, Config::default()).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::IndexNotFound { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_writer_waits_for_the_lock_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    create(&path, notes(0..3));
+    let holder = Engine::builder().open(&path).unwrap();
+    let index = path.to_str().unwrap().to_string();
+    let output = ruche(&["stats", &index]);
+    assert_code(&output, 2);
+    assert!(stderr(&output).contains("is locked"), "{}", stderr(&output));
+    let waiter = std::thread::spawn(move || ruche(&["stats", &index, "--wait", "20"]));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(holder);
+    let output = waiter.join().unwrap();
+    assert_code(&output, 0);
+    assert!(
+        stdout(&output).contains("chunks:     3"),
+        "{}",
+        stdout(&output)
+    );
+    let err = Engine::builder()
+        .wait(std::time::Duration::from_millis(50))
+        .open(&path)
+        .and_then(|engine| {
+            let second = Engine::builder()
+                .wait(std::time::Duration::from_millis(50))
+                .open(&path);
+            drop(engine);
+            second
+        })
+        .unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Locked { .. }), "{err}");
+}
+
+#[test]
+fn bounded_numbers_are_checked_the_same_everywhere() {
+    let engine = Engine::builder().temporary().unwrap();
+    engine.upsert_chunks(notes(0..3)).unwrap();
+    engine.commit().unwrap();
+    for request in [
+        SearchRequest::chunks("note").top_k(1_000_001),
+        SearchRequest::chunks("note").top_k(0),
+        SearchRequest::chunks("note").max_k(0),
+        SearchRequest::chunks("note").max_k(2_000_000),
+        SearchRequest::chunks("note").min_k(50).max_k(2),
+    ] {
+        let err = engine.search(&request).unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::InvalidInput { .. }),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        engine
+            .search(&SearchRequest::chunks("note").top_k(1_000_000))
+            .unwrap()
+            .hits
+            .len(),
+        3
+    );
+    let err = Config::from_toml("[pipeline.retrieval]\nmax_k = 2000000\n").unwrap_err();
+    assert!(
+        err.to_string().contains("pipeline.retrieval.max_k"),
+        "{err}"
+    );
+    // Query text is words, never syntax.
+    for text in [
+        "AND", "(", "\"", "*", "~2", "^3", "[x TO y]", "field:", "a OR (b", "\\",
+    ] {
+        for request in [SearchRequest::chunks(text), SearchRequest::rules(text)] {
+            engine.search(&request).unwrap();
+        }
+    }
+}
+
+#[test]
+fn bad_records_get_one_line_number_and_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    let index = index.to_str().unwrap();
+    let cases = [
+        (
+            "{\"id\": \"a\", \"content\": \"x\"}\n{\"id\": \"b\", \"content\": \"y\", \"importance\": \"high\"}\n",
+            "line 2: field `importance`",
+        ),
+        (
+            "{\"id\": \"  \", \"content\": \"x\"}\n",
+            "line 1: invalid input: `id` must not be empty or blank",
+        ),
+        (
+            "{\"id\": \"a\", \"content\": \" \"}\n",
+            "line 1: invalid input: chunk `a`: `content` must not be empty",
+        ),
+        (
+            "{\"id\": \"a\", \"content\": \"x\"}\n{\"id\": \"b\", \"content\": \"y\"}\n{\"id\": \"a\", \"content\": \"z\"}\n",
+            "line 3: duplicate id `a` (tenant `default`) first at line 1",
+        ),
+        (
+            "{\"id\": \"a\", \"content\": \"x\", \"colour\": 1}\n",
+            "line 1: field `colour`: unknown field `colour`",
+        ),
+    ];
+    for (content, expected) in cases {
+        let file = dir.path().join("chunks.jsonl");
+        std::fs::write(&file, content).unwrap();
+        let output = ruche(&["index", index, "--chunks", file.to_str().unwrap()]);
+        assert_code(&output, 2);
+        let message = stderr(&output);
+        assert!(message.contains(expected), "{message}");
+        if !expected.contains("duplicate") {
+            assert_eq!(
+                message.matches("line ").count(),
+                1,
+                "one line number: {message}"
+            );
+        }
+        assert!(!Path::new(index).exists(), "nothing created: {message}");
+    }
+    let rules = dir.path().join("rules.jsonl");
+    std::fs::write(
+        &rules,
+        "{\"id\": \"r\", \"condition\": \"c\", \"action\": \"\"}\n",
+    )
+    .unwrap();
+    let output = ruche(&["index", index, "--rules", rules.to_str().unwrap()]);
+    assert_code(&output, 2);
+    assert!(
+        stderr(&output).contains("`action` must not be empty"),
+        "{}",
+        stderr(&output)
+    );
+    // A byte-order mark is not an error.
+    let file = dir.path().join("bom.jsonl");
+    std::fs::write(&file, "\u{feff}{\"id\": \"a\", \"content\": \"hello\"}\n").unwrap();
+    assert_code(
+        &ruche(&["index", index, "--chunks", file.to_str().unwrap()]),
+        0,
+    );
+}
+
+#[test]
+fn export_is_read_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first");
+    let first = first.to_str().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("index_data");
+    let output = ruche(&[
+        "index",
+        first,
+        "--rules",
+        root.join("rules.toml").to_str().unwrap(),
+        "--chunks",
+        root.join("chunks.jsonl").to_str().unwrap(),
+    ]);
+    assert_code(&output, 0);
+    let exported = ruche(&["export", first]);
+    assert_code(&exported, 0);
+    let file = dir.path().join("export.jsonl");
+    std::fs::write(&file, &exported.stdout).unwrap();
+    let second = dir.path().join("second");
+    let second = second.to_str().unwrap();
+    assert_code(
+        &ruche(&["index", second, "--records", file.to_str().unwrap()]),
+        0,
+    );
+    let again = ruche(&["export", second]);
+    assert_eq!(stdout(&again), stdout(&exported));
+    let engine = Engine::builder().open(second).unwrap();
+    assert_eq!(engine.stats().rules, 145);
+    assert_eq!(engine.stats().chunks, 360);
+    assert!(
+        engine
+            .get(Kind::Rule, "acme-sports", "acme-refund")
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[test]
+fn feedback_counts_once_per_query() {
+    let engine = Engine::builder().temporary().unwrap();
+    engine
+        .upsert_rules(
+            [Rule::new("refund", "the customer wants a refund", "refund")
+                .with_patterns(["I want my money back"])],
+        )
+        .unwrap();
+    engine.commit().unwrap();
+    let response = engine
+        .search(&SearchRequest::rules("I want my money back"))
+        .unwrap();
+    let once = engine.feedback(&response.query_id, true).unwrap();
+    let twice = engine.feedback(&response.query_id, true).unwrap();
+    assert_eq!(once, twice);
+    let err = engine.feedback(&response.query_id, false).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::InvalidInput { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn stats_after_open_report_the_loaded_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    {
+        let engine = Engine::builder().create(&path).unwrap();
+        engine.upsert_chunks(notes(0..50)).unwrap();
+        engine.commit().unwrap();
+        engine.close().unwrap();
+    }
+    let engine = Engine::builder().open(&path).unwrap();
+    let stats = engine.stats();
+    assert_eq!(stats.chunk_graph.points, 50, "{stats:?}");
+    assert_eq!(stats.chunk_graph.checkpoint_seq, stats.last_seq);
+}
+
+/// The engine is shared between threads as is.
+#[test]
+fn the_engine_is_send_and_sync() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Engine>();
+}
