@@ -223,6 +223,13 @@ impl Catalog {
         self.entries.len()
     }
 
+    /// Live documents of `kind` in `tenant`.
+    pub(crate) fn tenant_count(&self, kind: Kind, tenant: &str) -> usize {
+        self.by_tenant[usize::from(kind.as_u8())]
+            .get(tenant)
+            .map_or(0, HashSet::len)
+    }
+
     pub(crate) fn count(&self, kind: Kind) -> usize {
         self.by_tenant[usize::from(kind.as_u8())]
             .values()

@@ -90,10 +90,13 @@ pub(super) fn open_text(
                 "store/db is behind the text index (change {last_seq} < {seq}): the store                  lost committed data; run `ruche check` and `ruche repair`, or restore a backup"
             )));
         }
+        Err(_) if !dir.exists() => {
+            tracing::info!("no text index yet; building it from the store");
+        }
         Err(err) => tracing::warn!(
             error = %err,
             cause = %std::error::Error::source(&err).map(ToString::to_string).unwrap_or_default(),
-            "text index missing or unreadable; rebuilding it from the store"
+            "text index unreadable; rebuilding it from the store"
         ),
     }
     counters.text_rebuilds.fetch_add(1, Ordering::Relaxed);

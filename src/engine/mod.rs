@@ -7,6 +7,7 @@
 
 mod builder;
 mod check;
+mod compact;
 mod feedback;
 mod maintain;
 mod manifest;
@@ -269,6 +270,10 @@ impl Engine {
             std::fs::create_dir_all(dir)?;
         }
         let lock_file = lock(dir, builder.wait)?;
+        if !create {
+            // A compaction that stopped half-way is finished or discarded first.
+            compact::recover(dir)?;
+        }
         let phase = std::time::Instant::now();
         let store = Store::open(&store_dir, create, builder.cache_bytes)?;
         tracing::debug!(
@@ -431,6 +436,16 @@ impl Engine {
             .collect::<Result<_>>()?;
         docs.sort_by(|a, b| (a.tenant_id(), a.id()).cmp(&(b.tenant_id(), b.id())));
         Ok(docs)
+    }
+
+    /// The number of live rules and chunks of one tenant: what that tenant may know of
+    /// the index (nothing of the others).
+    pub fn tenant_counts(&self, tenant: &str) -> (usize, usize) {
+        let catalog = self.inner.read_catalog();
+        (
+            catalog.tenant_count(Kind::Rule, tenant),
+            catalog.tenant_count(Kind::Chunk, tenant),
+        )
     }
 
     /// Counts and state of the index.

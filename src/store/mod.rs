@@ -183,6 +183,41 @@ impl Store {
             .collect()
     }
 
+    /// Writes a new store at `path` holding only what is live now: the meta, every
+    /// document block (with its vectors as stored) and the feedback window. Not copied:
+    /// the change log (derived indexes are rebuilt from the documents), the graph
+    /// checkpoints (rebuilt), the embedding cache (it holds vectors of deleted texts) and
+    /// the query log. Nothing deleted survives in the copy.
+    pub(crate) fn copy_live_into(&self, path: &Path) -> Result<()> {
+        let target = Store::open(path, true, 16 << 20)?;
+        let mut batch = sled::Batch::default();
+        let mut pending = 0;
+        for item in self.main.iter() {
+            let (key, value) = item.map_err(sled_err)?;
+            if key.first() == Some(&keys::LOG) {
+                continue;
+            }
+            batch.insert(key, value);
+            pending += 1;
+            if pending == 1_024 {
+                target
+                    .main
+                    .apply_batch(std::mem::take(&mut batch))
+                    .map_err(sled_err)?;
+                pending = 0;
+            }
+        }
+        target.main.apply_batch(batch).map_err(sled_err)?;
+        if let Some(window) = self.feedback.get(b"window").map_err(sled_err)? {
+            target
+                .feedback
+                .insert(b"window", window)
+                .map_err(sled_err)?;
+        }
+        target.db.flush().map_err(sled_err)?;
+        Ok(())
+    }
+
     /// Every document that can still be read, as a document with the vectors its caller
     /// supplied, and the number of blocks or entries that could not be (for salvaging a
     /// damaged store).

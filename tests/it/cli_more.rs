@@ -81,10 +81,18 @@ fn feedback_on_a_search_then_reset() {
     // Once per query: the same answer again changes nothing, the other is refused.
     let output = ruche(&["feedback", &index, query_id, "--useful"]);
     assert_code(&output, 0);
-    assert!(stdout(&output).contains("text   1 of 1 useful"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("text   1 of 1 useful"),
+        "{}",
+        stdout(&output)
+    );
     let output = ruche(&["feedback", &index, query_id, "--not-useful"]);
     assert_code(&output, 2);
-    assert!(stderr(&output).contains("already marked useful"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("already marked useful"),
+        "{}",
+        stderr(&output)
+    );
     let second = json(&["search", &index, "I want a refund", "--json"]);
     let second = second["query_id"].as_str().unwrap();
     let output = ruche(&["feedback", &index, second, "--not-useful"]);

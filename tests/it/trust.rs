@@ -629,3 +629,145 @@ fn the_engine_is_send_and_sync() {
     fn shareable<T: Send + Sync>() {}
     shareable::<Engine>();
 }
+
+/// Every file under `dir`, searched for `needle` (bytes).
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    collect_files(dir, &mut files);
+    files
+        .into_iter()
+        .filter(|f| {
+            let bytes = std::fs::read(f).unwrap_or_default();
+            bytes.windows(needle.len()).any(|w| w == needle)
+        })
+        .collect()
+}
+
+#[test]
+fn forgetting_is_real_after_compact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let secret: Vec<f32> = vec![0.123_456_7, -0.765_432_1, 0.314_159_2, 0.271_828_2];
+    let secret_bytes: Vec<u8> = secret.iter().flat_map(|x| x.to_le_bytes()).collect();
+    {
+        let engine = Engine::builder()
+            .embedder_spec(EmbedderSpec::None)
+            .create(&path)
+            .unwrap();
+        let other = |i: usize| {
+            Chunk::new(format!("keep{i}"), format!("an ordinary note number {i}"))
+                .with_embedding(vec![1.0, i as f32, 0.5, 0.25])
+        };
+        engine.upsert_chunks((0..200).map(other)).unwrap();
+        engine
+            .upsert_chunks([
+                Chunk::new("zebra", "the password hint is ZEBRA-UNIQUE-4242")
+                    .with_embedding(secret.clone()),
+                Chunk::new("a1", "acme note ACME-SECRET-777")
+                    .with_tenant("acme")
+                    .with_embedding(vec![0.0, 0.0, 1.0, 0.0]),
+            ])
+            .unwrap();
+        engine
+            .upsert_rules([Rule::new("a2", "acme rule ACME-RULE-888", "do it").with_tenant("acme")])
+            .unwrap();
+        engine.commit().unwrap();
+        engine.sync_graph().unwrap();
+        engine.close().unwrap();
+    }
+    let index = path.to_str().unwrap();
+    assert_code(&ruche(&["delete", index, "--kind", "chunks", "zebra"]), 0);
+    let output = ruche(&["delete", index, "--tenant", "acme", "--all"]);
+    assert_code(&output, 0);
+    assert!(
+        stdout(&output).contains("deleted 2 documents"),
+        "{}",
+        stdout(&output)
+    );
+    let output = ruche(&["stats", index, "--tenant", "acme", "--json"]);
+    assert_code(&output, 0);
+    assert!(
+        stdout(&output).contains("\"rules\":0,\"chunks\":0"),
+        "{}",
+        stdout(&output)
+    );
+    let output = ruche(&["compact", index]);
+    assert_code(&output, 0);
+    for needle in [
+        b"ZEBRA-UNIQUE-4242".as_slice(),
+        b"zebra-unique-4242",
+        b"ACME-SECRET-777",
+        b"acme-secret-777",
+        b"ACME-RULE-888",
+        b"acme-rule-888",
+        &secret_bytes,
+    ] {
+        let found = files_containing(&path, needle);
+        assert!(
+            found.is_empty(),
+            "{:?} still in {found:?}",
+            String::from_utf8_lossy(needle)
+        );
+    }
+    assert_eq!(counts(&path), (0, 200));
+    assert_code(&ruche(&["check", index]), 0);
+    let engine = Engine::builder().open(&path).unwrap();
+    let hits = engine
+        .search(&SearchRequest::chunks("ordinary note number 7").top_k(3))
+        .unwrap()
+        .hits;
+    assert_eq!(hits[0].id, "keep7");
+}
+
+#[test]
+fn a_backup_taken_while_writing_is_one_committed_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let engine = std::sync::Arc::new(
+        Engine::builder()
+            .embedder_spec(EmbedderSpec::None)
+            .create(&path)
+            .unwrap(),
+    );
+    let writer = {
+        let engine = std::sync::Arc::clone(&engine);
+        std::thread::spawn(move || {
+            for batch in 0..30 {
+                engine
+                    .upsert_chunks(notes(batch * 50..batch * 50 + 50))
+                    .unwrap();
+                engine.commit().unwrap();
+            }
+        })
+    };
+    let mut copies = Vec::new();
+    for i in 0..4 {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let dest = dir.path().join(format!("backup{i}"));
+        engine.backup(&dest).unwrap();
+        copies.push(dest);
+    }
+    writer.join().unwrap();
+    for dest in copies {
+        let (rules, chunks) = counts(&dest);
+        assert_eq!(rules, 0);
+        assert_eq!(chunks % 50, 0, "whole commits only: {chunks}");
+        let copy = Engine::builder().open(&dest).unwrap();
+        for i in (0..chunks).step_by(17) {
+            let id = format!("n{i:04}");
+            assert!(
+                copy.get(Kind::Chunk, "default", &id).unwrap().is_some(),
+                "{id}"
+            );
+        }
+        assert!(
+            copy.get(Kind::Chunk, "default", &format!("n{chunks:04}"))
+                .unwrap()
+                .is_none()
+        );
+        drop(copy);
+        assert_code(&ruche(&["check", dest.to_str().unwrap()]), 0);
+    }
+    let err = engine.backup(dir.path().join("backup0")).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::NotAnIndex { .. }), "{err}");
+}

@@ -37,6 +37,10 @@ pub enum Command {
     Stats(StatsArgs),
     /// Verify every file of an index (exit 0 intact, 1 damaged, 2 on usage errors).
     Check(StatsArgs),
+    /// Rewrite the index so that nothing deleted is left on disk.
+    Compact(StatsArgs),
+    /// Copy the committed index into a new directory (consistent; opens as an index).
+    Backup(BackupArgs),
     /// Rebuild what is damaged; a damaged store is kept as store.damaged and what can be
     /// read is salvaged (exit 0 repaired, 1 when documents were lost).
     Repair(StatsArgs),
@@ -244,15 +248,28 @@ pub struct GetArgs {
 #[derive(Debug, Args)]
 pub struct DeleteArgs {
     pub dir: PathBuf,
-    #[arg(long, value_enum)]
-    pub kind: KindArg,
+    /// The kind of the ids (needed with ids).
+    #[arg(long, value_enum, required_unless_present = "all")]
+    pub kind: Option<KindArg>,
     #[arg(long, default_value = ruche::DEFAULT_TENANT)]
     pub tenant: String,
     /// Delete every chunk of this context.
     #[arg(long)]
     pub context: Option<String>,
-    #[arg(required_unless_present = "context")]
+    /// Delete every rule and chunk of --tenant (then `ruche compact` erases them from
+    /// disk).
+    #[arg(long, conflicts_with_all = ["context", "ids"])]
+    pub all: bool,
+    #[arg(required_unless_present_any = ["context", "all"])]
     pub ids: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The index directory.
+    pub dir: PathBuf,
+    /// Where the copy goes (a new or empty directory).
+    pub dest: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -268,6 +285,9 @@ pub struct StatsArgs {
     pub dir: PathBuf,
     #[arg(long)]
     pub json: bool,
+    /// Counts of one tenant only (stats).
+    #[arg(long)]
+    pub tenant: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -12,8 +12,8 @@ use std::str::FromStr;
 use ruche::{Config, EmbedderSpec, Engine, Kind};
 
 use crate::args::{
-    DeleteArgs, ExportArgs, FeedbackArgs, GetArgs, IndexArgs, PurgeArgs, ReembedArgs, SearchArgs,
-    StatsArgs,
+    BackupArgs, DeleteArgs, ExportArgs, FeedbackArgs, GetArgs, IndexArgs, PurgeArgs, ReembedArgs,
+    SearchArgs, StatsArgs,
 };
 use crate::input::{self, QueryDefaults, QueryLine};
 use crate::output;
@@ -316,15 +316,19 @@ pub fn get(config: &Config, args: &GetArgs) -> Result<ExitCode> {
 
 pub fn delete(config: &Config, args: &DeleteArgs) -> Result<ExitCode> {
     let engine = open(config, &args.dir)?;
-    let kind: Kind = args.kind.into();
+    if args.all {
+        engine.delete_tenant(&args.tenant);
+    }
     if let Some(context) = &args.context {
-        if kind != Kind::Chunk {
+        if args.kind.map(Kind::from) != Some(Kind::Chunk) {
             bail!("--context deletes chunks: use --kind chunks");
         }
         engine.delete_context(&args.tenant, context);
     }
-    for id in &args.ids {
-        engine.delete(kind, &args.tenant, id);
+    if let Some(kind) = args.kind {
+        for id in &args.ids {
+            engine.delete(kind.into(), &args.tenant, id);
+        }
     }
     let deleted = engine.commit()?;
     engine.close()?;
@@ -396,10 +400,39 @@ pub fn repair(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
     })
 }
 
+pub fn compact(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
+    let (before, after) = Engine::compact(&args.dir, config.clone())?;
+    println!(
+        "compacted {}: {before} bytes before, {after} after",
+        args.dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn backup(config: &Config, args: &BackupArgs) -> Result<ExitCode> {
+    let engine = open(config, &args.dir)?;
+    engine.backup(&args.dest)?;
+    engine.close()?;
+    println!("copied {} to {}", args.dir.display(), args.dest.display());
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
     let engine = open(config, &args.dir)?;
-    let stats = engine.stats();
     let mut out = std::io::stdout().lock();
+    if let Some(tenant) = &args.tenant {
+        let (rules, chunks) = engine.tenant_counts(tenant);
+        if args.json {
+            let line = serde_json::json!({"tenant": tenant, "rules": rules, "chunks": chunks});
+            output::write_line(&mut out, &line)?;
+        } else {
+            writeln!(out, "tenant:     {tenant}")?;
+            writeln!(out, "rules:      {rules}")?;
+            writeln!(out, "chunks:     {chunks}")?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let stats = engine.stats();
     if args.json {
         output::write_line(&mut out, &serde_json::to_value(&stats)?)?;
     } else {

@@ -80,6 +80,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Purge(args) => commands::purge(&config, &args),
         Command::Stats(args) => commands::stats(&config, &args),
         Command::Check(args) => commands::check(&config, &args),
+        Command::Compact(args) => commands::compact(&config, &args),
+        Command::Backup(args) => commands::backup(&config, &args),
         Command::Repair(args) => commands::repair(&config, &args),
         Command::Export(args) => commands::export(&config, &args),
         Command::Reembed(args) => commands::reembed(&config, &args),
