@@ -168,10 +168,10 @@ fn word_spans(text: &str) -> Vec<(usize, usize)> {
 /// Byte ranges of identifier-like words.
 fn ident_spans(text: &str) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
-    let mut offset = 0;
     for word in text.split(char::is_whitespace) {
-        let word_start = offset;
-        offset += word.len() + 1;
+        // The separator may be several bytes long (a no-break space is 2): the word's
+        // offset is where it is, not a count of what came before.
+        let word_start = word.as_ptr() as usize - text.as_ptr() as usize;
         let trimmed = word.trim_matches(|c: char| !(c.is_alphanumeric() || "_/\\@#$~".contains(c)));
         if trimmed.is_empty() || !is_identifier(trimmed) {
             continue;
@@ -269,6 +269,8 @@ mod tests {
         check_ident("\"quoted_name\" (paren_id)", &["quoted_name", "paren_id"]);
         check_ident("a-", &[]);
         check_ident("order 48213977, not 1234 or 2026", &["48213977"]);
+        // Separators of more than one byte (a no-break space, an ideographic space).
+        check_ident("see\u{a0}NW-15699\u{3000}and v2.1", &["nw-15699", "v2.1"]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Integration tests: one binary, one module per area.
 
 mod analysis;
+mod campaign;
 mod cli;
 mod cli_more;
 mod common;

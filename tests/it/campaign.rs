@@ -1,0 +1,455 @@
+//! The durability campaign, as redb and SQLite run theirs: a writer killed at random
+//! points, a model-based test of writes and reopens against a `BTreeMap`, readers beside
+//! a writer, fuzzed input, and an on-disk format fixture that later versions must open.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use proptest::prelude::*;
+use ruche::{Chunk, EmbedderSpec, Engine, ErrorKind, Kind, Rule, SearchRequest};
+
+/// Set when the kill campaign runs this test binary as its writer.
+const KILL_DIR: &str = "RUCHE_TEST_KILL_DIR";
+/// Documents per commit of the writer child.
+const BATCH: usize = 20;
+
+fn vector(i: usize) -> Vec<f32> {
+    let x = i as f32;
+    vec![1.0, (x * 0.37).sin(), (x * 0.11).cos(), (x * 0.05).sin()]
+}
+
+fn note(i: usize) -> Chunk {
+    Chunk::new(format!("k{i:06}"), format!("note token{i} about the order"))
+        .with_embedding(vector(i))
+}
+
+/// The writer side: continues from what the index holds, one batch per commit (every
+/// third batch also deletes the first document of the batch before), acknowledging
+/// each commit on stdout, until killed.
+#[test]
+fn kill_campaign_writer() {
+    let Some(dir) = std::env::var_os(KILL_DIR) else {
+        return;
+    };
+    let engine = Engine::builder().open(dir).unwrap();
+    let mut next = engine.stats().chunks / BATCH * BATCH;
+    loop {
+        engine
+            .upsert_chunks((next..next + BATCH).map(note))
+            .unwrap();
+        engine.commit().unwrap();
+        next += BATCH;
+        println!("committed {next}");
+    }
+}
+
+/// A writer child killed (SIGKILL) at 100 random points: after each kill, every
+/// acknowledged commit is there, each commit is all or nothing, and both legs agree.
+#[test]
+fn a_writer_killed_at_random_points_loses_no_acknowledged_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    Engine::builder()
+        .embedder_spec(EmbedderSpec::None)
+        .create(&path)
+        .unwrap()
+        .close()
+        .unwrap();
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rand = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    const KILLS: usize = 100;
+    for round in 0..KILLS {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "campaign::kill_campaign_writer",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(KILL_DIR, &path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Kill after a random number of acknowledged commits (0 to 3), at a random
+        // moment within the next commit.
+        let wait_for = (rand() % 4) as usize;
+        let mut acknowledged = None;
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut seen = 0;
+        while seen < wait_for {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Some(n) = line.strip_prefix("committed ") {
+                        acknowledged = Some(n.parse::<usize>().unwrap());
+                        seen += 1;
+                    }
+                }
+                _ => break,
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_micros(rand() % 20_000));
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        let engine = Engine::builder().open(&path).unwrap();
+        let chunks = engine.stats().chunks;
+        assert_eq!(chunks % BATCH, 0, "round {round}: a commit split");
+        if let Some(acknowledged) = acknowledged {
+            assert!(
+                chunks >= acknowledged,
+                "round {round}: {chunks} < {acknowledged}"
+            );
+        }
+        // Both legs hold the last document committed, and nothing after it.
+        if chunks > 0 {
+            let last = chunks - 1;
+            let by_text = engine
+                .search(&SearchRequest::chunks(format!("token{last}")).top_k(1))
+                .unwrap();
+            assert_eq!(by_text.hits[0].id, format!("k{last:06}"), "round {round}");
+            let by_vector = engine
+                .search(
+                    &SearchRequest::chunks("")
+                        .embedding(vector(last))
+                        .min_relevance(0.0)
+                        .top_k(1),
+                )
+                .unwrap();
+            assert!(
+                by_vector.hits[0].breakdown.vector.unwrap() > 0.9999,
+                "round {round}"
+            );
+        }
+        assert!(
+            engine
+                .get(Kind::Chunk, "default", &format!("k{chunks:06}"))
+                .unwrap()
+                .is_none()
+        );
+        drop(engine);
+    }
+    println!("kill points: {KILLS}");
+}
+
+// # Model-based: writes, commits and reopens against a BTreeMap
+
+#[derive(Debug, Clone)]
+enum Op {
+    Upsert(u8, u8),
+    Delete(u8),
+    Commit,
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u8..24, 0u8..8).prop_map(|(id, word)| Op::Upsert(id, word)),
+        2 => (0u8..24).prop_map(Op::Delete),
+        3 => Just(Op::Commit),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+const WORDS: [&str; 8] = [
+    "refund", "parcel", "tent", "boots", "label", "invoice", "stove", "jacket",
+];
+
+fn model_chunk(id: u8, word: u8) -> Chunk {
+    Chunk::new(
+        format!("m{id:02}"),
+        format!("{} case {id} marker{id}x", WORDS[usize::from(word)]),
+    )
+    .with_embedding(vec![1.0, f32::from(id), f32::from(word), 0.5])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// After every operation the engine's committed documents equal the model's, both
+    /// legs find every committed document, and nothing uncommitted or deleted shows.
+    #[test]
+    fn writes_commits_and_reopens_match_a_model(ops in prop::collection::vec(op(), 1..40)) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index");
+        let mut engine = Some(
+            Engine::builder().embedder_spec(EmbedderSpec::None).create(&path).unwrap(),
+        );
+        let mut committed: BTreeMap<u8, u8> = BTreeMap::new();
+        let mut pending: Vec<Op> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Upsert(id, word) => {
+                    engine.as_ref().unwrap().upsert_chunks([model_chunk(id, word)]).unwrap();
+                    pending.push(op);
+                }
+                Op::Delete(id) => {
+                    engine.as_ref().unwrap().delete(Kind::Chunk, "default", &format!("m{id:02}"));
+                    pending.push(op);
+                }
+                Op::Commit => {
+                    engine.as_ref().unwrap().commit().unwrap();
+                    for op in pending.drain(..) {
+                        match op {
+                            Op::Upsert(id, word) => {
+                                committed.insert(id, word);
+                            }
+                            Op::Delete(id) => {
+                                committed.remove(&id);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                Op::Reopen => {
+                    // Uncommitted writes are dropped with the engine.
+                    drop(engine.take());
+                    pending.clear();
+                    engine = Some(Engine::builder().open(&path).unwrap());
+                }
+            }
+            let e = engine.as_ref().unwrap();
+            prop_assert_eq!(e.stats().chunks, committed.len());
+            for id in 0u8..24 {
+                let found = e.get(Kind::Chunk, "default", &format!("m{id:02}")).unwrap();
+                match committed.get(&id) {
+                    Some(word) => {
+                        let chunk = found.unwrap();
+                        let content = chunk.as_chunk().unwrap().content.clone();
+                        prop_assert!(content.starts_with(WORDS[usize::from(*word)]));
+                    }
+                    None => prop_assert!(found.is_none()),
+                }
+            }
+            for (id, word) in &committed {
+                let by_text = e
+                    .search(&SearchRequest::chunks(format!("marker{id}x")).top_k(3))
+                    .unwrap();
+                prop_assert_eq!(&by_text.hits[0].id, &format!("m{id:02}"));
+                let by_vector = e
+                    .search(
+                        &SearchRequest::chunks("")
+                            .embedding(vec![1.0, f32::from(*id), f32::from(*word), 0.5])
+                            .min_relevance(0.0)
+                            .top_k(1),
+                    )
+                    .unwrap();
+                prop_assert!(by_vector.hits[0].breakdown.vector.unwrap() > 0.99999);
+            }
+        }
+    }
+
+}
+
+/// Any record text is an error or a valid record, never a panic; any query text is
+/// words, never an error (256 generated cases per run, counted).
+#[test]
+fn any_input_is_a_record_or_an_error_and_any_query_is_words() {
+    use proptest::test_runner::{Config, TestRunner};
+    let mut runner = TestRunner::new(Config {
+        cases: 256,
+        ..Config::default()
+    });
+    let cases = std::sync::atomic::AtomicUsize::new(0);
+    let strategy = (
+        ".{0,200}",
+        r#"\{("[a-z_]{1,12}": ?("[^"]{0,20}"|[0-9.e-]{1,8}|\[[0-9., ]{0,12}\]|null|true),? ?){0,6}\}"#,
+    );
+    runner
+        .run(&strategy, |(line, json_ish)| {
+            cases.fetch_add(1, Ordering::Relaxed);
+            for text in [&line, &json_ish] {
+                if let Ok(rule) = serde_json::from_str::<Rule>(text) {
+                    let _ = rule.validate();
+                }
+                if let Ok(chunk) = serde_json::from_str::<Chunk>(text) {
+                    let _ = chunk.validate();
+                }
+                let _ = ruche::analyze(text);
+            }
+            let engine = query_engine();
+            for request in [
+                SearchRequest::rules(line.clone()),
+                SearchRequest::chunks(line),
+            ] {
+                prop_assert!(engine.search(&request).is_ok());
+            }
+            Ok(())
+        })
+        .unwrap();
+    println!("fuzz cases: {}", cases.load(Ordering::Relaxed));
+}
+
+/// One small engine for the query fuzzing, built once.
+fn query_engine() -> &'static Engine {
+    static ENGINE: std::sync::OnceLock<Engine> = std::sync::OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let engine = Engine::builder().temporary().unwrap();
+        engine
+            .upsert_rules([Rule::new("r", "customer asks for a refund", "refund it")
+                .with_patterns(["I want my money back"])])
+            .unwrap();
+        engine
+            .upsert_chunks([Chunk::new("c", "order NW-15699 shipped late (tent)")])
+            .unwrap();
+        engine.commit().unwrap();
+        engine
+    })
+}
+
+/// Readers search while a writer upserts, deletes and commits thousands of times: no
+/// panic, no deadlock, and every hit is a document both legs know.
+#[test]
+fn readers_and_a_writer_run_side_by_side() {
+    let engine = Arc::new(
+        Engine::builder()
+            .embedder_spec(EmbedderSpec::None)
+            .temporary()
+            .unwrap(),
+    );
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|r| {
+            let engine = Arc::clone(&engine);
+            let done = Arc::clone(&done);
+            std::thread::spawn(move || {
+                let mut searches = 0usize;
+                while !done.load(Ordering::Acquire) {
+                    let i = searches * 7 + r;
+                    let response = engine
+                        .search(
+                            &SearchRequest::chunks(format!("token{}", i % 400))
+                                .embedding(vector(i % 400))
+                                .min_relevance(0.0)
+                                .top_k(5),
+                        )
+                        .unwrap();
+                    for hit in &response.hits {
+                        assert!(hit.id.starts_with('k'), "{}", hit.id);
+                        assert!(hit.breakdown.vector.is_some(), "{}: no vector", hit.id);
+                    }
+                    searches += 1;
+                }
+                searches
+            })
+        })
+        .collect();
+    let mut ops = 0;
+    for round in 0..200 {
+        for i in 0..10 {
+            let id = (round * 13 + i * 31) % 400;
+            if (round + i) % 5 == 0 {
+                engine.delete(Kind::Chunk, "default", &format!("k{id:06}"));
+            } else {
+                engine.upsert_chunks([note(id)]).unwrap();
+            }
+            ops += 1;
+        }
+        engine.commit().unwrap();
+        ops += 1;
+    }
+    done.store(true, Ordering::Release);
+    let searches: usize = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    println!("operations: {ops} writes and commits, {searches} searches");
+    assert!(searches > 0);
+}
+
+/// An index written by format version 1 (`tests/fixtures/v1-index`, made by
+/// `make_v1_fixture` below) opens in this version with its documents; a store of
+/// another format version is refused with `IncompatibleFormat`.
+#[test]
+fn the_v1_format_opens_and_other_versions_are_refused() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1-index");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    copy_dir(&fixture, &path);
+    {
+        let engine = Engine::builder().open(&path).unwrap();
+        let stats = engine.stats();
+        assert_eq!((stats.rules, stats.chunks), (2, 3));
+        let hits = engine
+            .search(&SearchRequest::rules("I want my money back"))
+            .unwrap()
+            .hits;
+        assert_eq!(hits[0].id, "refund");
+        let hits = engine
+            .search(&SearchRequest::chunks("NW-15699").top_k(1))
+            .unwrap()
+            .hits;
+        assert_eq!(hits[0].id, "order-note");
+    }
+    // The same store claiming a future format version.
+    {
+        let db = sled::open(path.join("store")).unwrap();
+        let main = db.open_tree("main").unwrap();
+        main.insert(b"mformat_version", &99u32.to_be_bytes())
+            .unwrap();
+        db.flush().unwrap();
+    }
+    let err = Engine::builder().open(&path).unwrap_err();
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::IncompatibleFormat {
+                found: 99,
+                expected: 1
+            }
+        ),
+        "{err}"
+    );
+}
+
+/// Writes the v1 fixture (run by hand: `RUCHE_MAKE_FIXTURE=1 cargo test make_v1_fixture`).
+#[test]
+fn make_v1_fixture() {
+    if std::env::var_os("RUCHE_MAKE_FIXTURE").is_none() {
+        return;
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1-index");
+    let _ = std::fs::remove_dir_all(&path);
+    let engine = Engine::builder().create(&path).unwrap();
+    engine
+        .upsert_rules([
+            Rule::new("refund", "the customer wants a refund", "start the refund")
+                .with_priority(50)
+                .with_patterns(["I want my money back"]),
+            Rule::new("greet", "the conversation starts", "greet the customer"),
+        ])
+        .unwrap();
+    engine
+        .upsert_chunks([
+            Chunk::new(
+                "order-note",
+                "Order NW-15699 shipped late; refund of the fee promised.",
+            )
+            .with_importance(7),
+            Chunk::new("pref", "Prefers email over phone calls").with_importance(8),
+            Chunk::new("city", "Lives in Lyon"),
+        ])
+        .unwrap();
+    engine.commit().unwrap();
+    engine.close().unwrap();
+    let _ = std::fs::remove_file(path.join("LOCK"));
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
