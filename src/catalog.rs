@@ -25,6 +25,9 @@ pub(crate) struct Entry {
     /// Normalised vectors, `rows x dim`, with the index of each row within the document
     /// (0 = main, 1.. = patterns); `None` when the document has no vector.
     pub(crate) vectors: Option<Vectors>,
+    /// Its token counts in the text index, `[words, ident]` (for its scope's BM25
+    /// statistics).
+    pub(crate) tokens: [u32; 2],
 }
 
 /// The row of a document's centroid (see [`Vectors::from_stored`]); patterns are rows
@@ -212,6 +215,8 @@ pub(crate) struct Catalog {
     /// XOR of a hash of `(DocId, seq)` over the live documents: which versions are live,
     /// in 8 bytes (see [`Catalog::digest`]).
     digest: u64,
+    /// Token totals of the live documents by kind and tenant (`[words, ident]`).
+    tokens: [HashMap<String, [u64; 2]>; 2],
 }
 
 impl Catalog {
@@ -221,6 +226,42 @@ impl Catalog {
 
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// The BM25 statistics of one scope: live documents of `kind` in `tenant`, and
+    /// their tokens.
+    pub(crate) fn scope_stats(&self, kind: Kind, tenant: &str) -> crate::text::ScopeStats {
+        crate::text::ScopeStats {
+            docs: self.tenant_count(kind, tenant) as u64,
+            tokens: self.tokens[usize::from(kind.as_u8())]
+                .get(tenant)
+                .copied()
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Sets a live document's token counts (read from the text index at open).
+    pub(crate) fn set_tokens(&mut self, doc_id: DocId, tokens: [u32; 2]) {
+        let Some(entry) = self.entries.get_mut(&doc_id) else {
+            return;
+        };
+        let old = std::mem::replace(&mut entry.tokens, tokens);
+        let (kind, tenant) = (entry.doc.kind(), entry.doc.tenant_id().to_string());
+        self.add_tokens(kind, &tenant, old, false);
+        self.add_tokens(kind, &tenant, tokens, true);
+    }
+
+    fn add_tokens(&mut self, kind: Kind, tenant: &str, tokens: [u32; 2], add: bool) {
+        let totals = self.tokens[usize::from(kind.as_u8())]
+            .entry(tenant.to_string())
+            .or_default();
+        for (total, n) in totals.iter_mut().zip(tokens) {
+            *total = if add {
+                *total + u64::from(n)
+            } else {
+                total.saturating_sub(u64::from(n))
+            };
+        }
     }
 
     /// Live documents of `kind` in `tenant`.
@@ -266,6 +307,8 @@ impl Catalog {
 
     pub(crate) fn insert(&mut self, doc_id: DocId, entry: Entry) {
         self.digest ^= version_hash(doc_id, entry.seq);
+        let (kind, tenant) = (entry.doc.kind(), entry.doc.tenant_id().to_string());
+        self.add_tokens(kind, &tenant, entry.tokens, true);
         if let Some(old) = self.entries.get(&doc_id) {
             self.digest ^= version_hash(doc_id, old.seq);
         }
@@ -319,6 +362,8 @@ impl Catalog {
     pub(crate) fn remove(&mut self, doc_id: DocId) -> Option<Entry> {
         let entry = self.entries.remove(&doc_id)?;
         self.digest ^= version_hash(doc_id, entry.seq);
+        let (kind, tenant) = (entry.doc.kind(), entry.doc.tenant_id().to_string());
+        self.add_tokens(kind, &tenant, entry.tokens, false);
         let doc = &entry.doc;
         let ids = &mut self.ids[usize::from(doc.kind().as_u8())];
         if let Some(map) = ids.get_mut(doc.tenant_id()) {

@@ -43,6 +43,8 @@ pub(super) fn load_catalog(store: &Store) -> Result<Catalog> {
                     doc: Arc::new(record.into_document()?),
                     seq,
                     vectors: vectors.as_ref().and_then(Vectors::from_stored),
+                    // Read from the text index once it is open (`fill_tokens`).
+                    tokens: [0, 0],
                 },
             ))
         })
@@ -56,6 +58,15 @@ pub(super) fn load_catalog(store: &Store) -> Result<Catalog> {
         "catalog built"
     );
     Ok(catalog)
+}
+
+/// Copies each live document's token counts from the text index into the catalog,
+/// where the per-tenant BM25 statistics are summed.
+pub(super) fn fill_tokens(text: &TextIndex, catalog: &mut Catalog) -> Result<()> {
+    for (doc, tokens) in text.token_counts()? {
+        catalog.set_tokens(doc, tokens);
+    }
+    Ok(())
 }
 
 /// Opens the text index, catching it up or rebuilding it as needed.

@@ -350,6 +350,8 @@ impl Engine {
             create,
             builder.config.fusion.patterns_in_text,
         )?;
+        let mut catalog = catalog;
+        maintain::fill_tokens(&text, &mut catalog)?;
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "text index opened"
@@ -792,5 +794,6 @@ pub(crate) fn entry_of(
         doc: Arc::new(record.to_document(None)?),
         seq: record.seq,
         vectors: vectors.and_then(Vectors::from_stored),
+        tokens: [0, 0],
     })
 }

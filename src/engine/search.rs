@@ -78,8 +78,11 @@ impl Inner {
         let (query_vector, vector_skipped) = self.query_vector(request, text_present)?;
         timings.embed_us = micros(stage);
 
-        let text_query = self.text.analyze(&request.text);
         let catalog = self.read_catalog();
+        let scope = catalog.scope_stats(request.kind, &request.tenant_id);
+        let text_query = self
+            .text
+            .analyze(&request.text, request.kind, &request.tenant_id, scope);
         let filter = DocFilter {
             kind: request.kind,
             tenant: &request.tenant_id,

@@ -162,13 +162,16 @@ impl Engine {
         let phase = std::time::Instant::now();
 
         // Text index: every change of the batch, then one commit recording `last_seq`.
+        let mut tokens: std::collections::HashMap<crate::id::DocId, [u32; 2]> =
+            std::collections::HashMap::new();
         let text_result = (|| {
             for change in &applied {
                 if let Some(removed) = change.removed {
                     inner.text.delete(removed);
                 }
                 if let Some((doc, record, _)) = &change.written {
-                    inner.text.add_document(*doc, &record.to_document(None)?)?;
+                    let counts = inner.text.add_document(*doc, &record.to_document(None)?)?;
+                    tokens.insert(*doc, counts);
                 }
             }
             inner.text.commit(last_seq)
@@ -187,7 +190,9 @@ impl Engine {
                     catalog.remove(removed);
                 }
                 if let Some((doc, record, vectors)) = &change.written {
-                    catalog.insert(*doc, entry_of(record, Some(vectors))?);
+                    let mut entry = entry_of(record, Some(vectors))?;
+                    entry.tokens = tokens.get(doc).copied().unwrap_or_default();
+                    catalog.insert(*doc, entry);
                 }
             }
             inner.text.reload()

@@ -60,12 +60,28 @@ struct Fields {
     doc_id: Field,
     words: Field,
     ident: Field,
+    /// The document's token counts, `words << 32 | ident`: the per-tenant BM25
+    /// statistics are summed from them.
+    tokens: Field,
 }
 
-/// An analysed query: the terms of each field.
+/// An analysed query: the terms of each field, in one scope (kind and tenant), with the
+/// scope's statistics.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TextQuery {
     query: Option<BooleanQueryParts>,
+    scope: ScopeStats,
+}
+
+/// BM25 statistics of one scope (one kind of one tenant): its live documents and their
+/// token counts per field. Terms carry their scope as a prefix, so document frequencies
+/// are the scope's own too: no tenant's scores depend on another tenant's documents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct ScopeStats {
+    /// Live documents.
+    pub(crate) docs: u64,
+    /// Tokens of the live documents: `[words, ident]`.
+    pub(crate) tokens: [u64; 2],
 }
 
 #[derive(Debug, Clone)]
@@ -89,9 +105,10 @@ pub(crate) struct Coverage {
 }
 
 impl TextQuery {
-    /// Whether the query has no searchable term (empty text, only stop words).
+    /// Whether the query has no searchable term (empty text, only stop words), or its
+    /// scope has no document.
     pub(crate) fn is_empty(&self) -> bool {
-        self.query.is_none()
+        self.query.is_none() || self.scope.docs == 0
     }
 
     /// The codes of the query (identifiers such as `NW-15699`), lowercased.
@@ -100,12 +117,15 @@ impl TextQuery {
             parts
                 .codes
                 .iter()
-                .filter_map(|term| term.value().as_str().map(str::to_string))
+                .filter_map(|term| term.value().as_str().map(unscoped))
                 .collect()
         })
     }
 
     fn to_query(&self) -> Option<BooleanQuery> {
+        if self.scope.docs == 0 {
+            return None;
+        }
         let parts = self.query.as_ref()?;
         let clauses: Vec<(Occur, Box<dyn Query>)> = parts
             .terms
@@ -132,14 +152,77 @@ fn schema() -> (Schema, Fields) {
     };
     let words = builder.add_text_field("words", text_options(analyzer::WORDS));
     let ident = builder.add_text_field("ident", text_options(analyzer::IDENT));
+    let tokens = builder.add_u64_field("tokens", FAST);
     (
         builder.build(),
         Fields {
             doc_id,
             words,
             ident,
+            tokens,
         },
     )
+}
+
+/// The prefix of every term of one scope: `r` or `c`, the tenant, a NUL (tenant ids hold
+/// no control character).
+fn scope_prefix(kind: crate::Kind, tenant: &str) -> String {
+    let k = match kind {
+        crate::Kind::Rule => 'r',
+        crate::Kind::Chunk => 'c',
+    };
+    format!("{k}{tenant}\u{0}")
+}
+
+/// A term's text without its scope prefix.
+fn unscoped(term: &str) -> String {
+    term.split_once('\u{0}')
+        .map_or(term, |(_, token)| token)
+        .to_string()
+}
+
+/// tantivy's BM25 statistics, taken from one scope: its live documents and tokens, and
+/// document frequencies counted over live documents only (so that when deleted
+/// documents are merged away, a moment other tenants' writes decide, no score moves).
+struct ScopedStatistics<'a> {
+    searcher: &'a tantivy::Searcher,
+    scope: ScopeStats,
+    fields: Fields,
+}
+
+impl tantivy::query::Bm25StatisticsProvider for ScopedStatistics<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        Ok(if field == self.fields.ident {
+            self.scope.tokens[1]
+        } else {
+            self.scope.tokens[0]
+        })
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.scope.docs)
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        live_doc_freq(self.searcher, term)
+    }
+}
+
+/// The number of live documents that contain `term`.
+fn live_doc_freq(searcher: &tantivy::Searcher, term: &Term) -> tantivy::Result<u64> {
+    let mut total = 0u64;
+    for segment in searcher.segment_readers() {
+        let inverted = segment.inverted_index(term.field())?;
+        match segment.alive_bitset() {
+            None => total += u64::from(inverted.doc_freq(term)?),
+            Some(alive) => {
+                if let Some(postings) = inverted.read_postings(term, IndexRecordOption::Basic)? {
+                    total += u64::from(postings.doc_freq_given_deletes(alive));
+                }
+            }
+        }
+    }
+    Ok(total)
 }
 
 fn tantivy_err(err: tantivy::TantivyError) -> Error {
@@ -176,8 +259,9 @@ struct Payload {
 
 /// The version of the analyzers' output. An index written with another version is
 /// rebuilt from the store, so that query and document terms always agree. Version 2:
-/// numbers of 5 digits or more are `ident` tokens.
-const ANALYZER_VERSION: u32 = 2;
+/// numbers of 5 digits or more are `ident` tokens. Version 3: terms carry their scope
+/// (kind and tenant), and documents their token counts.
+const ANALYZER_VERSION: u32 = 3;
 
 fn first_analyzer_version() -> u32 {
     1
@@ -274,31 +358,38 @@ impl TextIndex {
         })
     }
 
-    /// Analyses a query text. Query syntax is never parsed: `title:x AND (` is words.
-    pub(crate) fn analyze(&self, text: &str) -> TextQuery {
+    /// Analyses a query text in one scope (kind and tenant), whose statistics the
+    /// scores use. Query syntax is never parsed: `title:x AND (` is words.
+    pub(crate) fn analyze(
+        &self,
+        text: &str,
+        kind: crate::Kind,
+        tenant: &str,
+        scope: ScopeStats,
+    ) -> TextQuery {
+        let prefix = scope_prefix(kind, tenant);
+        let scoped =
+            |field: Field, token: &str| Term::from_field_text(field, &format!("{prefix}{token}"));
         let mut words_analyzer = self.words.clone();
         let mut ident_analyzer = self.ident.clone();
         let mut terms: Vec<Term> = Vec::new();
         let mut words: Vec<Term> = Vec::new();
         for (token, source) in analyzer::tokens_with_source(&mut words_analyzer, text) {
-            let term = Term::from_field_text(self.fields.words, &token);
+            let term = scoped(self.fields.words, &token);
             let function_word = crate::analysis::is_stop_word(&source.to_lowercase());
             if !function_word && !words.contains(&term) {
                 words.push(term.clone());
             }
             terms.push(term);
         }
-        let idents: Vec<Term> = analyzer::tokens(&mut ident_analyzer, text)
-            .iter()
-            .map(|token| Term::from_field_text(self.fields.ident, token))
-            .collect();
         let mut codes: Vec<Term> = Vec::new();
-        for term in &idents {
-            if term.value().as_str().is_some_and(analyzer::is_code) && !codes.contains(term) {
+        for token in analyzer::tokens(&mut ident_analyzer, text) {
+            let term = scoped(self.fields.ident, &token);
+            if analyzer::is_code(&token) && !codes.contains(&term) {
                 codes.push(term.clone());
             }
+            terms.push(term);
         }
-        terms.extend(idents.iter().cloned());
         terms.sort();
         terms.dedup();
         TextQuery {
@@ -307,29 +398,71 @@ impl TextIndex {
                 words,
                 codes,
             }),
+            scope,
         }
     }
 
-    /// Adds a document version (visible after [`TextIndex::commit`] and a reload).
-    pub(crate) fn add_document(&self, doc: DocId, document: &crate::Document) -> Result<()> {
-        match document {
+    /// Adds a document version (visible after [`TextIndex::commit`] and a reload), its
+    /// terms in the document's scope; returns its token counts `[words, ident]`.
+    pub(crate) fn add_document(&self, doc: DocId, document: &crate::Document) -> Result<[u32; 2]> {
+        let text = match document {
             crate::Document::Rule(rule) if self.patterns_in_text && !rule.patterns.is_empty() => {
-                let text = format!("{} {}", rule.text(), rule.patterns.join(" "));
-                self.add(doc, &text)
+                format!("{} {}", rule.text(), rule.patterns.join(" "))
             }
-            other => self.add(doc, &other.text()),
-        }
+            other => other.text(),
+        };
+        let prefix = scope_prefix(document.kind(), document.tenant_id());
+        let scoped = |analyzer: &TextAnalyzer| {
+            let mut analyzer = analyzer.clone();
+            let mut stream = analyzer.token_stream(&text);
+            let mut tokens = Vec::new();
+            while let Some(token) = stream.next() {
+                let mut token = token.clone();
+                token.text.insert_str(0, &prefix);
+                tokens.push(token);
+            }
+            tantivy::tokenizer::PreTokenizedString {
+                text: String::new(),
+                tokens,
+            }
+        };
+        let words = scoped(&self.words);
+        let ident = scoped(&self.ident);
+        let counts = [
+            u32::try_from(words.tokens.len()).unwrap_or(u32::MAX),
+            u32::try_from(ident.tokens.len()).unwrap_or(u32::MAX),
+        ];
+        let mut entry = TantivyDocument::default();
+        entry.add_u64(self.fields.doc_id, doc.as_u64());
+        entry.add_u64(
+            self.fields.tokens,
+            (u64::from(counts[0]) << 32) | u64::from(counts[1]),
+        );
+        entry.add_pre_tokenized_text(self.fields.words, words);
+        entry.add_pre_tokenized_text(self.fields.ident, ident);
+        self.lock_writer()
+            .add_document(entry)
+            .map_err(tantivy_err)?;
+        Ok(counts)
     }
 
-    fn add(&self, doc: DocId, text: &str) -> Result<()> {
-        let mut document = TantivyDocument::default();
-        document.add_u64(self.fields.doc_id, doc.as_u64());
-        document.add_text(self.fields.words, text);
-        document.add_text(self.fields.ident, text);
-        self.lock_writer()
-            .add_document(document)
-            .map_err(tantivy_err)?;
-        Ok(())
+    /// The token counts of every live document of the committed index.
+    pub(crate) fn token_counts(&self) -> Result<Vec<(DocId, [u32; 2])>> {
+        guarded("reading token counts", || {
+            let searcher = self.reader.searcher();
+            let mut out = Vec::with_capacity(searcher.num_docs() as usize);
+            for segment in searcher.segment_readers() {
+                let fast = segment.fast_fields();
+                let ids = fast.u64("doc_id").map_err(tantivy_err)?;
+                let tokens = fast.u64("tokens").map_err(tantivy_err)?;
+                for seg_doc in segment.doc_ids_alive() {
+                    if let (Some(doc), Some(packed)) = (ids.first(seg_doc), tokens.first(seg_doc)) {
+                        out.push((DocId::new(doc), [(packed >> 32) as u32, packed as u32]));
+                    }
+                }
+            }
+            Ok(out)
+        })
     }
 
     /// Removes a document version.
@@ -405,14 +538,18 @@ impl TextIndex {
             wanted: HashMap::new(),
             complete: true,
         };
-        let Some(query) = query.to_query() else {
+        let Some(text_query) = query.to_query() else {
             return Ok(result);
         };
         let searcher = self.reader.searcher();
         let exhaustive = searcher.num_docs() <= EXHAUSTIVE_MAX_DOCS;
         result.complete = exhaustive;
-        let weight = query
-            .weight(EnableScoring::enabled_from_searcher(&searcher))
+        let statistics = self.statistics(&searcher, query.scope);
+        let weight = text_query
+            .weight(EnableScoring::enabled_from_statistics_provider(
+                &statistics,
+                &searcher,
+            ))
             .map_err(tantivy_err)?;
         let mut heap: BinaryHeap<HeapEntry<'a>> = BinaryHeap::with_capacity(limit + 1);
         // The lowest score that can still enter the heap (equal scores keep coming: the
@@ -502,8 +639,12 @@ impl TextIndex {
             return Ok(scores);
         }
         let searcher = self.reader.searcher();
+        let statistics = self.statistics(&searcher, query.scope);
         let weight = text_query
-            .weight(EnableScoring::enabled_from_searcher(&searcher))
+            .weight(EnableScoring::enabled_from_statistics_provider(
+                &statistics,
+                &searcher,
+            ))
             .map_err(tantivy_err)?;
         let mut targets: Vec<(u32, DocId)> = Vec::with_capacity(docs.len());
         for segment in searcher.segment_readers() {
@@ -526,6 +667,18 @@ impl TextIndex {
             }
         }
         Ok(scores)
+    }
+
+    fn statistics<'s>(
+        &self,
+        searcher: &'s tantivy::Searcher,
+        scope: ScopeStats,
+    ) -> ScopedStatistics<'s> {
+        ScopedStatistics {
+            searcher,
+            scope,
+            fields: self.fields,
+        }
     }
 
     /// The live documents of `docs` in `segment`, as `(segment doc, doc)` sorted by
@@ -589,12 +742,13 @@ impl TextIndex {
             return Ok(out);
         }
         let searcher = self.reader.searcher();
-        let total = searcher.num_docs() as f64;
-        // idf as BM25 has it, so that a word every document contains weighs little.
+        let total = query.scope.docs as f64;
+        // idf as BM25 has it, in the query's scope, so that a word every document of the
+        // tenant contains weighs little.
         let mut idf = Vec::with_capacity(parts.words.len());
         for term in &parts.words {
-            let df = searcher.doc_freq(term).map_err(tantivy_err)? as f64;
-            idf.push(((total - df + 0.5) / (df + 0.5)).ln_1p() as f32);
+            let df = live_doc_freq(&searcher, term).map_err(tantivy_err)? as f64;
+            idf.push(((total - df + 0.5).max(0.0) / (df + 0.5)).ln_1p() as f32);
         }
         let idf_sum: f32 = idf.iter().sum();
         let mut targets: Vec<(u32, DocId)> = Vec::with_capacity(docs.len());
@@ -718,7 +872,16 @@ mod tests {
         }
         text.commit(1).unwrap();
         text.reload().unwrap();
-        let query = text.analyze("refund order NW-15699");
+        let scope = ScopeStats {
+            docs: docs.len() as u64,
+            tokens: [30, 10],
+        };
+        let query = text.analyze(
+            "refund order NW-15699",
+            crate::Kind::Chunk,
+            "default",
+            scope,
+        );
         assert_eq!(query.codes(), ["nw-15699"]);
         let all: Vec<DocId> = (0..docs.len() as u64).map(DocId::new).collect();
         let coverage = text.coverage(&query, &all).unwrap();
@@ -766,7 +929,11 @@ mod tests {
         text.reload().unwrap();
         assert!(text.segment_count() > 1, "the test needs several segments");
 
-        let query = text.analyze("late parcel refund");
+        let scope = ScopeStats {
+            docs: next,
+            tokens: [3 * next, 0],
+        };
+        let query = text.analyze("late parcel refund", crate::Kind::Chunk, "default", scope);
         let all: Vec<DocId> = (0..next).map(DocId::new).collect();
         let full = text
             .search(&query, 0, &|_| None, &all.iter().copied().collect())
