@@ -24,11 +24,13 @@ const USEFUL_BIT: u8 = 8;
 
 impl Engine {
     /// Records whether the response of search `query_id` was useful, crediting the legs
-    /// that found its top hit; returns the feedback window after the record.
+    /// that found its top hit; returns the feedback window of the search's tenant after
+    /// the record.
     ///
-    /// The window (the last 100 records) is persisted. With `fusion.feedback` on, a leg
-    /// with at least 10 records gets its weight multiplied by `0.2 + useful_rate * 1.6`
-    /// in later searches.
+    /// Each tenant has its own window (the last 100 records), persisted: one tenant's
+    /// feedback never weighs another's searches. With `fusion.feedback` on, a leg with at
+    /// least 10 records gets its weight multiplied by `0.2 + useful_rate * 1.6` in that
+    /// tenant's later searches.
     ///
     /// A query's feedback counts once: giving the same answer again changes nothing,
     /// and a contradicting answer is an error.
@@ -40,12 +42,14 @@ impl Engine {
     /// already has the other answer; storage errors.
     pub fn feedback(&self, query_id: &str, useful: bool) -> Result<FeedbackWindow> {
         let inner = &self.inner;
-        let mut window = inner.lock_feedback();
-        let legs = inner.logged_query(query_id)?.ok_or_else(|| {
+        let mut windows = inner.lock_feedback();
+        let logged = inner.logged_query(query_id)?.ok_or_else(|| {
             Error::new(ErrorKind::NotFound {
                 what: format!("query `{query_id}` (no search with hits has this id)"),
             })
         })?;
+        let legs = logged.legs;
+        let window = windows.entry(logged.tenant.clone()).or_default();
         if legs & GIVEN_BIT != 0 {
             let given = legs & USEFUL_BIT != 0;
             if given == useful {
@@ -62,46 +66,98 @@ impl Engine {
         };
         // Marked first: a crash between the two loses this feedback rather than
         // letting a retry count it twice.
-        let marked = legs | GIVEN_BIT | if useful { USEFUL_BIT } else { 0 };
+        let marked = LoggedQuery {
+            legs: legs | GIVEN_BIT | if useful { USEFUL_BIT } else { 0 },
+            tenant: logged.tenant.clone(),
+        };
         inner.flush_query_log()?;
-        inner.store.log_queries(&[(query_id.to_string(), marked)])?;
+        inner
+            .store
+            .log_queries(&[(query_id.to_string(), marked.encode())])?;
         window.record(found_by, useful);
-        inner.store.save_feedback(window.entries())?;
+        inner
+            .store
+            .save_feedback(&logged.tenant, window.entries())?;
         Ok(window.clone())
     }
 
-    /// The feedback window.
-    pub fn feedback_window(&self) -> FeedbackWindow {
-        self.inner.lock_feedback().clone()
+    /// The feedback window of `tenant`.
+    pub fn feedback_window(&self, tenant: &str) -> FeedbackWindow {
+        self.inner
+            .lock_feedback()
+            .get(tenant)
+            .cloned()
+            .unwrap_or_default()
     }
 
-    /// Forgets every feedback record.
+    /// Forgets every feedback record of every tenant.
     ///
     /// # Errors
     ///
     /// Storage errors.
     pub fn reset_feedback(&self) -> Result<()> {
-        let mut window = self.inner.lock_feedback();
-        window.reset();
-        self.inner.store.save_feedback(window.entries())
+        let mut windows = self.inner.lock_feedback();
+        windows.clear();
+        self.inner.store.clear_feedback()
+    }
+}
+
+/// What the query log keeps of a search: the legs that found its top hit (and whether
+/// feedback was given), and its tenant.
+struct LoggedQuery {
+    legs: u8,
+    tenant: String,
+}
+
+impl LoggedQuery {
+    /// `[legs]` then the tenant's bytes (none for the default tenant, as before tenants
+    /// were logged).
+    fn encode(&self) -> Vec<u8> {
+        let mut bytes = vec![self.legs];
+        if self.tenant != crate::DEFAULT_TENANT {
+            bytes.extend_from_slice(self.tenant.as_bytes());
+        }
+        bytes
+    }
+
+    fn decode(bytes: &[u8]) -> Result<LoggedQuery> {
+        let (&legs, tenant) = bytes
+            .split_first()
+            .ok_or_else(|| Error::corrupt("query log entry"))?;
+        let tenant = if tenant.is_empty() {
+            crate::DEFAULT_TENANT.to_string()
+        } else {
+            String::from_utf8(tenant.to_vec()).map_err(|_| Error::corrupt("query log entry"))?
+        };
+        Ok(LoggedQuery { legs, tenant })
     }
 }
 
 impl Inner {
-    pub(crate) fn lock_feedback(&self) -> std::sync::MutexGuard<'_, FeedbackWindow> {
+    pub(crate) fn lock_feedback(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, FeedbackWindow>> {
         self.feedback.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn feedback_factors(&self) -> LegFactors {
-        self.lock_feedback().factors()
+    pub(crate) fn feedback_factors(&self, tenant: &str) -> LegFactors {
+        self.lock_feedback()
+            .get(tenant)
+            .map(FeedbackWindow::factors)
+            .unwrap_or_default()
     }
 
-    /// Logs the legs that found a response's top hit, for later feedback. Buffered in
-    /// memory and written to the store in batches, at commits and at close.
-    pub(crate) fn log_query(&self, query_id: &str, found_by: FoundBy) -> Result<()> {
+    /// Logs the legs that found a response's top hit and its tenant, for later
+    /// feedback. Buffered in memory and written to the store in batches, at commits and
+    /// at close.
+    pub(crate) fn log_query(&self, query_id: &str, tenant: &str, found_by: FoundBy) -> Result<()> {
         let legs = (u8::from(found_by.text) * TEXT_BIT) | (u8::from(found_by.vector) * VECTOR_BIT);
+        let entry = LoggedQuery {
+            legs,
+            tenant: tenant.to_string(),
+        };
         let mut pending = self.lock_query_log();
-        pending.push((query_id.to_string(), legs));
+        pending.push((query_id.to_string(), entry.encode()));
         if pending.len() >= QUERY_LOG_BATCH {
             self.flush_query_log_locked(&mut pending)?;
         }
@@ -114,7 +170,7 @@ impl Inner {
         self.flush_query_log_locked(&mut pending)
     }
 
-    fn flush_query_log_locked(&self, pending: &mut Vec<(String, u8)>) -> Result<()> {
+    fn flush_query_log_locked(&self, pending: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
         if pending.is_empty() {
             return Ok(());
         }
@@ -129,21 +185,22 @@ impl Inner {
         Ok(())
     }
 
-    /// The legs logged for a query id, buffered or stored.
-    fn logged_query(&self, query_id: &str) -> Result<Option<u8>> {
+    /// What was logged for a query id, buffered or stored.
+    fn logged_query(&self, query_id: &str) -> Result<Option<LoggedQuery>> {
         let buffered = self
             .lock_query_log()
             .iter()
             .rev()
             .find(|(id, _)| id == query_id)
-            .map(|(_, legs)| *legs);
-        match buffered {
-            Some(legs) => Ok(Some(legs)),
-            None => self.store.logged_query(query_id),
-        }
+            .map(|(_, entry)| entry.clone());
+        let bytes = match buffered {
+            Some(bytes) => Some(bytes),
+            None => self.store.logged_query(query_id)?,
+        };
+        bytes.map(|b| LoggedQuery::decode(&b)).transpose()
     }
 
-    fn lock_query_log(&self) -> std::sync::MutexGuard<'_, Vec<(String, u8)>> {
+    fn lock_query_log(&self) -> std::sync::MutexGuard<'_, Vec<(String, Vec<u8>)>> {
         self.query_log.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

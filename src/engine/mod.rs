@@ -41,9 +41,16 @@ pub(crate) use self::search::MAX_COUNT;
 
 /// An open index: rules and chunks on disk, searchable by text and vector.
 ///
-/// `Engine` is `Send + Sync`: share it between threads (in an `Arc`); searches run
-/// concurrently, writes are serialised internally. Writes (`upsert_*`, `delete*`) are
-/// buffered until [`Engine::commit`], which makes them durable and visible at once.
+/// # Threading
+///
+/// `Engine` is `Send + Sync`: share one per process between threads (in an `Arc`).
+/// Searches run concurrently with each other and with writes; each sees one committed
+/// state (the catalog and the text reader switch together at a commit). Writes
+/// (`upsert_*`, `delete*`) are buffered until [`Engine::commit`], which makes them
+/// durable and visible at once; commits are serialised. One background thread builds
+/// the HNSW graph. A second `Engine` on the same directory, in this process or another,
+/// waits for the first ([`EngineBuilder::wait`]) or fails with
+/// [`ErrorKind::Locked`](crate::ErrorKind::Locked).
 ///
 /// Dropping an engine stops its background graph builder and stores a graph checkpoint;
 /// [`Engine::close`] does the same and also finishes the graph first, reporting errors.
@@ -95,8 +102,10 @@ pub(crate) struct Inner {
     pub(crate) query_counter: AtomicU64,
     pub(crate) queries_logged: AtomicU64,
     /// Query log entries not yet written to the store.
-    pub(crate) query_log: Mutex<Vec<(String, u8)>>,
-    pub(crate) feedback: Mutex<crate::feedback::FeedbackWindow>,
+    pub(crate) query_log: Mutex<Vec<(String, Vec<u8>)>>,
+    /// The feedback windows, by tenant: one tenant's feedback never weighs another's
+    /// searches.
+    pub(crate) feedback: Mutex<std::collections::HashMap<String, crate::feedback::FeedbackWindow>>,
     _lock_file: File,
     _temp_dir: Option<tempfile::TempDir>,
 }
@@ -339,7 +348,16 @@ impl Engine {
             }
             None => manifest::write(dir, &found)?,
         }
-        let feedback = crate::feedback::FeedbackWindow::from_entries(store.feedback_entries()?);
+        let feedback: std::collections::HashMap<String, crate::feedback::FeedbackWindow> = store
+            .feedback_windows()?
+            .into_iter()
+            .map(|(tenant, entries)| {
+                (
+                    tenant,
+                    crate::feedback::FeedbackWindow::from_entries(entries),
+                )
+            })
+            .collect();
         let counters = Counters::default();
         let phase = std::time::Instant::now();
         let text = maintain::open_text(

@@ -50,8 +50,9 @@ impl Engine {
         }
         new.commit()?;
         // Feedback is about the legs, not the model: it carries over.
-        let window = old.feedback_window();
-        new.inner.store.save_feedback(window.entries())?;
+        for (tenant, window) in old.inner.lock_feedback().iter() {
+            new.inner.store.save_feedback(tenant, window.entries())?;
+        }
         new.close()?;
         drop(old);
         let marker = staging.join(COMPLETE);

@@ -349,7 +349,7 @@ impl Inner {
             }
         }
         if let Some(top) = hits.first() {
-            self.log_query(&query_id, top.breakdown.found_by)?;
+            self.log_query(&query_id, &request.tenant_id, top.breakdown.found_by)?;
         }
         timings.total_us = micros(started);
         Ok(SearchResponse {
@@ -444,7 +444,11 @@ impl Inner {
         if adaptive {
             weights = adapt(&analyze(&request.text), weights);
         }
-        let factors = self.config.fusion.feedback.then(|| self.feedback_factors());
+        let factors = self
+            .config
+            .fusion
+            .feedback
+            .then(|| self.feedback_factors(&request.tenant_id));
         let any_leg = vector_leg || text_leg;
         let used = if any_leg {
             weights.in_use(ran, factors.unwrap_or_default())?

@@ -464,18 +464,18 @@ impl Store {
 
     /// Records which legs found the top hit of searches (not flushed: a crash may lose
     /// the most recent entries, which only makes feedback on them fail).
-    pub(crate) fn log_queries(&self, entries: &[(String, u8)]) -> Result<()> {
+    pub(crate) fn log_queries(&self, entries: &[(String, Vec<u8>)]) -> Result<()> {
         let mut batch = sled::Batch::default();
-        for (query_id, legs) in entries {
-            batch.insert(query_id.as_bytes(), &[*legs]);
+        for (query_id, entry) in entries {
+            batch.insert(query_id.as_bytes(), entry.as_slice());
         }
         self.queries.apply_batch(batch).map_err(sled_err)
     }
 
-    /// The legs logged for a query id.
-    pub(crate) fn logged_query(&self, query_id: &str) -> Result<Option<u8>> {
+    /// What was logged for a query id.
+    pub(crate) fn logged_query(&self, query_id: &str) -> Result<Option<Vec<u8>>> {
         let value = self.queries.get(query_id.as_bytes()).map_err(sled_err)?;
-        Ok(value.and_then(|v| v.first().copied()))
+        Ok(value.map(|v| v.to_vec()))
     }
 
     /// Keeps the `keep` most recent query log entries (ids sort by time).
@@ -492,19 +492,48 @@ impl Store {
         self.queries.apply_batch(batch).map_err(sled_err)
     }
 
-    /// The stored feedback entries.
-    pub(crate) fn feedback_entries(&self) -> Result<Vec<crate::feedback::FeedbackEntry>> {
-        match self.feedback.get(b"window").map_err(sled_err)? {
-            Some(bytes) => record::decode(&bytes, "feedback window"),
-            None => Ok(Vec::new()),
+    /// The stored feedback windows, by tenant. (The default tenant's is under the key
+    /// `window`, as before windows were per tenant; another tenant's under `w` + its id.)
+    pub(crate) fn feedback_windows(
+        &self,
+    ) -> Result<std::collections::HashMap<String, Vec<crate::feedback::FeedbackEntry>>> {
+        let mut windows = std::collections::HashMap::new();
+        for item in self.feedback.iter() {
+            let (key, bytes) = item.map_err(sled_err)?;
+            let tenant = if key.as_ref() == b"window" {
+                crate::DEFAULT_TENANT.to_string()
+            } else if let Some(tenant) = key.strip_prefix(b"w") {
+                String::from_utf8(tenant.to_vec())
+                    .map_err(|_| Error::corrupt("feedback window key"))?
+            } else {
+                continue;
+            };
+            windows.insert(tenant, record::decode(&bytes, "feedback window")?);
         }
+        Ok(windows)
     }
 
-    /// Replaces the stored feedback entries, durably.
-    pub(crate) fn save_feedback(&self, entries: &[crate::feedback::FeedbackEntry]) -> Result<()> {
+    /// Replaces the stored feedback window of `tenant`, durably.
+    pub(crate) fn save_feedback(
+        &self,
+        tenant: &str,
+        entries: &[crate::feedback::FeedbackEntry],
+    ) -> Result<()> {
+        let key = if tenant == crate::DEFAULT_TENANT {
+            b"window".to_vec()
+        } else {
+            [b"w".as_slice(), tenant.as_bytes()].concat()
+        };
         self.feedback
-            .insert(b"window", record::encode(&entries))
+            .insert(key, record::encode(&entries))
             .map_err(sled_err)?;
+        self.db.flush().map_err(sled_err)?;
+        Ok(())
+    }
+
+    /// Removes every stored feedback window, durably.
+    pub(crate) fn clear_feedback(&self) -> Result<()> {
+        self.feedback.clear().map_err(sled_err)?;
         self.db.flush().map_err(sled_err)?;
         Ok(())
     }

@@ -122,7 +122,7 @@ fn twenty_useful_text_only_hits_give_the_text_leg_factor_1_8() {
     assert_close((fresh.vector_weight, fresh.text_weight), (0.7, 0.3));
 
     give_feedback(&engine, 20, true);
-    let window = engine.feedback_window();
+    let window = engine.feedback_window("default");
     assert_eq!(
         window.stats(Leg::Text),
         LegFeedback {
@@ -148,8 +148,8 @@ fn fewer_than_ten_entries_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let engine = create(dir.path(), true);
     give_feedback(&engine, 9, true);
-    assert_eq!(engine.feedback_window().len(), 9);
-    assert_eq!(engine.feedback_window().factors().text, 1.0);
+    assert_eq!(engine.feedback_window("default").len(), 9);
+    assert_eq!(engine.feedback_window("default").factors().text, 1.0);
     let fusion = search(&engine).fusion;
     assert_eq!(fusion.feedback_factors, Some([1.0, 1.0]));
     assert_close((fusion.vector_weight, fusion.text_weight), (0.7, 0.3));
@@ -164,7 +164,7 @@ fn feedback_off_leaves_the_configured_weights() {
     let engine = create(dir.path(), false);
     // Feedback is still recorded (and persisted), just not applied.
     give_feedback(&engine, 20, true);
-    assert!((engine.feedback_window().factors().text - 1.8).abs() < 1e-12);
+    assert!((engine.feedback_window("default").factors().text - 1.8).abs() < 1e-12);
     let fusion = search(&engine).fusion;
     assert_eq!(fusion.feedback_factors, None);
     assert_close((fusion.vector_weight, fusion.text_weight), (0.7, 0.3));
@@ -177,12 +177,12 @@ fn the_window_survives_reopen() {
     give_feedback(&engine, 12, true);
     give_feedback(&engine, 3, false);
     let kept_id = search(&engine).query_id;
-    let window = engine.feedback_window();
+    let window = engine.feedback_window("default");
     assert_eq!(window.len(), 15);
     drop(engine);
 
     let engine = open(dir.path(), true);
-    assert_eq!(engine.feedback_window(), window);
+    assert_eq!(engine.feedback_window("default"), window);
     // 12 of 15 useful: 0.2 + 0.8 * 1.6 = 1.48.
     let expected_text = 0.3 * 1.48 / (0.7 + 0.3 * 1.48);
     assert_close(weights_used(&engine), (1.0 - expected_text, expected_text));
@@ -193,7 +193,7 @@ fn the_window_survives_reopen() {
 
     // The same window, applied or not by the configuration of the open.
     let engine = open(dir.path(), false);
-    assert_eq!(engine.feedback_window(), window);
+    assert_eq!(engine.feedback_window("default"), window);
     assert_close(weights_used(&engine), (0.7, 0.3));
 }
 
@@ -211,7 +211,7 @@ fn unknown_query_ids_are_not_found() {
     assert!(empty.hits.is_empty());
     let err = engine.feedback(&empty.query_id, true).unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::NotFound { .. }), "{err}");
-    assert!(engine.feedback_window().is_empty());
+    assert!(engine.feedback_window("default").is_empty());
 }
 
 #[test]
@@ -221,11 +221,11 @@ fn reset_clears_the_window() {
     give_feedback(&engine, 20, true);
     assert_close(weights_used(&engine), BOOSTED);
     engine.reset_feedback().unwrap();
-    assert!(engine.feedback_window().is_empty());
+    assert!(engine.feedback_window("default").is_empty());
     assert_close(weights_used(&engine), (0.7, 0.3));
     drop(engine);
     // The reset is persisted.
     let engine = open(dir.path(), true);
-    assert!(engine.feedback_window().is_empty());
+    assert!(engine.feedback_window("default").is_empty());
     assert_close(weights_used(&engine), (0.7, 0.3));
 }

@@ -771,3 +771,134 @@ fn a_backup_taken_while_writing_is_one_committed_state() {
     let err = engine.backup(dir.path().join("backup0")).unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::NotAnIndex { .. }), "{err}");
 }
+
+mod tenants {
+    //! One tenant cannot measure another: nothing a tenant sees changes when another
+    //! tenant's documents change.
+
+    use proptest::prelude::*;
+    use ruche::{Chunk, Config, EmbedderSpec, Engine, Rule, SearchRequest};
+
+    const WORDS: [&str; 10] = [
+        "refund", "parcel", "tent", "boots", "label", "invoice", "stove", "jacket", "order", "late",
+    ];
+
+    fn text(words: &[u8]) -> String {
+        let mut text: Vec<&str> = words.iter().map(|w| WORDS[usize::from(*w) % 10]).collect();
+        text.push("note");
+        text.join(" ")
+    }
+
+    fn vector(words: &[u8]) -> Vec<f32> {
+        let mut v = vec![0.1f32; 10];
+        for w in words {
+            v[usize::from(*w) % 10] += 1.0;
+        }
+        v
+    }
+
+    fn corpus(tenant: &str, docs: &[Vec<u8>]) -> (Vec<Rule>, Vec<Chunk>) {
+        let rules = docs
+            .iter()
+            .enumerate()
+            .take(6)
+            .map(|(i, words)| {
+                Rule::new(format!("r{i}"), text(words), "act")
+                    .with_tenant(tenant)
+                    .with_priority(i as i32 * 10)
+                    .with_embedding(vector(words))
+            })
+            .collect();
+        let chunks = docs
+            .iter()
+            .enumerate()
+            .map(|(i, words)| {
+                Chunk::new(format!("c{i}"), text(words))
+                    .with_tenant(tenant)
+                    .with_importance((i % 10) as u8 + 1)
+                    .with_embedding(vector(words))
+            })
+            .collect();
+        (rules, chunks)
+    }
+
+    fn engine(a: &[Vec<u8>], b: &[Vec<u8>], b_deletes: usize) -> Engine {
+        let mut config = Config::default();
+        config.fusion.feedback = true;
+        let engine = Engine::builder()
+            .config(config)
+            .embedder_spec(EmbedderSpec::None)
+            .temporary()
+            .unwrap();
+        for (tenant, docs) in [("a", a), ("b", b)] {
+            let (rules, chunks) = corpus(tenant, docs);
+            engine.upsert_rules(rules).unwrap();
+            engine.upsert_chunks(chunks).unwrap();
+        }
+        engine.commit().unwrap();
+        for i in 0..b_deletes.min(b.len()) {
+            engine.delete(ruche::Kind::Chunk, "b", &format!("c{i}"));
+        }
+        engine.commit().unwrap();
+        engine
+    }
+
+    /// What tenant `a` sees of a search: everything but the query id and timings.
+    fn seen(engine: &Engine, request: &SearchRequest) -> String {
+        let response = engine.search(request).unwrap();
+        let hits: Vec<String> = response
+            .hits
+            .iter()
+            .map(|h| format!("{} {:?} {:?}", h.id, h.score, h.breakdown))
+            .collect();
+        format!(
+            "{hits:?} {:?} {:?} {:?} {:?}",
+            response.selection, response.fusion, response.gate, response.leg_candidates
+        )
+    }
+
+    fn docs() -> impl Strategy<Value = Vec<Vec<u8>>> {
+        prop::collection::vec(prop::collection::vec(0u8..10, 1..6), 1..25)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+        #[test]
+        fn nothing_of_tenant_a_depends_on_tenant_b(
+            a in docs(),
+            b1 in docs(),
+            b2 in docs(),
+            deletes in 0usize..10,
+            queries in prop::collection::vec(prop::collection::vec(0u8..10, 1..4), 1..6),
+        ) {
+            let one = engine(&a, &b1, 0);
+            let two = engine(&a, &b2, deletes);
+            // Tenant b gives feedback in the second index only.
+            for q in &queries {
+                let response = two
+                    .search(&SearchRequest::chunks(text(q)).tenant("b").min_relevance(0.0))
+                    .unwrap();
+                if !response.hits.is_empty() {
+                    two.feedback(&response.query_id, false).unwrap();
+                }
+            }
+            for q in &queries {
+                for request in [
+                    SearchRequest::chunks(text(q)).tenant("a").embedding(vector(q)),
+                    SearchRequest::chunks(text(q)).tenant("a").embedding(vector(q)).min_relevance(0.0).top_k(10),
+                    SearchRequest::rules(text(q)).tenant("a").embedding(vector(q)).min_relevance(0.0).top_k(10),
+                    SearchRequest::chunks(text(q)).tenant("a").min_relevance(0.0).top_k(10),
+                ] {
+                    prop_assert_eq!(seen(&one, &request), seen(&two, &request));
+                }
+            }
+            prop_assert_eq!(one.tenant_counts("a"), two.tenant_counts("a"));
+            prop_assert_eq!(
+                one.export(ruche::Kind::Chunk, Some("a")).unwrap(),
+                two.export(ruche::Kind::Chunk, Some("a")).unwrap()
+            );
+            prop_assert_eq!(one.feedback_window("a"), two.feedback_window("a"));
+        }
+    }
+}

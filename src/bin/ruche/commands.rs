@@ -556,7 +556,7 @@ pub fn feedback(config: &Config, args: &FeedbackArgs) -> Result<ExitCode> {
     let engine = open(config, &args.dir)?;
     let window = if args.reset {
         engine.reset_feedback()?;
-        engine.feedback_window()
+        engine.feedback_window(ruche::DEFAULT_TENANT)
     } else {
         if args.useful == args.not_useful {
             bail!("say --useful or --not-useful");

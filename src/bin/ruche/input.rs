@@ -362,3 +362,36 @@ pub fn key_value(pair: &str) -> Result<(String, String)> {
 pub fn timestamp(text: &str) -> Result<Timestamp> {
     Ok(text.parse::<Timestamp>()?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// Any line is a record or an error naming no other line, never a panic.
+        #[test]
+        fn any_line_is_a_record_or_a_one_line_error(line in "\\PC{0,120}|\\{.{0,120}") {
+            for result in [
+                parse_line::<Rule>(&line).map(|_| ()),
+                parse_line::<Chunk>(&line).map(|_| ()),
+            ] {
+                if let Err(message) = result {
+                    prop_assert!(!message.contains("at line"), "{}", message);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field_and_the_column() {
+        let err = parse_line::<Chunk>(r#"{"id": "a", "content": "x", "importance": "high"}"#)
+            .unwrap_err();
+        assert!(err.starts_with("field `importance`: invalid type"), "{err}");
+        assert!(err.ends_with("(column 48)"), "{err}");
+        let err = parse_line::<Chunk>(r#"{"id": "a", "content": "x"} trailing"#).unwrap_err();
+        assert!(err.contains("trailing characters"), "{err}");
+    }
+}
