@@ -82,7 +82,9 @@ fn main() -> ruche::Result<()> {
         let response = engine.search(request)?;
         for hit in &response.hits {
             let b = &hit.breakdown;
-            let parts = [b.relevance, b.importance, b.recency].map(Option::unwrap);
+            // Browsing without a query has no relevance: the seed's neutral 0.5.
+            let relevance = b.relevance.unwrap_or(0.5);
+            let parts = [relevance, b.importance.unwrap(), b.recency.unwrap()];
             row(&hit.id, hit.score, parts);
         }
         Ok(response.hits.into_iter().map(|hit| hit.id).collect())

@@ -115,9 +115,11 @@ impl EngineBuilder {
 
     /// When another process (or engine) holds the index, waits up to `wait` for it to
     /// close instead of failing at once with
-    /// [`ErrorKind::Locked`](crate::ErrorKind::Locked) (default: no wait). The lock is
-    /// an operating-system file lock: it is released when its holder exits, crashed or
-    /// not.
+    /// [`ErrorKind::Locked`](crate::ErrorKind::Locked) (default: no wait beyond a
+    /// grace of 200 ms). The lock is an operating-system file lock: it is released when
+    /// its holder exits, crashed or not. The grace covers a lock that outlives its
+    /// engine for a moment: a child process the application spawns shares the lock's
+    /// file descriptor between its fork and its exec.
     pub fn wait(mut self, wait: std::time::Duration) -> EngineBuilder {
         self.wait = wait;
         self

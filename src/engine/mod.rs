@@ -752,7 +752,13 @@ fn is_empty_or_missing(dir: &Path) -> Result<bool> {
     }
 }
 
-/// Takes the index's exclusive lock, waiting up to `wait` for another holder to let go.
+/// How long a lock is waited for even when no wait was asked: a process the application
+/// spawns holds a copy of every descriptor between its fork and its exec (flock locks
+/// belong to the shared open file), so an engine just dropped can look held for a moment.
+const LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Takes the index's exclusive lock, waiting up to `wait` (at least [`LOCK_GRACE`]) for
+/// another holder to let go.
 fn lock(dir: &Path, wait: std::time::Duration) -> Result<File> {
     let path = dir.join(LOCK_FILE);
     let file = std::fs::OpenOptions::new()
@@ -761,7 +767,7 @@ fn lock(dir: &Path, wait: std::time::Duration) -> Result<File> {
         .write(true)
         .open(&path)
         .map_err(|err| Error::io_at(&path, err))?;
-    let deadline = std::time::Instant::now() + wait;
+    let deadline = std::time::Instant::now() + wait.max(LOCK_GRACE);
     loop {
         match file.try_lock() {
             Ok(()) => return Ok(file),
