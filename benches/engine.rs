@@ -15,7 +15,7 @@
 
 use std::time::{Duration, Instant};
 
-use ruche::{Chunk, Engine, Rule, Scope, SearchRequest};
+use ruchedb::{Chunk, Engine, Rule, Scope, SearchRequest};
 
 const DIM: usize = 384;
 
@@ -276,11 +276,11 @@ fn search_chunks(n: usize, path: &std::path::Path) {
     }
 
     // Recall of the graph against an exact scan, on the same index.
-    let relevance_only = ruche::ChunkWeights {
+    let relevance_only = ruchedb::ChunkWeights {
         relevance_weight: 1.0,
         importance_weight: 0.0,
         recency_weight: 0.0,
-        ..ruche::ChunkWeights::default()
+        ..ruchedb::ChunkWeights::default()
     };
     let probe: Vec<SearchRequest> = model
         .vectors(15, 200)
@@ -305,7 +305,7 @@ fn search_chunks(n: usize, path: &std::path::Path) {
         })
         .collect();
     drop(engine);
-    let mut exact_config = ruche::Config::default();
+    let mut exact_config = ruchedb::Config::default();
     exact_config.pipeline.retrieval.exact_scan_threshold = usize::MAX;
     let exact_engine = Engine::builder().config(exact_config).open(path).unwrap();
     let mut recall = 0.0;
@@ -326,12 +326,6 @@ fn search_chunks(n: usize, path: &std::path::Path) {
 }
 
 fn main() {
-    if std::env::var_os("RUCHE_LOG").is_some() {
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_env("RUCHE_LOG"))
-            .with_writer(std::io::stderr)
-            .init();
-    }
     // `cargo bench` passes `--bench`; `cargo test --benches` runs it as a quick smoke.
     let smoke = !std::env::args().any(|a| a == "--bench");
     let n: usize = std::env::var("RUCHE_BENCH_CHUNKS")

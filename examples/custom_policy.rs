@@ -3,7 +3,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use ruche::{
+use ruchedb::{
     ActionSelectionPolicy, Candidate, Error, ErrorKind, GreedyPolicy, PolicyContext, PolicyRegistry,
 };
 use serde_json::{Map, Value, json};
@@ -24,7 +24,7 @@ impl ActionSelectionPolicy for EpsilonGreedy {
         &mut self,
         candidates: &'c [Candidate],
         ctx: &mut PolicyContext<'_>,
-    ) -> ruche::Result<&'c Candidate> {
+    ) -> ruchedb::Result<&'c Candidate> {
         // Ranking first also rejects empty lists and non-finite scores.
         let best = self.rank(candidates, ctx)?[0].0;
         // Randomness comes only from the caller's RNG, so a seed replays the episode.
@@ -42,7 +42,7 @@ impl ActionSelectionPolicy for EpsilonGreedy {
         &self,
         candidates: &'c [Candidate],
         ctx: &PolicyContext<'_>,
-    ) -> ruche::Result<Vec<(&'c Candidate, f64)>> {
+    ) -> ruchedb::Result<Vec<(&'c Candidate, f64)>> {
         GreedyPolicy::new().rank(candidates, ctx)
     }
 }
@@ -51,7 +51,7 @@ impl ActionSelectionPolicy for EpsilonGreedy {
 //
 // It merges the given configuration with the defaults and rejects unknown keys and bad
 // values, naming the key, as the built-ins do.
-fn epsilon_greedy(config: &Map<String, Value>) -> ruche::Result<Box<dyn ActionSelectionPolicy>> {
+fn epsilon_greedy(config: &Map<String, Value>) -> ruchedb::Result<Box<dyn ActionSelectionPolicy>> {
     let mut settings = [
         ("epsilon", 0.1),
         ("epsilon_decay", 0.99),
@@ -79,7 +79,7 @@ fn epsilon_greedy(config: &Map<String, Value>) -> ruche::Result<Box<dyn ActionSe
     }))
 }
 
-fn main() -> ruche::Result<()> {
+fn main() -> ruchedb::Result<()> {
     // # Step 3: register it next to the built-ins
     let mut registry = PolicyRegistry::new();
     registry.register("epsilon_greedy", epsilon_greedy)?;

@@ -26,10 +26,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
-use ruche::NormalizationKind::{FixedBounds, MinMax, ZScore};
-use ruche::eval::{Qrels, ndcg_at, recall_at, reciprocal_rank_at};
-use ruche::{Chunk, Config, Embedder, Engine, FusionKind, FusionSpec, Kind, NormalizationKind};
-use ruche::{Rule, SearchRequest, StaticEmbedder};
+use ruchedb::NormalizationKind::{FixedBounds, MinMax, ZScore};
+use ruchedb::eval::{Qrels, ndcg_at, recall_at, reciprocal_rank_at};
+use ruchedb::{Chunk, Config, Embedder, Engine, FusionKind, FusionSpec, Kind, NormalizationKind};
+use ruchedb::{Rule, SearchRequest, StaticEmbedder};
 
 #[path = "common/data.rs"]
 mod data;
@@ -152,7 +152,7 @@ impl Bench<'_> {
         adaptive: bool,
         cands: usize,
         top_k: usize,
-    ) -> Res<ruche::SearchResponse> {
+    ) -> Res<ruchedb::SearchResponse> {
         // The relevance gate off: this measures the ranking (`examples/relevance.rs`
         // measures the gate).
         let mut request = SearchRequest::new(self.kind, q.text.clone())
@@ -450,7 +450,7 @@ fn main() -> Res<()> {
         banking(
             eval,
             "all-MiniLM-L6-v2 (bert)",
-            Arc::new(ruche::BertEmbedder::from_dir(dir)?),
+            Arc::new(ruchedb::BertEmbedder::from_dir(dir)?),
         )?;
     }
     eprintln!("total: {:.0} s", started.elapsed().as_secs_f64());

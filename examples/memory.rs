@@ -4,13 +4,13 @@
 //!
 //! Run with `cargo run --example memory`.
 
-use ruche::{
+use ruchedb::{
     Chunk, ChunkQuery, ChunkSelector, ChunkWeights, Engine, SearchRequest, SelectionConfig,
     Timestamp,
 };
 
 /// A memory of the user `u42`, made on day `day` of November 2026 at `hour` o'clock UTC.
-fn memory(id: &str, content: &str, importance: u8, day: u8, hour: u8) -> ruche::Result<Chunk> {
+fn memory(id: &str, content: &str, importance: u8, day: u8, hour: u8) -> ruchedb::Result<Chunk> {
     let created_at: Timestamp = format!("2026-11-{day:02}T{hour:02}:00:00Z").parse()?;
     let chunk = Chunk::new(id, content).with_context("u42");
     Ok(chunk
@@ -33,7 +33,7 @@ fn row(id: &str, score: f64, [r, i, t]: [f64; 3]) {
     println!("  {id:<10} {score:.3} = relevance {r:.3}, importance {i:.3}, recency {t:.3}");
 }
 
-fn main() -> ruche::Result<()> {
+fn main() -> ruchedb::Result<()> {
     // # Step 1: five days of memories (importance 1..=10, RFC 3339 times), and a one-time
     // code that expired a quarter of an hour after it was made
     let mut chunks = vec![
@@ -77,7 +77,7 @@ fn main() -> ruche::Result<()> {
     let engine = Engine::builder().create(dir.path().join("memory"))?;
     engine.upsert_chunks(chunks)?;
     engine.commit()?;
-    let search = |title: &str, request: &SearchRequest| -> ruche::Result<Vec<String>> {
+    let search = |title: &str, request: &SearchRequest| -> ruchedb::Result<Vec<String>> {
         println!("{title}:");
         let response = engine.search(request)?;
         for hit in &response.hits {

@@ -4,7 +4,7 @@
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use ruche::{Candidate, EmbedderSpec, Engine, PolicyContext, PolicyRegistry, SearchRequest};
+use ruchedb::{Candidate, EmbedderSpec, Engine, PolicyContext, PolicyRegistry, SearchRequest};
 use serde_json::{Map, json};
 
 /// The agent's rules, one JSON object per line as `ruche index --rules` reads them; the
@@ -17,7 +17,7 @@ const RULES: &str = r#"{"id": "rule-format-json", "condition": "a tool returned 
 
 /// The candidate actions: the rules that a search of a small index (in a temporary
 /// directory, with the bundled embedder) returns for the agent's situation.
-fn candidates() -> ruche::Result<Vec<Candidate>> {
+fn candidates() -> ruchedb::Result<Vec<Candidate>> {
     let engine = Engine::builder()
         .embedder_spec(EmbedderSpec::Default)
         .temporary()?;
@@ -52,7 +52,7 @@ fn show(ranked: &[(&Candidate, f64)]) -> String {
     pairs.join("  ")
 }
 
-fn main() -> ruche::Result<()> {
+fn main() -> ruchedb::Result<()> {
     // # Step 1: the candidates, and a seeded RNG so that every run prints the same
     let candidates = candidates()?;
     let mut rng = ChaCha8Rng::seed_from_u64(42);

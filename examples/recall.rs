@@ -17,7 +17,7 @@
 //! cargo run --release --example recall [N]     # N vectors, default 20,000
 //! ```
 
-use ruche::{Chunk, ChunkWeights, Config, Engine, SearchRequest};
+use ruchedb::{Chunk, ChunkWeights, Config, Engine, SearchRequest};
 
 const DIM: usize = 128;
 
@@ -57,7 +57,7 @@ fn vectors(seed: u64, n: usize, isotropic: bool) -> Vec<Vec<f32>> {
         .collect()
 }
 
-fn top10(engine: &Engine, query: &[f32]) -> ruche::Result<Vec<String>> {
+fn top10(engine: &Engine, query: &[f32]) -> ruchedb::Result<Vec<String>> {
     // # Relevance alone: a chunk's score is its cosine to the query.
     let weights = ChunkWeights {
         relevance_weight: 1.0,
@@ -77,7 +77,7 @@ fn top10(engine: &Engine, query: &[f32]) -> ruche::Result<Vec<String>> {
         .collect())
 }
 
-fn main() -> ruche::Result<()> {
+fn main() -> ruchedb::Result<()> {
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|arg| arg.parse().ok())
@@ -89,7 +89,7 @@ fn main() -> ruche::Result<()> {
     Ok(())
 }
 
-fn measure(n: usize, isotropic: bool) -> ruche::Result<()> {
+fn measure(n: usize, isotropic: bool) -> ruchedb::Result<()> {
     // # Step 1: index the corpus once, and wait for the graph.
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("index");

@@ -43,7 +43,7 @@ use data::{Res, read_csv, read_jsonl};
 use rand::prelude::*;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use ruche::{
+use ruchedb::{
     Chunk, Config, Embedder, EmbedderSpec, Engine, Hit, Rule, SearchRequest, StaticEmbedder,
     Timestamp,
 };
@@ -421,7 +421,7 @@ fn identifiers_bench(setup: &Setup, n: usize) -> Res<()> {
     // As before the relevance gate: seed 001's weights over every candidate, no gate, no
     // code boost.
     let mut before = Config::default();
-    before.scoring.chunks = ruche::ChunkWeights::default();
+    before.scoring.chunks = ruchedb::ChunkWeights::default();
     before.relevance.chunks.min_relevance = 0.0;
     before.relevance.code_boost = 0.0;
     let before = build(before)?;
@@ -433,7 +433,7 @@ fn identifiers_bench(setup: &Setup, n: usize) -> Res<()> {
                 let request = SearchRequest::chunks(q.text.clone()).now(now).top_k(10);
                 let hits = engine.search(&request)?.hits;
                 let holds = |h: &Hit| match h.document.as_ref() {
-                    ruche::Document::Chunk(c) => c.content.contains(&q.identifier),
+                    ruchedb::Document::Chunk(c) => c.content.contains(&q.identifier),
                     _ => false,
                 };
                 Ok((hits.first().is_some_and(holds), hits.iter().any(holds)))
@@ -524,7 +524,7 @@ struct Sample {
 impl Sample {
     fn of(hit: &Hit, right: bool) -> Sample {
         let bare = match hit.document.as_ref() {
-            ruche::Document::Rule(rule) if rule.patterns.is_empty() => 1.0,
+            ruchedb::Document::Rule(rule) if rule.patterns.is_empty() => 1.0,
             _ => 0.0,
         };
         Sample {
@@ -896,7 +896,7 @@ fn main() -> Res<()> {
     let (embedder, name): (Arc<dyn Embedder>, String) = match bert {
         #[cfg(feature = "bert")]
         Some(dir) => (
-            Arc::new(ruche::BertEmbedder::from_dir(dir)?),
+            Arc::new(ruchedb::BertEmbedder::from_dir(dir)?),
             "all-MiniLM-L6-v2 (bert)".into(),
         ),
         #[cfg(not(feature = "bert"))]

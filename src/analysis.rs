@@ -259,7 +259,7 @@ const STOP_WORDS: &[&str] = &[
 /// # Example
 ///
 /// ```
-/// use ruche::{analyze, EntityKind};
+/// use ruchedb::{analyze, EntityKind};
 ///
 /// let analysis = analyze("where is `EntityStore` defined?");
 /// assert_eq!(analysis.keywords, ["entitystore", "defined"]);
@@ -316,7 +316,7 @@ pub fn analyze(text: &str) -> QueryAnalysis {
 /// # Example
 ///
 /// ```
-/// use ruche::{adapt, analyze, FusionWeights};
+/// use ruchedb::{adapt, analyze, FusionWeights};
 ///
 /// let base = FusionWeights { vector_weight: 0.7, text_weight: 0.3 };
 /// let name = adapt(&analyze("EntityStore"), base);

@@ -181,7 +181,7 @@ impl<'a> ChunkQuery<'a> {
 /// # Example
 ///
 /// ```
-/// use ruche::{Chunk, ChunkQuery, ChunkSelector, Timestamp};
+/// use ruchedb::{Chunk, ChunkQuery, ChunkSelector, Timestamp};
 ///
 /// let now: Timestamp = "2026-11-21T12:00:00Z".parse()?;
 /// let chunks = [
@@ -194,7 +194,7 @@ impl<'a> ChunkQuery<'a> {
 /// let query = ChunkQuery { now: Some(now), ..ChunkQuery::text("machine learning") };
 /// let scored = selector.select_chunks(&chunks, &query)?;
 /// assert_eq!(scored[0].chunk.id, "new");
-/// # Ok::<(), ruche::Error>(())
+/// # Ok::<(), ruchedb::Error>(())
 /// ```
 #[derive(Clone, Default)]
 pub struct ChunkSelector {

@@ -76,7 +76,7 @@ impl Scope {
 /// # Example
 ///
 /// ```
-/// use ruche::{Rule, Scope};
+/// use ruchedb::{Rule, Scope};
 ///
 /// let rule = Rule::new("refund", "customer asks for a refund", "explain the refund policy")
 ///     .with_priority(80)
@@ -277,7 +277,7 @@ pub(crate) const MAX_PATTERNS: usize = crate::id::VectorKey::MAX_VECTORS_PER_DOC
 /// # Example
 ///
 /// ```
-/// use ruche::Chunk;
+/// use ruchedb::Chunk;
 ///
 /// let chunk = Chunk::new("c1", "The customer prefers email over phone calls.")
 ///     .with_importance(8)
@@ -531,14 +531,19 @@ impl Document {
     }
 
     /// The text of the text leg: a rule's condition and action, a chunk's content.
-    pub(crate) fn text(&self) -> String {
+    pub fn text(&self) -> String {
         match self {
             Document::Rule(rule) => rule.text(),
             Document::Chunk(chunk) => chunk.content.clone(),
         }
     }
 
-    pub(crate) fn validate(&self) -> Result<()> {
+    /// Checks every field, as an upsert does.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) naming the field.
+    pub fn validate(&self) -> Result<()> {
         match self {
             Document::Rule(rule) => rule.validate(),
             Document::Chunk(chunk) => chunk.validate(),

@@ -131,16 +131,33 @@ pub enum ErrorKind {
         /// What went wrong.
         message: String,
     },
+    /// A remote backend (such as Milvus) cannot be reached: down, refusing connections,
+    /// or timing out. Retrying later may succeed.
+    Unavailable {
+        /// The backend and where, e.g. `milvus at http://127.0.0.1:19530`.
+        backend: String,
+        /// What the transport said.
+        message: String,
+    },
+    /// A remote backend answered with an error (a rejected request, a missing
+    /// collection, a server-side failure).
+    Backend {
+        /// The backend and where.
+        backend: String,
+        /// What the server said.
+        message: String,
+    },
 }
 
 impl Error {
-    /// Creates an error of the given kind without a source.
-    pub(crate) fn new(kind: ErrorKind) -> Error {
+    /// Creates an error of the given kind without a source (for retrievers and
+    /// backends outside this crate).
+    pub fn new(kind: ErrorKind) -> Error {
         Error { kind, source: None }
     }
 
     /// Creates an error of the given kind caused by `source`.
-    pub(crate) fn with_source(kind: ErrorKind, source: impl Into<BoxError>) -> Error {
+    pub fn with_source(kind: ErrorKind, source: impl Into<BoxError>) -> Error {
         Error {
             kind,
             source: Some(source.into()),
@@ -148,7 +165,7 @@ impl Error {
     }
 
     /// Shorthand for [`ErrorKind::InvalidInput`].
-    pub(crate) fn invalid_input(message: impl Into<String>) -> Error {
+    pub fn invalid_input(message: impl Into<String>) -> Error {
         Error::new(ErrorKind::InvalidInput {
             message: message.into(),
         })
@@ -241,6 +258,10 @@ impl fmt::Display for ErrorKind {
             ErrorKind::EmptyCandidates => write!(f, "no candidates to choose from"),
             ErrorKind::NotFound { what } => write!(f, "not found: {what}"),
             ErrorKind::Embedder { message } => write!(f, "embedder error: {message}"),
+            ErrorKind::Unavailable { backend, message } => {
+                write!(f, "{backend} is unavailable: {message}")
+            }
+            ErrorKind::Backend { backend, message } => write!(f, "{backend} failed: {message}"),
         }
     }
 }

@@ -15,7 +15,7 @@ pub type Qrels = HashMap<String, u32>;
 /// # Example
 ///
 /// ```
-/// use ruche::eval::{ndcg_at, Qrels};
+/// use ruchedb::eval::{ndcg_at, Qrels};
 ///
 /// let qrels: Qrels = [("a".to_string(), 1)].into_iter().collect();
 /// assert_eq!(ndcg_at(&["a", "b"], &qrels, 10), 1.0);

@@ -68,7 +68,7 @@ impl LegFeedback {
 /// # Example
 ///
 /// ```
-/// use ruche::{FeedbackWindow, Legs};
+/// use ruchedb::{FeedbackWindow, Legs};
 ///
 /// let mut feedback = FeedbackWindow::new();
 /// for _ in 0..20 {

@@ -12,7 +12,7 @@
 //! # Quickstart
 //!
 //! ```
-//! use ruche::{Chunk, Engine, Rule, Scope, SearchRequest, Timestamp};
+//! use ruchedb::{Chunk, Engine, Rule, Scope, SearchRequest, Timestamp};
 //!
 //! # let dir = tempfile::tempdir()?;
 //! # let path = dir.path().join("index");
@@ -98,7 +98,9 @@ mod fusion;
 mod id;
 mod policy;
 mod query;
+mod rank;
 mod relevance;
+mod retrieve;
 mod select;
 mod store;
 mod text;
@@ -119,6 +121,7 @@ pub use crate::embed::BertEmbedder;
 pub use crate::embed::{Embedder, EmbedderSpec, StaticEmbedder};
 pub use crate::engine::{
     CheckReport, CounterStats, Damage, Engine, EngineBuilder, GraphStats, RepairReport, Stats,
+    VectorRows, document_vectors,
 };
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::feedback::{FeedbackEntry, FeedbackWindow, Leg, LegFeedback};
@@ -136,8 +139,12 @@ pub use crate::query::{
     FoundBy, FusionSummary, Hit, LegContributions, ScoreBreakdown, SearchRequest, SearchResponse,
     SelectionSummary, Timings, VectorMatch,
 };
+pub use crate::rank::{RankPlan, Ranked, Selection, rank, search_with};
 pub use crate::relevance::{
-    Calibration, EmbedderFamily, GateDecision, GateSummary, KindRelevance, RelevanceConfig,
+    Calibration, EmbedderFamily, GateDecision, GateSummary, KindRelevance, LegsRan, RelevanceConfig,
+};
+pub use crate::retrieve::{
+    Coverage, PerLeg, RetrievalQuery, Retrieved, RetrievedDoc, Retriever, coverage, indexed_text,
 };
 pub use crate::select::{
     AdaptiveKSelection, AutocutSelection, BandSelection, ClusteringSelection, ElbowSelection,

@@ -22,7 +22,7 @@ use crate::time::Timestamp;
 /// # Example
 ///
 /// ```
-/// use ruche::SearchRequest;
+/// use ruchedb::SearchRequest;
 ///
 /// let request = SearchRequest::rules("I want my money back")
 ///     .tenant("acme")

@@ -48,7 +48,7 @@ impl Calibration {
     /// # Example
     ///
     /// ```
-    /// use ruche::Calibration;
+    /// use ruchedb::Calibration;
     ///
     /// let c = Calibration { vector_weight: 10.0, coverage_weight: 2.0, bias: -7.0 };
     /// assert!(c.relevance(0.9, 0.5) > 0.9);
@@ -89,10 +89,25 @@ impl Calibration {
 
 /// Which legs scored a query: the calibration differs when one is missing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LegsRan {
+pub enum LegsRan {
+    /// BM25 and vectors.
     Both,
+    /// Vectors only (the query has no searchable word, or the scope no text).
     VectorOnly,
+    /// BM25 only (no query vector).
     TextOnly,
+}
+
+impl LegsRan {
+    /// Which legs ran, from whether each did; `None` when neither.
+    pub fn of(text: bool, vector: bool) -> Option<LegsRan> {
+        match (text, vector) {
+            (true, true) => Some(LegsRan::Both),
+            (false, true) => Some(LegsRan::VectorOnly),
+            (true, false) => Some(LegsRan::TextOnly),
+            (false, false) => None,
+        }
+    }
 }
 
 /// The family of the embedder whose cosines a calibration was fitted on.
@@ -109,7 +124,7 @@ pub enum EmbedderFamily {
 
 impl EmbedderFamily {
     /// The family of an embedder by its model id (`None`: vectors supplied by the caller).
-    pub(crate) fn of(model_id: Option<&str>) -> EmbedderFamily {
+    pub fn of(model_id: Option<&str>) -> EmbedderFamily {
         match model_id {
             Some(id) if id.starts_with("minilm-static") || id.starts_with("static:") => {
                 EmbedderFamily::Static

@@ -18,13 +18,13 @@ use crate::{Error, Result};
 /// # Example
 ///
 /// ```
-/// use ruche::Timestamp;
+/// use ruchedb::Timestamp;
 ///
 /// let a: Timestamp = "2026-11-21T00:00:00Z".parse()?;
 /// let b: Timestamp = "1795219200".parse()?;
 /// assert_eq!(a, b);
 /// assert_eq!(a.to_string(), "2026-11-21T00:00:00Z");
-/// # Ok::<(), ruche::Error>(())
+/// # Ok::<(), ruchedb::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(i64);

@@ -43,13 +43,13 @@ const MAX_BATCH_TOKENS: usize = 4096;
 /// # Example
 ///
 /// ```no_run
-/// use ruche::{BertEmbedder, Embedder};
+/// use ruchedb::{BertEmbedder, Embedder};
 ///
 /// let embedder = BertEmbedder::from_dir("target/models/all-MiniLM-L6-v2")?;
 /// let vectors = embedder.embed_batch(&["I want my money back", ""])?;
 /// assert_eq!(vectors[0].len(), embedder.dimensions());
 /// assert!(vectors[1].iter().all(|&component| component == 0.0));
-/// # Ok::<(), ruche::Error>(())
+/// # Ok::<(), ruchedb::Error>(())
 /// ```
 pub struct BertEmbedder {
     model: BertModel,

@@ -20,12 +20,12 @@ use crate::{Error, ErrorKind, Result};
 /// # Example
 ///
 /// ```
-/// use ruche::EmbedderSpec;
+/// use ruchedb::EmbedderSpec;
 ///
 /// let spec: EmbedderSpec = "bert:/models/all-MiniLM-L6-v2".parse()?;
 /// assert_eq!(spec.to_string(), "bert:/models/all-MiniLM-L6-v2");
 /// assert_eq!("default".parse::<EmbedderSpec>()?, EmbedderSpec::Default);
-/// # Ok::<(), ruche::Error>(())
+/// # Ok::<(), ruchedb::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]

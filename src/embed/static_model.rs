@@ -70,7 +70,7 @@ impl StaticEmbedder {
     /// # Example
     ///
     /// ```
-    /// use ruche::{Embedder, StaticEmbedder};
+    /// use ruchedb::{Embedder, StaticEmbedder};
     ///
     /// let embedder = StaticEmbedder::bundled()?;
     /// let texts = ["my card still hasn't arrived", "card delivery", "exchange rate"];

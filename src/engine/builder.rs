@@ -24,14 +24,14 @@ use crate::embed::{Embedder, EmbedderSpec};
 /// # Example
 ///
 /// ```
-/// use ruche::{Engine, Rule, SearchRequest};
+/// use ruchedb::{Engine, Rule, SearchRequest};
 ///
 /// let engine = Engine::builder().temporary()?;
 /// engine.upsert_rules([Rule::new("refund", "customer asks for a refund", "explain the policy")])?;
 /// engine.commit()?;
 /// let response = engine.search(&SearchRequest::rules("refund please"))?;
 /// assert_eq!(response.hits[0].id, "refund");
-/// # Ok::<(), ruche::Error>(())
+/// # Ok::<(), ruchedb::Error>(())
 /// ```
 #[derive(Clone)]
 #[must_use]

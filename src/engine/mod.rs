@@ -15,6 +15,8 @@ mod reembed;
 mod search;
 mod write;
 
+pub use self::write::{VectorRows, document_vectors};
+
 #[cfg(test)]
 mod tests;
 
@@ -37,7 +39,7 @@ use crate::{Error, ErrorKind, Kind, Result};
 
 pub use self::builder::EngineBuilder;
 pub use self::check::{CheckReport, Damage, RepairReport};
-pub(crate) use self::search::MAX_COUNT;
+pub(crate) use crate::rank::MAX_COUNT;
 
 /// An open index: rules and chunks on disk, searchable by text and vector.
 ///
@@ -58,7 +60,7 @@ pub(crate) use self::search::MAX_COUNT;
 /// # Example
 ///
 /// ```
-/// use ruche::{Engine, Rule, Scope, SearchRequest};
+/// use ruchedb::{Engine, Rule, Scope, SearchRequest};
 ///
 /// let engine = Engine::builder().temporary()?;
 /// engine.upsert_rules([
@@ -74,7 +76,7 @@ pub(crate) use self::search::MAX_COUNT;
 /// assert!(outside.hits.iter().all(|hit| hit.id != "refund"));
 /// let inside = engine.search(&SearchRequest::rules("I want a refund").scenario("returns"))?;
 /// assert_eq!(inside.hits[0].id, "refund");
-/// # Ok::<(), ruche::Error>(())
+/// # Ok::<(), ruchedb::Error>(())
 /// ```
 pub struct Engine {
     inner: Arc<Inner>,
@@ -99,7 +101,6 @@ pub(crate) struct Inner {
     pub(crate) commit_lock: Mutex<()>,
     pub(crate) counters: Counters,
     pub(crate) worker: WorkerSignal,
-    pub(crate) query_counter: AtomicU64,
     pub(crate) queries_logged: AtomicU64,
     /// Query log entries not yet written to the store.
     pub(crate) query_log: Mutex<Vec<(String, Vec<u8>)>>,
@@ -391,7 +392,6 @@ impl Engine {
             commit_lock: Mutex::new(()),
             counters,
             worker: WorkerSignal::starting(),
-            query_counter: AtomicU64::new(0),
             queries_logged: AtomicU64::new(0),
             query_log: Mutex::new(Vec::new()),
             feedback: Mutex::new(feedback),

@@ -391,51 +391,11 @@ impl Inner {
             }
         };
         for (doc_idx, mut doc) in docs.into_iter().enumerate() {
-            let mut vectors = StoredVectors::default();
-            match &mut doc {
-                Document::Rule(rule) => {
-                    let given_main = rule.embedding.take();
-                    let given_patterns = rule.pattern_embeddings.take();
-                    vectors.external = given_main.is_some() || given_patterns.is_some();
-                    if let Some(v) = &given_main {
-                        check_dim(v.len())?;
-                    }
-                    vectors.main = given_main;
-                    match given_patterns {
-                        Some(patterns) => {
-                            for v in &patterns {
-                                check_dim(v.len())?;
-                            }
-                            vectors.patterns = patterns.into_iter().map(Some).collect();
-                        }
-                        None => vectors.patterns = vec![None; rule.patterns.len()],
-                    }
-                    if embedder.is_some() {
-                        if vectors.main.is_none() {
-                            to_embed.push((doc_idx, 0, rule.text()));
-                        }
-                        if vectors.patterns.iter().all(Option::is_none) {
-                            for (i, pattern) in rule.patterns.iter().enumerate() {
-                                to_embed.push((doc_idx, i + 1, pattern.clone()));
-                            }
-                        }
-                    }
-                }
-                Document::Chunk(chunk) => {
-                    let given = chunk.embedding.take();
-                    vectors.external = given.is_some();
-                    match given {
-                        Some(v) => {
-                            check_dim(v.len())?;
-                            vectors.main = Some(v);
-                        }
-                        None if embedder.is_some() => {
-                            to_embed.push((doc_idx, 0, chunk.content.clone()));
-                        }
-                        None => {}
-                    }
-                }
+            let (vectors, texts) = split_vectors(&mut doc, embedder.is_some());
+            for v in vectors.indexed() {
+                check_dim(v.1.len())?;
             }
+            to_embed.extend(texts.into_iter().map(|(slot, text)| (doc_idx, slot, text)));
             ops.push((doc, vectors));
         }
 
@@ -476,4 +436,115 @@ impl Inner {
             dimensions,
         })
     }
+}
+
+/// Takes the vectors a document carries out of it, and lists the texts an embedder has
+/// to embed for the rest (`embed`: there is an embedder): slot 0 the document's text,
+/// slot `i + 1` a rule's pattern `i`. Patterns are embedded only when none was given.
+pub(crate) fn split_vectors(
+    doc: &mut Document,
+    embed: bool,
+) -> (StoredVectors, Vec<(usize, String)>) {
+    let mut vectors = StoredVectors::default();
+    let mut to_embed = Vec::new();
+    match doc {
+        Document::Rule(rule) => {
+            let given_main = rule.embedding.take();
+            let given_patterns = rule.pattern_embeddings.take();
+            vectors.external = given_main.is_some() || given_patterns.is_some();
+            vectors.main = given_main;
+            vectors.patterns = match given_patterns {
+                Some(patterns) => patterns.into_iter().map(Some).collect(),
+                None => vec![None; rule.patterns.len()],
+            };
+            if embed {
+                if vectors.main.is_none() {
+                    to_embed.push((0, rule.text()));
+                }
+                if vectors.patterns.iter().all(Option::is_none) {
+                    for (i, pattern) in rule.patterns.iter().enumerate() {
+                        to_embed.push((i + 1, pattern.clone()));
+                    }
+                }
+            }
+        }
+        Document::Chunk(chunk) => {
+            vectors.main = chunk.embedding.take();
+            vectors.external = vectors.main.is_some();
+            if embed && vectors.main.is_none() {
+                to_embed.push((0, chunk.content.clone()));
+            }
+        }
+    }
+    (vectors, to_embed)
+}
+
+/// A document's normalised vectors, each with the part of the document it embeds.
+pub type VectorRows = Vec<(crate::VectorMatch, Vec<f32>)>;
+
+/// The vectors the local index keeps for each document, for a backend that stores them
+/// elsewhere: the vectors a document carries (taken out of it), or its texts embedded by
+/// `embedder`; each normalised, with a rule's centroid when it has several (see
+/// [`VectorMatch`](crate::VectorMatch)). A document with no vector gets none.
+///
+/// # Errors
+///
+/// [`ErrorKind::DimensionMismatch`](crate::ErrorKind::DimensionMismatch) when vectors of
+/// different dimensions meet, and the embedder's errors.
+pub fn document_vectors(
+    docs: &mut [Document],
+    embedder: Option<&dyn crate::Embedder>,
+) -> Result<Vec<VectorRows>> {
+    let mut stored = Vec::with_capacity(docs.len());
+    let mut to_embed: Vec<(usize, usize, String)> = Vec::new();
+    for (doc_idx, doc) in docs.iter_mut().enumerate() {
+        let (vectors, texts) = split_vectors(doc, embedder.is_some());
+        to_embed.extend(texts.into_iter().map(|(slot, text)| (doc_idx, slot, text)));
+        stored.push(vectors);
+    }
+    if let (Some(embedder), false) = (embedder, to_embed.is_empty()) {
+        let texts: Vec<&str> = to_embed.iter().map(|(_, _, t)| t.as_str()).collect();
+        let embedded = embedder.embed_batch(&texts)?;
+        for ((doc_idx, slot, _), vector) in to_embed.iter().zip(embedded) {
+            // An all-zero vector means "nothing to embed".
+            if vector.iter().all(|x| *x == 0.0) {
+                continue;
+            }
+            let vectors = &mut stored[*doc_idx];
+            if *slot == 0 {
+                vectors.main = Some(vector);
+            } else {
+                vectors.patterns[slot - 1] = Some(vector);
+            }
+        }
+    }
+    let mut dimensions: Option<usize> = None;
+    let mut out = Vec::with_capacity(stored.len());
+    for vectors in &stored {
+        for (_, v) in vectors.indexed() {
+            match dimensions {
+                Some(expected) if expected != v.len() => {
+                    return Err(Error::new(ErrorKind::DimensionMismatch {
+                        expected,
+                        got: v.len(),
+                    }));
+                }
+                _ => dimensions = Some(v.len()),
+            }
+        }
+        let rows = match crate::catalog::Vectors::from_stored(vectors) {
+            Some(normalised) => {
+                let dim = normalised.data.len() / normalised.rows.len();
+                normalised
+                    .rows
+                    .iter()
+                    .zip(normalised.data.chunks_exact(dim))
+                    .map(|(&row, v)| (crate::VectorMatch::from_row(row), v.to_vec()))
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        out.push(rows);
+    }
+    Ok(out)
 }

@@ -46,9 +46,9 @@ use crate::{Error, ErrorKind, Result};
 /// # Example
 ///
 /// ```
-/// assert_eq!(ruche::min_max(&[2.0, 1.0, 0.0]), vec![1.0, 0.5, 0.0]);
-/// assert_eq!(ruche::min_max(&[3.0]), vec![1.0]);
-/// assert_eq!(ruche::min_max(&[0.0, 0.0]), vec![0.0, 0.0]);
+/// assert_eq!(ruchedb::min_max(&[2.0, 1.0, 0.0]), vec![1.0, 0.5, 0.0]);
+/// assert_eq!(ruchedb::min_max(&[3.0]), vec![1.0]);
+/// assert_eq!(ruchedb::min_max(&[0.0, 0.0]), vec![0.0, 0.0]);
 /// ```
 pub fn min_max(scores: &[f64]) -> Vec<f64> {
     let (min, max) = scores
@@ -119,7 +119,7 @@ impl FusionWeights {
     /// # Example
     ///
     /// ```
-    /// use ruche::{FusionWeights, LegFactors, Legs};
+    /// use ruchedb::{FusionWeights, LegFactors, Legs};
     ///
     /// let configured = FusionWeights { vector_weight: 0.7, text_weight: 0.3 };
     /// let only_text = configured.in_use(Legs::TEXT, LegFactors::default())?;
@@ -281,7 +281,7 @@ impl Normalization {
     /// # Example
     ///
     /// ```
-    /// use ruche::Normalization;
+    /// use ruchedb::Normalization;
     ///
     /// let bounds = Normalization::FixedBounds { lower: 0.0, upper: 10.0 };
     /// assert_eq!(bounds.apply(&[Some(2.0), None, Some(15.0)])?, vec![0.2, 0.0, 1.0]);
@@ -512,7 +512,7 @@ pub struct Fused {
 /// # Example
 ///
 /// ```
-/// use ruche::{fuse, FusionSpec, LegFactors, LegScores, Legs};
+/// use ruchedb::{fuse, FusionSpec, LegFactors, LegScores, Legs};
 ///
 /// let spec = FusionSpec::default(); // 0.7 * vector + 0.3 * min_max(bm25)
 /// let weights = spec.weights().in_use(Legs::BOTH, LegFactors::default())?;

@@ -98,7 +98,7 @@ impl RuleWeights {
     /// # Example
     ///
     /// ```
-    /// use ruche::{RuleWeights, Scope};
+    /// use ruchedb::{RuleWeights, Scope};
     ///
     /// let score = RuleWeights::default().score(0.8, 50, &Scope::Global);
     /// assert!((score.final_score - (0.6 * 0.8 + 0.3 * 0.5 + 0.1 * 1.0)).abs() < 1e-12);

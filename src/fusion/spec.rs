@@ -138,7 +138,7 @@ impl FusionSpec {
     /// # Example
     ///
     /// ```
-    /// use ruche::{ErrorKind, FusionSpec};
+    /// use ruchedb::{ErrorKind, FusionSpec};
     ///
     /// let spec = FusionSpec { rrf_k: 0.0, ..FusionSpec::default() };
     /// let err = spec.validate("fusion.rules").unwrap_err();
@@ -188,7 +188,7 @@ impl FusionSpec {
     /// # Example
     ///
     /// ```
-    /// use ruche::{ErrorKind, FusionMethod, FusionSpec};
+    /// use ruchedb::{ErrorKind, FusionMethod, FusionSpec};
     ///
     /// let params = serde_json::json!({"rrf_k": "20", "text_weight": 0.5});
     /// let spec = FusionSpec::from_params("rrf", params.as_object().unwrap())?;
@@ -227,7 +227,7 @@ impl FusionSpec {
     /// # Example
     ///
     /// ```
-    /// use ruche::{FusionSpec, Normalization, FusionMethod};
+    /// use ruchedb::{FusionSpec, Normalization, FusionMethod};
     ///
     /// let params = serde_json::json!({
     ///     "text_normalization": "fixed_bounds",

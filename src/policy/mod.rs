@@ -48,7 +48,7 @@ const DEFAULT_SCORE: f64 = 0.5;
 /// unknown fields are rejected, so put anything else into `payload`:
 ///
 /// ```
-/// # use ruche::Candidate;
+/// # use ruchedb::Candidate;
 /// let candidate: Candidate = serde_json::from_str(
 ///     r#"{"action": "code", "payload": {"code": "print(42)"}, "confidence": 0.9}"#,
 /// )?;
@@ -77,7 +77,7 @@ impl Candidate {
     /// # Example
     ///
     /// ```
-    /// # use ruche::Candidate;
+    /// # use ruchedb::Candidate;
     /// let candidate = Candidate::new("code")
     ///     .with_id("approach_a")
     ///     .with_payload(serde_json::json!({"code": "approach_a()"}))
@@ -190,7 +190,7 @@ impl Candidate {
 /// # Example
 ///
 /// ```
-/// # use ruche::PolicyContext;
+/// # use ruchedb::PolicyContext;
 /// use rand::SeedableRng;
 ///
 /// let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -258,7 +258,7 @@ impl std::fmt::Debug for PolicyContext<'_> {
 ///
 /// ```
 /// use rand::SeedableRng;
-/// use ruche::{ActionSelectionPolicy, Candidate, GreedyPolicy, PolicyContext};
+/// use ruchedb::{ActionSelectionPolicy, Candidate, GreedyPolicy, PolicyContext};
 ///
 /// let candidates = vec![
 ///     Candidate::new("code").with_id("approach_a").with_confidence(0.7),

@@ -25,7 +25,7 @@ type Factory =
 /// # Example
 ///
 /// ```
-/// use ruche::PolicyRegistry;
+/// use ruchedb::PolicyRegistry;
 ///
 /// let registry = PolicyRegistry::new();
 /// let config = serde_json::json!({"temperature": 0.5});
@@ -67,7 +67,7 @@ impl PolicyRegistry {
     /// # Example
     ///
     /// ```
-    /// use ruche::{ActionSelectionPolicy, GreedyPolicy, PolicyRegistry};
+    /// use ruchedb::{ActionSelectionPolicy, GreedyPolicy, PolicyRegistry};
     ///
     /// let mut registry = PolicyRegistry::new();
     /// registry.register("my_greedy", |_config| {

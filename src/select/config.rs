@@ -46,7 +46,7 @@ use crate::error::Error;
 /// # Example
 ///
 /// ```
-/// use ruche::SelectionConfig;
+/// use ruchedb::SelectionConfig;
 ///
 /// let config: SelectionConfig =
 ///     serde_json::from_str(r#"{"strategy": "adaptive_k", "alpha": 2.0}"#)?;
@@ -198,7 +198,7 @@ impl SelectionConfig {
     /// # Example
     ///
     /// ```
-    /// use ruche::{ErrorKind, SelectionConfig};
+    /// use ruchedb::{ErrorKind, SelectionConfig};
     ///
     /// let config = SelectionConfig::AdaptiveK { alpha: Some(9.0), min_score: None };
     /// let err = config.validate("pipeline.retrieval.rule_selection").unwrap_err();
@@ -296,7 +296,7 @@ impl SelectionConfig {
     /// # Example
     ///
     /// ```
-    /// use ruche::SelectionConfig;
+    /// use ruchedb::SelectionConfig;
     ///
     /// let config = SelectionConfig::FixedK { k: Some(2), min_score: None };
     /// let result = config.build()?.select_scores(&[0.9, 0.8, 0.7], 30, 1)?;
@@ -417,7 +417,7 @@ impl SelectionConfig {
     /// # Example
     ///
     /// ```
-    /// use ruche::{ErrorKind, SelectionConfig};
+    /// use ruchedb::{ErrorKind, SelectionConfig};
     ///
     /// let params = serde_json::json!({"alpha": "2.5", "min_score": 0.3});
     /// let config = SelectionConfig::from_params("adaptive_k", params.as_object().unwrap())?;

@@ -17,7 +17,7 @@ use crate::error::{Error, ErrorKind};
 /// # Example
 ///
 /// ```
-/// use ruche::Scored;
+/// use ruchedb::Scored;
 ///
 /// struct Hit {
 ///     id: String,
@@ -88,7 +88,7 @@ impl<'a> SelectionInput<'a> {
     /// # Example
     ///
     /// ```
-    /// use ruche::{ErrorKind, SelectionInput};
+    /// use ruchedb::{ErrorKind, SelectionInput};
     ///
     /// let input = SelectionInput::new(&[0.9, 0.8, 0.8], 2, 5)?;
     /// assert_eq!(input.min_k(), 2);
@@ -197,7 +197,7 @@ impl SelectionResult<usize> {
 /// # Example
 ///
 /// ```
-/// use ruche::{FixedKSelection, SelectionStrategy};
+/// use ruchedb::{FixedKSelection, SelectionStrategy};
 ///
 /// let strategy = FixedKSelection::default().with_k(2)?;
 /// let result = strategy.select_scores(&[0.9, 0.7, 0.4], 30, 1)?;
@@ -256,7 +256,7 @@ pub trait SelectionStrategyExt: SelectionStrategy {
     /// # Example
     ///
     /// ```
-    /// use ruche::{ElbowSelection, SelectionConfig, SelectionStrategyExt};
+    /// use ruchedb::{ElbowSelection, SelectionConfig, SelectionStrategyExt};
     ///
     /// let hits = vec![("refund", 0.92), ("return", 0.89), ("greeting", 0.42)];
     /// let result = ElbowSelection::default().select(hits.clone(), 30, 1)?;

@@ -6,7 +6,7 @@
 //! the last change the index includes, which is how [`crate::Engine`] finds out on open
 //! that the index is behind the store and must catch up (or be rebuilt).
 
-mod analyzer;
+pub(crate) mod analyzer;
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -95,31 +95,13 @@ struct BooleanQueryParts {
     codes: Vec<Term>,
 }
 
-/// How much of a query one document contains (see [`TextIndex::coverage`]).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub(crate) struct Coverage {
-    /// The idf-weighted fraction of the query's words the document contains, in `[0, 1]`.
-    pub(crate) words: f32,
-    /// How many of the query's codes the document contains verbatim.
-    pub(crate) codes: u32,
-}
+pub(crate) use crate::retrieve::Coverage;
 
 impl TextQuery {
     /// Whether the query has no searchable term (empty text, only stop words), or its
     /// scope has no document.
     pub(crate) fn is_empty(&self) -> bool {
         self.query.is_none() || self.scope.docs == 0
-    }
-
-    /// The codes of the query (identifiers such as `NW-15699`), lowercased.
-    pub(crate) fn codes(&self) -> Vec<String> {
-        self.query.as_ref().map_or_else(Vec::new, |parts| {
-            parts
-                .codes
-                .iter()
-                .filter_map(|term| term.value().as_str().map(unscoped))
-                .collect()
-        })
     }
 
     fn to_query(&self) -> Option<BooleanQuery> {
@@ -172,13 +154,6 @@ fn scope_prefix(kind: crate::Kind, tenant: &str) -> String {
         crate::Kind::Chunk => 'c',
     };
     format!("{k}{tenant}\u{0}")
-}
-
-/// A term's text without its scope prefix.
-fn unscoped(term: &str) -> String {
-    term.split_once('\u{0}')
-        .map_or(term, |(_, token)| token)
-        .to_string()
 }
 
 /// tantivy's BM25 statistics, taken from one scope: its live documents and tokens, and
@@ -882,7 +857,10 @@ mod tests {
             "default",
             scope,
         );
-        assert_eq!(query.codes(), ["nw-15699"]);
+        assert_eq!(
+            crate::rank::query_codes("refund order NW-15699"),
+            ["nw-15699"]
+        );
         let all: Vec<DocId> = (0..docs.len() as u64).map(DocId::new).collect();
         let coverage = text.coverage(&query, &all).unwrap();
         let of = |i: u64| coverage.get(&DocId::new(i)).copied().unwrap_or_default();

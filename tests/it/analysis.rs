@@ -1,6 +1,6 @@
 //! Query analysis and adaptive leg weights (seed 004) through the public API.
 
-use ruche::{
+use ruchedb::{
     Config, EmbedderSpec, Engine, EntityKind, FusionKind, FusionSpec, FusionWeights, LegFactors,
     Legs, NormalizationKind, Rule, SearchRequest, adapt, analyze,
 };

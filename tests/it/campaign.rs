@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use proptest::prelude::*;
-use ruche::{Chunk, EmbedderSpec, Engine, ErrorKind, Kind, Rule, SearchRequest};
+use ruchedb::{Chunk, EmbedderSpec, Engine, ErrorKind, Kind, Rule, SearchRequest};
 
 /// Set when the kill campaign runs this test binary as its writer.
 const KILL_DIR: &str = "RUCHE_TEST_KILL_DIR";
@@ -274,7 +274,7 @@ fn any_input_is_a_record_or_an_error_and_any_query_is_words() {
                 if let Ok(chunk) = serde_json::from_str::<Chunk>(text) {
                     let _ = chunk.validate();
                 }
-                let _ = ruche::analyze(text);
+                let _ = ruchedb::analyze(text);
             }
             let engine = query_engine();
             for request in [

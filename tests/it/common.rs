@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests.
 
-use ruche::{Engine, Hit, Rule, Scope};
+use ruchedb::{Engine, Hit, Rule, Scope};
 
 /// A deterministic pseudo-random generator for test data (splitmix64).
 pub struct SplitMix(pub u64);
@@ -109,7 +109,7 @@ pub fn support_rules() -> Vec<Rule> {
 /// A BM25-only engine (no embedder) holding `rules`.
 pub fn engine_with(rules: Vec<Rule>) -> Engine {
     let engine = Engine::builder()
-        .embedder_spec(ruche::EmbedderSpec::None)
+        .embedder_spec(ruchedb::EmbedderSpec::None)
         .temporary()
         .unwrap();
     engine.upsert_rules(rules).unwrap();

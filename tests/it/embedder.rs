@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ruche::{
+use ruchedb::{
     Chunk, Config, DEFAULT_TENANT, Embedder, EmbedderSpec, Engine, ErrorKind, Kind, Rule,
     SearchRequest, SearchResponse, StaticEmbedder,
 };
@@ -42,7 +42,7 @@ impl Embedder for Counting {
         self.inner.dimensions()
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> ruche::Result<Vec<Vec<f32>>> {
+    fn embed_batch(&self, texts: &[&str]) -> ruchedb::Result<Vec<Vec<f32>>> {
         self.texts.fetch_add(texts.len(), Ordering::SeqCst);
         self.inner.embed_batch(texts)
     }
@@ -63,7 +63,7 @@ impl Embedder for Toy {
         self.dimensions
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> ruche::Result<Vec<Vec<f32>>> {
+    fn embed_batch(&self, texts: &[&str]) -> ruchedb::Result<Vec<Vec<f32>>> {
         let mut unit = vec![0.0; self.dimensions];
         unit[0] = 1.0;
         Ok(vec![unit; texts.len()])

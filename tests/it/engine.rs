@@ -1,6 +1,6 @@
 //! Writes, filters and ranking through the public API.
 
-use ruche::{Chunk, Engine, ErrorKind, Kind, Rule, SearchRequest};
+use ruchedb::{Chunk, Engine, ErrorKind, Kind, Rule, SearchRequest};
 
 use crate::common::{engine_with, ids, support_rules};
 

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use ruche::{
+use ruchedb::{
     Config, Engine, ErrorKind, FusionKind, FusionSpec, Leg, LegFeedback, NormalizationKind, Rule,
     SearchRequest, SearchResponse,
 };

@@ -2,8 +2,6 @@
 
 mod analysis;
 mod campaign;
-mod cli;
-mod cli_more;
 mod common;
 mod embedder;
 mod engine;
@@ -11,4 +9,4 @@ mod feedback;
 mod persistence;
 mod ranking;
 mod relevance;
-mod trust;
+mod seam;

@@ -3,7 +3,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use ruche::{
+use ruchedb::{
     Chunk, ChunkWeights, Config, EmbedderSpec, EngineBuilder, ErrorKind, Kind, SearchRequest,
     SearchResponse,
 };
@@ -13,7 +13,7 @@ use crate::common::{clustered_vectors, ids, support_rules};
 /// These tests mix rules without vectors and chunks that bring their own: indexes
 /// without an embedder.
 fn builder() -> EngineBuilder {
-    ruche::Engine::builder().embedder_spec(EmbedderSpec::None)
+    ruchedb::Engine::builder().embedder_spec(EmbedderSpec::None)
 }
 
 const DIM: usize = 24;
@@ -58,7 +58,7 @@ fn queries() -> Vec<SearchRequest> {
 }
 
 /// What must stay identical across reopens: ids and scores of every query.
-fn results(engine: &ruche::Engine) -> Vec<Vec<(String, String)>> {
+fn results(engine: &ruchedb::Engine) -> Vec<Vec<(String, String)>> {
     queries()
         .iter()
         .map(|q| summary(&engine.search(q).unwrap()))
@@ -188,14 +188,14 @@ fn export_then_import_gives_the_same_results() {
     }
     assert_eq!(exported.len(), support_rules().len() + 200);
     let target = builder().temporary().unwrap();
-    let docs: Vec<ruche::Document> = exported
+    let docs: Vec<ruchedb::Document> = exported
         .iter()
         .map(|line| {
             let value: serde_json::Value = serde_json::from_str(line).unwrap();
             if value.get("condition").is_some() {
-                ruche::Document::Rule(serde_json::from_value(value).unwrap())
+                ruchedb::Document::Rule(serde_json::from_value(value).unwrap())
             } else {
-                ruche::Document::Chunk(serde_json::from_value(value).unwrap())
+                ruchedb::Document::Chunk(serde_json::from_value(value).unwrap())
             }
         })
         .collect();

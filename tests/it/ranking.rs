@@ -1,7 +1,7 @@
 //! Ranking properties: deterministic ties, and the vector leg against a brute-force oracle.
 
 use proptest::prelude::*;
-use ruche::{Chunk, ChunkWeights, Config, Engine, Rule, SearchRequest};
+use ruchedb::{Chunk, ChunkWeights, Config, Engine, Rule, SearchRequest};
 
 use crate::common::{clustered_vectors, ids};
 

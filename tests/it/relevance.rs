@@ -7,7 +7,7 @@ mod identifiers;
 use std::path::Path;
 
 use proptest::prelude::*;
-use ruche::{
+use ruchedb::{
     Chunk, Config, Document, Engine, ErrorKind, GateDecision, Hit, Rule, Scope, SearchRequest,
     Timestamp,
 };

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use ruche::{Chunk, Config, EmbedderSpec, Engine, ErrorKind, Kind, Rule, SearchRequest};
+use ruchedb::{Chunk, Config, EmbedderSpec, Engine, ErrorKind, Kind, Rule, SearchRequest};
 
 use crate::cli::{assert_code, stderr, stdout};
 
@@ -47,7 +47,7 @@ fn counts(path: &Path) -> (usize, usize) {
 }
 
 #[track_caller]
-fn assert_corrupt(result: ruche::Result<Engine>) -> String {
+fn assert_corrupt(result: ruchedb::Result<Engine>) -> String {
     match result {
         Ok(engine) => panic!("opened with {:?}", engine.stats()),
         Err(err) => {
@@ -150,7 +150,7 @@ fn search_ids(path: &Path) -> Vec<Vec<String>> {
 }
 
 /// The answers to a few queries, or the first error.
-fn try_search_ids(path: &Path) -> ruche::Result<Vec<Vec<String>>> {
+fn try_search_ids(path: &Path) -> ruchedb::Result<Vec<Vec<String>>> {
     let engine = Engine::builder().open(path)?;
     ["note 7", "NW-10042", "refund", "order about"]
         .iter()
@@ -166,7 +166,7 @@ fn try_search_ids(path: &Path) -> ruche::Result<Vec<Vec<String>>> {
 }
 
 #[track_caller]
-fn assert_typed(err: &ruche::Error, context: &str) {
+fn assert_typed(err: &ruchedb::Error, context: &str) {
     assert!(
         matches!(
             err.kind(),
@@ -551,7 +551,7 @@ fn export_is_read_back_whole() {
     let dir = tempfile::tempdir().unwrap();
     let first = dir.path().join("first");
     let first = first.to_str().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("index_data");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../index_data");
     let output = ruche(&[
         "index",
         first,
@@ -777,7 +777,7 @@ mod tenants {
     //! tenant's documents change.
 
     use proptest::prelude::*;
-    use ruche::{Chunk, Config, EmbedderSpec, Engine, Rule, SearchRequest};
+    use ruchedb::{Chunk, Config, EmbedderSpec, Engine, Rule, SearchRequest};
 
     const WORDS: [&str; 10] = [
         "refund", "parcel", "tent", "boots", "label", "invoice", "stove", "jacket", "order", "late",
@@ -837,7 +837,7 @@ mod tenants {
         }
         engine.commit().unwrap();
         for i in 0..b_deletes.min(b.len()) {
-            engine.delete(ruche::Kind::Chunk, "b", &format!("c{i}"));
+            engine.delete(ruchedb::Kind::Chunk, "b", &format!("c{i}"));
         }
         engine.commit().unwrap();
         engine
@@ -895,8 +895,8 @@ mod tenants {
             }
             prop_assert_eq!(one.tenant_counts("a"), two.tenant_counts("a"));
             prop_assert_eq!(
-                one.export(ruche::Kind::Chunk, Some("a")).unwrap(),
-                two.export(ruche::Kind::Chunk, Some("a")).unwrap()
+                one.export(ruchedb::Kind::Chunk, Some("a")).unwrap(),
+                two.export(ruchedb::Kind::Chunk, Some("a")).unwrap()
             );
             prop_assert_eq!(one.feedback_window("a"), two.feedback_window("a"));
         }

@@ -7,7 +7,7 @@ use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use ruche::{Config, EmbedderSpec, Engine};
+use ruchedb::{Config, EmbedderSpec, Engine};
 
 use crate::args::DemoArgs;
 use crate::input::{QueryDefaults, QueryLine};
@@ -17,11 +17,11 @@ const RULES: &str = include_str!("../../../index_data/rules.toml");
 const CHUNKS: &str = include_str!("../../../index_data/chunks.jsonl");
 const QUERIES: &str = include_str!("../../../index_data/queries.jsonl");
 
-fn parse_rules() -> Result<Vec<ruche::Rule>> {
+fn parse_rules() -> Result<Vec<ruchedb::Rule>> {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct RulesFile {
-        rules: Vec<ruche::Rule>,
+        rules: Vec<ruchedb::Rule>,
     }
     let file: RulesFile = toml::from_str(RULES).context("index_data/rules.toml")?;
     Ok(file.rules)
@@ -39,7 +39,7 @@ fn parse_jsonl<T: serde::de::DeserializeOwned>(text: &str, name: &str) -> Result
 
 pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
     let rules = parse_rules()?;
-    let chunks: Vec<ruche::Chunk> = parse_jsonl(CHUNKS, "index_data/chunks.jsonl")?;
+    let chunks: Vec<ruchedb::Chunk> = parse_jsonl(CHUNKS, "index_data/chunks.jsonl")?;
     let queries: Vec<QueryLine> = parse_jsonl(QUERIES, "index_data/queries.jsonl")?;
 
     let temp;

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use ruche::{Chunk, Document, FusionSpec, Kind, Rule, SearchRequest, SelectionConfig, Timestamp};
+use ruchedb::{Chunk, Document, FusionSpec, Kind, Rule, SearchRequest, SelectionConfig, Timestamp};
 
 use crate::args::{FusionArgs, OnOff};
 use serde::Deserialize;
@@ -81,13 +81,13 @@ fn parse_line<T: DeserializeOwned>(line: &str) -> std::result::Result<T, String>
 /// A record the index takes: checked on its own line, and keyed for duplicates.
 pub trait Record {
     /// Checks every field, naming it.
-    fn check(&self) -> ruche::Result<()>;
+    fn check(&self) -> ruchedb::Result<()>;
     /// What makes it unique in an index: kind, tenant, id.
     fn key(&self) -> (Kind, String, String);
 }
 
 impl Record for Rule {
-    fn check(&self) -> ruche::Result<()> {
+    fn check(&self) -> ruchedb::Result<()> {
         self.validate()
     }
     fn key(&self) -> (Kind, String, String) {
@@ -96,7 +96,7 @@ impl Record for Rule {
 }
 
 impl Record for Chunk {
-    fn check(&self) -> ruche::Result<()> {
+    fn check(&self) -> ruchedb::Result<()> {
         self.validate()
     }
     fn key(&self) -> (Kind, String, String) {
@@ -105,7 +105,7 @@ impl Record for Chunk {
 }
 
 impl Record for Document {
-    fn check(&self) -> ruche::Result<()> {
+    fn check(&self) -> ruchedb::Result<()> {
         match self {
             Document::Rule(rule) => rule.validate(),
             Document::Chunk(chunk) => chunk.validate(),

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use ruche::{Document, GateDecision, Hit, SearchResponse, VectorMatch};
+use ruchedb::{Document, GateDecision, Hit, SearchResponse, VectorMatch};
 use serde_json::{Map, Value, json};
 
 /// One hit as a JSON object: id, score, and its breakdown (chunks: relevance,

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use ruche::Config;
-use ruche::eval::{self, Qrels};
+use ruchedb::Config;
+use ruchedb::eval::{self, Qrels};
 use serde_json::json;
 
 use crate::args::EvalArgs;

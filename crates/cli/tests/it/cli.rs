@@ -286,7 +286,7 @@ fn delete_get_and_export() {
 #[test]
 fn a_locked_index_is_reported() {
     let (_dir, index) = indexed();
-    let _engine = ruche::Engine::builder().open(&index).unwrap();
+    let _engine = ruchedb::Engine::builder().open(&index).unwrap();
     let output = ruche(&["search", &index, "refund"]);
     assert_code(&output, 2);
     assert!(stderr(&output).contains("locked"), "{}", stderr(&output));

@@ -65,11 +65,11 @@ pub enum KindArg {
     Chunks,
 }
 
-impl From<KindArg> for ruche::Kind {
-    fn from(kind: KindArg) -> ruche::Kind {
+impl From<KindArg> for ruchedb::Kind {
+    fn from(kind: KindArg) -> ruchedb::Kind {
         match kind {
-            KindArg::Rules => ruche::Kind::Rule,
-            KindArg::Chunks => ruche::Kind::Chunk,
+            KindArg::Rules => ruchedb::Kind::Rule,
+            KindArg::Chunks => ruchedb::Kind::Chunk,
         }
     }
 }
@@ -117,7 +117,7 @@ pub struct SearchArgs {
     /// What to search.
     #[arg(long, value_enum, default_value = "rules")]
     pub kind: KindArg,
-    #[arg(long, default_value = ruche::DEFAULT_TENANT)]
+    #[arg(long, default_value = ruchedb::DEFAULT_TENANT)]
     pub tenant: String,
     #[arg(long)]
     pub agent: Option<String>,
@@ -225,7 +225,7 @@ pub struct EvalArgs {
     /// What the queries search, unless a line says otherwise.
     #[arg(long, value_enum, default_value = "rules")]
     pub kind: KindArg,
-    #[arg(long, default_value = ruche::DEFAULT_TENANT)]
+    #[arg(long, default_value = ruchedb::DEFAULT_TENANT)]
     pub tenant: String,
     /// Print one JSON object instead of a table.
     #[arg(long)]
@@ -239,7 +239,7 @@ pub struct GetArgs {
     pub dir: PathBuf,
     #[arg(long, value_enum)]
     pub kind: KindArg,
-    #[arg(long, default_value = ruche::DEFAULT_TENANT)]
+    #[arg(long, default_value = ruchedb::DEFAULT_TENANT)]
     pub tenant: String,
     #[arg(required = true)]
     pub ids: Vec<String>,
@@ -251,7 +251,7 @@ pub struct DeleteArgs {
     /// The kind of the ids (needed with ids).
     #[arg(long, value_enum, required_unless_present = "all")]
     pub kind: Option<KindArg>,
-    #[arg(long, default_value = ruche::DEFAULT_TENANT)]
+    #[arg(long, default_value = ruchedb::DEFAULT_TENANT)]
     pub tenant: String,
     /// Delete every chunk of this context.
     #[arg(long)]

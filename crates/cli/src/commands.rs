@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::str::FromStr;
 
-use ruche::{Config, EmbedderSpec, Engine, Kind};
+use ruchedb::{Config, EmbedderSpec, Engine, Kind};
 
 use crate::args::{
     BackupArgs, DeleteArgs, ExportArgs, FeedbackArgs, GetArgs, IndexArgs, PurgeArgs, ReembedArgs,
@@ -34,7 +34,7 @@ pub fn set_wait(seconds: f64) -> Result<()> {
 }
 
 /// An engine builder with the configuration and `--wait`.
-pub fn builder(config: &Config) -> ruche::EngineBuilder {
+pub fn builder(config: &Config) -> ruchedb::EngineBuilder {
     Engine::builder()
         .config(config.clone())
         .wait(WAIT.get().copied().unwrap_or_default())
@@ -89,8 +89,8 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
     if let Some(records) = &args.records {
         for doc in input::read_records(records)? {
             match doc {
-                ruche::Document::Rule(rule) => rules.push(rule),
-                ruche::Document::Chunk(chunk) => chunks.push(chunk),
+                ruchedb::Document::Rule(rule) => rules.push(rule),
+                ruchedb::Document::Chunk(chunk) => chunks.push(chunk),
             }
         }
     }
@@ -139,8 +139,8 @@ fn index_into(
     config: &Config,
     dir: &Path,
     explicit: Option<EmbedderSpec>,
-    rules: Vec<ruche::Rule>,
-    chunks: Vec<ruche::Chunk>,
+    rules: Vec<ruchedb::Rule>,
+    chunks: Vec<ruchedb::Chunk>,
     created: &mut bool,
 ) -> Result<(usize, usize, usize)> {
     let builder = builder(config);
@@ -339,7 +339,7 @@ pub fn delete(config: &Config, args: &DeleteArgs) -> Result<ExitCode> {
 pub fn purge(config: &Config, args: &PurgeArgs) -> Result<ExitCode> {
     let now = match &args.now {
         Some(text) => input::timestamp(text)?,
-        None => ruche::Timestamp::now(),
+        None => ruchedb::Timestamp::now(),
     };
     let engine = open(config, &args.dir)?;
     engine.purge_expired(now);
@@ -515,7 +515,7 @@ pub fn select() -> Result<ExitCode> {
         }
         let result = (|| -> Result<serde_json::Value> {
             let input: SelectLine = serde_json::from_str(&line)?;
-            let config = ruche::SelectionConfig::from_params(&input.strategy, &input.params)?;
+            let config = ruchedb::SelectionConfig::from_params(&input.strategy, &input.params)?;
             let strategy = config.build()?;
             let result = strategy.select_scores(&input.scores, input.max_k, input.min_k)?;
             Ok(serde_json::json!({
@@ -545,7 +545,7 @@ pub fn reembed(config: &Config, args: &ReembedArgs) -> Result<ExitCode> {
 }
 
 /// The configured fusion of a kind, which `--fusion-param` alone modifies.
-pub fn fusion_base(config: &Config, kind: Kind) -> ruche::FusionSpec {
+pub fn fusion_base(config: &Config, kind: Kind) -> ruchedb::FusionSpec {
     match kind {
         Kind::Rule => config.fusion.rules,
         Kind::Chunk => config.fusion.chunks,
@@ -556,7 +556,7 @@ pub fn feedback(config: &Config, args: &FeedbackArgs) -> Result<ExitCode> {
     let engine = open(config, &args.dir)?;
     let window = if args.reset {
         engine.reset_feedback()?;
-        engine.feedback_window(ruche::DEFAULT_TENANT)
+        engine.feedback_window(ruchedb::DEFAULT_TENANT)
     } else {
         if args.useful == args.not_useful {
             bail!("say --useful or --not-useful");
@@ -566,7 +566,10 @@ pub fn feedback(config: &Config, args: &FeedbackArgs) -> Result<ExitCode> {
     };
     let factors = window.factors();
     let mut out = std::io::stdout().lock();
-    for (name, leg) in [("text", ruche::Leg::Text), ("vector", ruche::Leg::Vector)] {
+    for (name, leg) in [
+        ("text", ruchedb::Leg::Text),
+        ("vector", ruchedb::Leg::Vector),
+    ] {
         let stats = window.stats(leg);
         writeln!(
             out,

@@ -40,7 +40,7 @@ fn main() -> ExitCode {
 
 /// Logs on stderr. `RUCHE_LOG` is a level (`info`: ruche's events at info, the
 /// dependencies' at warn, so one `selection` event per search and none of tantivy's
-/// merges) or a full filter (`ruche=debug,tantivy=info`); `RUCHE_LOG_FORMAT=json` writes
+/// merges) or a full filter (`ruchedb=debug,tantivy=info`); `RUCHE_LOG_FORMAT=json` writes
 /// one JSON object per event.
 fn init_logging() {
     let spec = std::env::var("RUCHE_LOG").unwrap_or_default();
@@ -50,7 +50,7 @@ fn init_logging() {
     } else if spec.contains('=') || spec.contains(',') {
         spec.to_string()
     } else {
-        format!("warn,ruche={spec}")
+        format!("warn,ruchedb={spec},ruchedb_milvus={spec}")
     };
     let filter = tracing_subscriber::EnvFilter::try_new(&filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -71,7 +71,7 @@ fn one_line(message: &str) -> String {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     commands::set_wait(cli.wait)?;
-    let config = ruche::Config::load(cli.config.as_deref())?;
+    let config = ruchedb::Config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Index(args) => commands::index(&config, &args),
         Command::Search(args) => commands::search(&config, &args),

@@ -1,0 +1,5 @@
+//! End-to-end tests of the `ruche` command, and the trust properties checked through it.
+
+mod cli;
+mod cli_more;
+mod trust;

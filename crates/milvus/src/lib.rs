@@ -1,0 +1,1 @@
+//! Milvus as a ruchedb retriever (in progress).

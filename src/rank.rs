@@ -1,0 +1,568 @@
+//! What ruchedb decides, as one pure stage: candidates in, ranked and selected hits out.
+//!
+//! [`rank`] takes the [`RetrievedDoc`]s of any [`Retriever`](crate::Retriever) and a
+//! [`RankPlan`] and does, without I/O:
+//!
+//! 1. **fusion** of the two legs' raw scores into a hybrid score (the plan's method and
+//!    leg weights, decided once in [`RankPlan::new`]: configuration, query-adaptive
+//!    weights, feedback, legs that ran);
+//! 2. the **relevance gate**: each candidate's calibrated relevance; what fails it is
+//!    dropped before anything else counts, unless it holds a code of the query verbatim;
+//! 3. **weighting** by kind: priority and scope (rules), importance and recency (chunks),
+//!    plus the code boost;
+//! 4. the **order**: final score, then priority, then user id (deterministic);
+//! 5. **k-selection**: exactly `top_k`, or the kind's strategy between `min_k` and `max_k`;
+//! 6. **explain**: every hit's [`ScoreBreakdown`], the [`SelectionSummary`], the
+//!    [`GateSummary`] and the [`FusionSummary`].
+//!
+//! The result depends only on the candidates and the plan, never on their order or on
+//! hashing.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use crate::analysis::{adapt, analyze};
+use crate::chunk::{ChunkSelector, ChunkWeights, importance_score};
+use crate::config::Config;
+use crate::doc::Document;
+use crate::fusion::RuleWeights;
+use crate::fusion::{Fused, FusionMethod, FusionWeights, LegFactors, LegScores, Legs, fuse};
+use crate::query::{
+    FusionSummary, Hit, LegContributions, ScoreBreakdown, SearchRequest, SearchResponse,
+    SelectionSummary, Timings,
+};
+use crate::relevance::{EmbedderFamily, GateDecision, GateSummary, LegsRan, RelevanceConfig};
+use crate::retrieve::{RetrievalQuery, RetrievedDoc, Retriever};
+use crate::select::SelectionConfig;
+use crate::time::Timestamp;
+use crate::vector::metric;
+use crate::{Error, Kind, Result};
+
+/// How many results a search keeps.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Selection {
+    /// Exactly the best `k` (fewer when fewer pass the gate).
+    TopK(usize),
+    /// A dynamic k-selection strategy, keeping between `min_k` and `max_k` hits.
+    Strategy {
+        /// The strategy.
+        config: SelectionConfig,
+        /// The fewest hits kept (when that many pass the gate).
+        min_k: usize,
+        /// The most hits kept.
+        max_k: usize,
+    },
+}
+
+/// Everything [`rank`] needs besides the candidates: decided once per search from the
+/// configuration and the request by [`RankPlan::new`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RankPlan {
+    /// The kind searched.
+    pub kind: Kind,
+    /// Which legs ran; `None`: neither (browsing chunks).
+    pub legs: Option<LegsRan>,
+    /// The fusion method.
+    pub method: FusionMethod,
+    /// The leg weights in use (they sum to 1 when a leg ran).
+    pub weights: FusionWeights,
+    /// How the legs are fused, for explain.
+    pub fusion: FusionSummary,
+    /// The embedder family the relevance calibrations are chosen by.
+    pub family: EmbedderFamily,
+    /// The relevance gate's calibrations and code boost.
+    pub relevance: RelevanceConfig,
+    /// Candidates below this relevance are dropped.
+    pub min_relevance: f64,
+    /// The codes (identifiers) of the query text, lowercased.
+    pub codes: Vec<String>,
+    /// Priority and scope weights (rules).
+    pub rule_weights: RuleWeights,
+    /// Relevance, importance and recency weights (chunks).
+    pub chunk_weights: ChunkWeights,
+    /// The time recency is measured at.
+    pub now: Timestamp,
+    /// How many hits to keep.
+    pub selection: Selection,
+}
+
+impl RankPlan {
+    /// The plan of `request` under `config`: this is the one place the leg weights are
+    /// decided (the kind's fusion spec or the request's, query-adaptive weights when on,
+    /// the feedback `factors` when `[fusion] feedback` is on, a leg that did not run
+    /// giving its weight to the other).
+    ///
+    /// `legs` says which legs ran, `family` which embedder made the vectors (it picks
+    /// the relevance calibration).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for invalid weights.
+    pub fn new(
+        config: &Config,
+        request: &SearchRequest,
+        legs: Option<LegsRan>,
+        family: EmbedderFamily,
+        factors: Option<LegFactors>,
+    ) -> Result<RankPlan> {
+        let kind = request.kind;
+        let text_leg = matches!(legs, Some(LegsRan::Both | LegsRan::TextOnly));
+        let vector_leg = matches!(legs, Some(LegsRan::Both | LegsRan::VectorOnly));
+        let spec = request.fusion.unwrap_or(match kind {
+            Kind::Rule => config.fusion.rules,
+            Kind::Chunk => config.fusion.chunks,
+        });
+        let method = spec.method();
+        let adaptive = request.adaptive.unwrap_or(config.fusion.adaptive) && text_leg;
+        let mut weights = spec.weights();
+        if adaptive {
+            weights = adapt(&analyze(&request.text), weights);
+        }
+        let factors = config.fusion.feedback.then(|| factors.unwrap_or_default());
+        let weights = if legs.is_some() {
+            let ran = Legs {
+                text: text_leg,
+                vector: vector_leg,
+            };
+            weights.in_use(ran, factors.unwrap_or_default())?
+        } else {
+            FusionWeights {
+                vector_weight: 0.0,
+                text_weight: 0.0,
+            }
+        };
+        let fusion = FusionSummary {
+            method: method.to_string(),
+            vector_weight: weights.vector_weight,
+            text_weight: weights.text_weight,
+            adaptive,
+            feedback_factors: factors.map(|f| [f.vector, f.text]),
+        };
+        let retrieval = &config.pipeline.retrieval;
+        let selection = match request.top_k {
+            Some(k) => Selection::TopK(k),
+            None => Selection::Strategy {
+                config: request.selection.clone().unwrap_or_else(|| match kind {
+                    Kind::Rule => retrieval.rule_selection.clone(),
+                    Kind::Chunk => retrieval.memory_selection.clone(),
+                }),
+                min_k: request.min_k.unwrap_or(retrieval.min_k),
+                max_k: request.max_k.unwrap_or(retrieval.max_k),
+            },
+        };
+        Ok(RankPlan {
+            kind,
+            legs,
+            method,
+            weights,
+            fusion,
+            family,
+            relevance: config.relevance,
+            min_relevance: request
+                .min_relevance
+                .unwrap_or(config.relevance.kind(kind).min_relevance),
+            codes: query_codes(&request.text),
+            rule_weights: config.scoring.rules,
+            chunk_weights: request.chunk_weights.unwrap_or(config.scoring.chunks),
+            now: request.now.unwrap_or_else(Timestamp::now),
+            selection,
+        })
+    }
+}
+
+/// What [`rank`] returns.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Ranked {
+    /// The hits kept, best first.
+    pub hits: Vec<Hit>,
+    /// How many hits were kept, and why.
+    pub selection: SelectionSummary,
+    /// What the relevance gate did.
+    pub gate: GateSummary,
+    /// How the legs were fused.
+    pub fusion: FusionSummary,
+    /// Which legs found the hits kept.
+    pub leg_contributions: LegContributions,
+}
+
+/// A candidate with its final score, before selection.
+struct Scored {
+    document: Arc<Document>,
+    priority: i32,
+    final_score: f64,
+    breakdown: ScoreBreakdown,
+}
+
+/// Ranks `candidates` by `plan`: fusion, gate, weighting, order, selection (see the
+/// module docs). Pure: no I/O, and the same hits for the same candidates in any order.
+///
+/// # Errors
+///
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid strategy or
+/// weights; [`ErrorKind::NonFiniteScore`](crate::ErrorKind::NonFiniteScore) for a NaN
+/// leg score.
+pub fn rank(mut candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
+    // Candidates in user-id order, so that nothing downstream depends on arrival order.
+    candidates.sort_by(|a, b| a.id().cmp(b.id()));
+    let scored = score(candidates, plan)?;
+
+    // The relevance gate: what fails it is dropped before anything else counts.
+    let mut gate = GateSummary {
+        min_relevance: plan.min_relevance,
+        family: plan.family,
+        passed: 0,
+        rejected: 0,
+        best_rejected: None,
+        codes: plan.codes.clone(),
+    };
+    let code_boost = plan.relevance.code_boost;
+    let mut passed: Vec<Scored> = Vec::with_capacity(scored.len());
+    for mut candidate in scored {
+        if candidate.breakdown.codes_matched > 0 {
+            let term = code_boost * f64::from(candidate.breakdown.codes_matched);
+            candidate.breakdown.code_term = Some(term);
+            candidate.final_score += term;
+        }
+        let b = &candidate.breakdown;
+        match GateDecision::of(b.relevance, b.codes_matched, plan.min_relevance) {
+            Some(decision) => {
+                candidate.breakdown.gate = decision;
+                passed.push(candidate);
+            }
+            None => {
+                gate.rejected += 1;
+                let relevance = b.relevance.unwrap_or(0.0);
+                if gate
+                    .best_rejected
+                    .as_ref()
+                    .is_none_or(|(_, best)| relevance > *best)
+                {
+                    gate.best_rejected = Some((candidate.document.id().to_string(), relevance));
+                }
+            }
+        }
+    }
+    gate.passed = passed.len();
+    let mut scored = passed;
+
+    scored.sort_by(|a, b| {
+        b.final_score
+            .total_cmp(&a.final_score)
+            .then_with(|| b.priority.cmp(&a.priority))
+            .then_with(|| a.document.id().cmp(b.document.id()))
+    });
+    let input_count = scored.len();
+    let selection = match &plan.selection {
+        Selection::TopK(k) => {
+            scored.truncate(*k);
+            SelectionSummary {
+                strategy: "top_k".to_string(),
+                input_count,
+                output_count: scored.len(),
+                cutoff_score: scored.last().map_or(0.0, |s| s.final_score),
+                metadata: serde_json::Map::new(),
+            }
+        }
+        Selection::Strategy {
+            config,
+            min_k,
+            max_k,
+        } => {
+            let strategy = config.build()?;
+            let scores: Vec<f64> = scored.iter().map(|s| s.final_score).collect();
+            let result = strategy.select_scores(&scores, *max_k, *min_k)?;
+            let mut slots: Vec<Option<Scored>> = scored.into_iter().map(Some).collect();
+            scored = result
+                .selected
+                .iter()
+                .filter_map(|&idx| slots.get_mut(idx).and_then(Option::take))
+                .collect();
+            SelectionSummary {
+                strategy: result.method.to_string(),
+                input_count,
+                output_count: scored.len(),
+                cutoff_score: result.cutoff_score,
+                metadata: result.metadata,
+            }
+        }
+    };
+    let hits: Vec<Hit> = scored
+        .into_iter()
+        .map(|s| Hit {
+            id: s.document.id().to_string(),
+            score: s.final_score,
+            breakdown: s.breakdown,
+            document: s.document,
+        })
+        .collect();
+    let mut leg_contributions = LegContributions::default();
+    for hit in &hits {
+        match (hit.breakdown.found_by.text, hit.breakdown.found_by.vector) {
+            (true, true) => leg_contributions.both += 1,
+            (true, false) => leg_contributions.text_only += 1,
+            (false, true) => leg_contributions.vector_only += 1,
+            (false, false) => {}
+        }
+    }
+    Ok(Ranked {
+        hits,
+        selection,
+        gate,
+        fusion: plan.fusion.clone(),
+        leg_contributions,
+    })
+}
+
+/// Fuses the legs, computes each candidate's relevance, and weights the result by kind.
+fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Vec<Scored>> {
+    let any_leg = plan.legs.is_some();
+    let leg_scores: Vec<LegScores> = candidates
+        .iter()
+        .map(|c| LegScores {
+            text: c.bm25,
+            vector: c.cosine.map(metric::score_of_cosine),
+        })
+        .collect();
+    let fused = if any_leg {
+        fuse(&leg_scores, &plan.method, plan.weights)?
+    } else {
+        vec![Fused::default(); leg_scores.len()]
+    };
+    let selector = ChunkSelector::with_weights(plan.chunk_weights)?;
+    let scored = candidates
+        .into_iter()
+        .zip(fused)
+        .map(|(candidate, fused)| {
+            let hybrid = fused.hybrid;
+            let document = candidate.document;
+            let mut breakdown = ScoreBreakdown {
+                vector: candidate.cosine.map(metric::score_of_cosine),
+                bm25: candidate.bm25.unwrap_or(0.0),
+                bm25_normalized: fused.text_normalized,
+                text_coverage: f64::from(candidate.coverage.words),
+                codes_matched: candidate.coverage.codes,
+                vector_match: candidate.vector_match,
+                vector_normalized: fused.vector_normalized,
+                hybrid,
+                priority_term: None,
+                scope_term: None,
+                relevance: plan.legs.map(|legs| {
+                    let patterns = match document.as_ref() {
+                        Document::Rule(rule) => !rule.patterns.is_empty(),
+                        Document::Chunk(_) => false,
+                    };
+                    plan.relevance
+                        .calibration(plan.kind, plan.family, legs, patterns)
+                        .relevance(
+                            candidate.cosine.map_or(0.0, metric::score_of_cosine),
+                            f64::from(candidate.coverage.words),
+                        )
+                }),
+                gate: GateDecision::Open,
+                code_term: None,
+                importance: None,
+                recency: None,
+                found_by: candidate.found_by,
+            };
+            let (final_score, priority) = match document.as_ref() {
+                Document::Rule(rule) => {
+                    let score = plan.rule_weights.score(hybrid, rule.priority, &rule.scope);
+                    breakdown.priority_term = Some(score.priority_term);
+                    breakdown.scope_term = Some(score.scope_term);
+                    (score.final_score, rule.priority)
+                }
+                Document::Chunk(chunk) => {
+                    // Seed 001's relevance term is the hybrid score (0.5 when browsing
+                    // without a query).
+                    let relevance = if any_leg { hybrid } else { 0.5 };
+                    let importance = importance_score(chunk.importance);
+                    let recency = selector.recency_score(chunk.created_at, plan.now);
+                    breakdown.importance = Some(importance);
+                    breakdown.recency = Some(recency);
+                    (selector.combine(relevance, importance, recency), 0)
+                }
+            };
+            Scored {
+                document,
+                priority,
+                final_score,
+                breakdown,
+            }
+        })
+        .collect();
+    Ok(scored)
+}
+
+/// The whole pipeline over any retriever: checks `request`, asks `retriever` for the
+/// candidates of both legs (`vector`: the normalised query vector, `None` to skip the
+/// vector leg), plans with [`RankPlan::new`] and ranks with [`rank`].
+///
+/// This is what [`Engine::search`](crate::Engine::search) runs over the local index
+/// (then it embeds the query, records the query for feedback and fills
+/// [`SearchResponse::vector_leg_skipped`] and the embedding time).
+///
+/// # Errors
+///
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid request,
+/// and the retriever's errors.
+pub fn search_with(
+    retriever: &(impl Retriever + ?Sized),
+    config: &Config,
+    request: &SearchRequest,
+    vector: Option<&[f32]>,
+    family: EmbedderFamily,
+    factors: Option<LegFactors>,
+) -> Result<SearchResponse> {
+    let started = Instant::now();
+    validate(request)?;
+    let now = request.now.unwrap_or_else(Timestamp::now);
+    let limit = config
+        .pipeline
+        .retrieval
+        .max_candidates
+        .max(request.max_candidates.unwrap_or(0))
+        .max(request.top_k.unwrap_or(0));
+    let query = RetrievalQuery::new(request, vector, limit, now);
+    let retrieved = retriever.candidates(&query)?;
+    let stage = Instant::now();
+    let mut plan = RankPlan::new(config, request, retrieved.legs, family, factors)?;
+    plan.now = now;
+    let ranked = rank(retrieved.candidates, &plan)?;
+    let rank_us = micros(stage);
+    let query_id = next_query_id();
+    let selection = &ranked.selection;
+    tracing::info!(
+        target: "ruchedb::select",
+        query_id = %query_id,
+        kind = %request.kind,
+        strategy = %selection.strategy,
+        input_count = selection.input_count,
+        output_count = selection.output_count,
+        cutoff_score = selection.cutoff_score,
+        metadata = %serde_json::Value::Object(selection.metadata.clone()),
+        gate_passed = ranked.gate.passed,
+        gate_rejected = ranked.gate.rejected,
+        min_relevance = ranked.gate.min_relevance,
+        "selection"
+    );
+    let timings = Timings {
+        embed_us: 0,
+        text_us: retrieved.micros.text,
+        vector_us: retrieved.micros.vector,
+        fuse_us: rank_us,
+        select_us: 0,
+        total_us: micros(started),
+    };
+    Ok(SearchResponse {
+        query_id,
+        hits: ranked.hits,
+        selection: ranked.selection,
+        timings,
+        leg_candidates: [
+            retrieved.leg_candidates.text,
+            retrieved.leg_candidates.vector,
+        ],
+        leg_contributions: ranked.leg_contributions,
+        fusion: ranked.fusion,
+        vector_leg_skipped: None,
+        gate: ranked.gate,
+        analysis: analyze(&request.text),
+    })
+}
+
+/// A unique, time-ordered query id: `q` + millis + process + counter, fixed-width hex.
+fn next_query_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let millis = Timestamp::now().unix_millis().max(0);
+    format!(
+        "q{millis:012x}-{:08x}-{:06x}",
+        std::process::id(),
+        n & 0xff_ffff
+    )
+}
+
+fn micros(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Checks a request before any leg runs.
+pub(crate) fn validate(request: &SearchRequest) -> Result<()> {
+    if request.tenant_id.is_empty() {
+        return Err(Error::invalid_input("`tenant_id` must not be empty"));
+    }
+    if request.step_id.is_some() && request.scenario_id.is_none() {
+        return Err(Error::invalid_input("a `step_id` needs its `scenario_id`"));
+    }
+    match request.kind {
+        Kind::Rule => {
+            if request.context_id.is_some() {
+                return Err(Error::invalid_input(
+                    "`context_id` filters chunks, not rules",
+                ));
+            }
+            if !request.filters.is_empty() {
+                return Err(Error::invalid_input(
+                    "metadata filters apply to chunks; rules have no metadata (use tags)",
+                ));
+            }
+        }
+        Kind::Chunk => {
+            if request.scenario_id.is_some() {
+                return Err(Error::invalid_input(
+                    "`scenario_id` and `step_id` select rules, not chunks",
+                ));
+            }
+        }
+    }
+    if let Some(min_relevance) = request.min_relevance
+        && !(0.0..=1.0).contains(&min_relevance)
+    {
+        return Err(Error::invalid_input(format!(
+            "`min_relevance` must be in 0..=1, got {min_relevance}"
+        )));
+    }
+    for (name, value, least) in [
+        ("top_k", request.top_k, 1),
+        ("max_k", request.max_k, 1),
+        ("min_k", request.min_k, 0),
+        ("max_candidates", request.max_candidates, 1),
+    ] {
+        if let Some(value) = value
+            && !(least..=MAX_COUNT).contains(&value)
+        {
+            return Err(Error::invalid_input(format!(
+                "`{name}` must be between {least} and {MAX_COUNT}, got {value}"
+            )));
+        }
+    }
+    if let (Some(min_k), Some(max_k)) = (request.min_k, request.max_k)
+        && min_k > max_k
+    {
+        return Err(Error::invalid_input(format!(
+            "`min_k` ({min_k}) must not exceed `max_k` ({max_k})"
+        )));
+    }
+    Ok(())
+}
+
+/// The largest `top_k`, `max_k`, `min_k` or `max_candidates` a search accepts (and the
+/// configuration): enough for any agent, small enough to allocate.
+pub(crate) const MAX_COUNT: usize = 1_000_000;
+
+/// The codes of a query text (identifiers such as `NW-15699`), lowercased, in order of
+/// appearance, without repeats.
+pub(crate) fn query_codes(text: &str) -> Vec<String> {
+    let mut ident = crate::text::analyzer::ident_analyzer();
+    let mut codes: Vec<String> = Vec::new();
+    for token in crate::text::analyzer::tokens(&mut ident, text) {
+        if crate::text::analyzer::is_code(&token) && !codes.contains(&token) {
+            codes.push(token);
+        }
+    }
+    codes
+}

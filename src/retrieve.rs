@@ -1,0 +1,278 @@
+//! The seam between where candidates come from and what ruchedb decides about them.
+//!
+//! A [`Retriever`] runs the two legs of a search (BM25 and vector) over some store of
+//! documents and returns [`RetrievedDoc`]s: each document with each leg's raw score, how
+//! much of the query text it contains, and the document itself (its priority, scope,
+//! importance and timestamps are what ranking weighs). [`rank`](crate::rank()) then does
+//! everything else, without I/O: fusion, the relevance gate, priority and scope or
+//! importance and recency, the deterministic tiebreak, k-selection and explain.
+//!
+//! The local index ([`Engine`](crate::Engine)) is one retriever; the `ruchedb-milvus`
+//! crate is another; a user can write their own and call
+//! [`search_with`](crate::search_with) or [`rank`](crate::rank()) on what it returns.
+//!
+//! # The contract
+//!
+//! - Candidates are filtered: every one is of the query's kind and tenant and passes
+//!   every filter of the request ([`SearchRequest`]) at [`RetrievalQuery::now`].
+//! - Each leg returns at most [`RetrievalQuery::limit`] candidates, its best ones.
+//! - [`Retriever::retrieve`] marks which legs found each candidate ([`FoundBy`]) and
+//!   gives at least those legs' scores; [`Retriever::fill`] then gives every candidate
+//!   the score of the leg that did not find it (a BM25 score of 0 or `None` means the
+//!   text does not match), its [`Coverage`] and its best [`VectorMatch`].
+//! - Scores are raw and higher-is-better: BM25 as the engine computes it (any scale: the
+//!   fusion normalises it), cosine similarity in `[-1, 1]`.
+
+use std::sync::Arc;
+
+use crate::analysis::is_stop_word;
+use crate::doc::Document;
+use crate::query::{FoundBy, SearchRequest, VectorMatch};
+use crate::relevance::LegsRan;
+use crate::text::analyzer;
+use crate::time::Timestamp;
+use crate::{Kind, Result};
+
+/// One value per leg: named, never an array by convention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct PerLeg<T> {
+    /// The BM25 (text) leg.
+    pub text: T,
+    /// The vector leg.
+    pub vector: T,
+}
+
+/// What a retriever is asked for: the request (kind, tenant, filters, text) and what the
+/// pipeline decided around it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct RetrievalQuery<'a> {
+    /// The search request: kind, tenant and every filter apply to both legs.
+    pub request: &'a SearchRequest,
+    /// The normalised query vector; `None`: the vector leg does not run.
+    pub vector: Option<&'a [f32]>,
+    /// Each leg's most candidates.
+    pub limit: usize,
+    /// The time filters (expiry) are evaluated at.
+    pub now: Timestamp,
+    /// No query text and no vector: every document that passes the filters is a
+    /// candidate (browsing chunks by importance and recency).
+    pub browse: bool,
+}
+
+impl<'a> RetrievalQuery<'a> {
+    /// A query for `request` with the pipeline's choices.
+    pub fn new(
+        request: &'a SearchRequest,
+        vector: Option<&'a [f32]>,
+        limit: usize,
+        now: Timestamp,
+    ) -> RetrievalQuery<'a> {
+        let browse =
+            request.kind() == Kind::Chunk && request.text().trim().is_empty() && vector.is_none();
+        RetrievalQuery {
+            request,
+            vector,
+            limit,
+            now,
+            browse,
+        }
+    }
+}
+
+impl RetrievalQuery<'_> {
+    /// Whether `document` passes every filter of the request at [`RetrievalQuery::now`]:
+    /// kind, tenant, agent, scope and `enabled` (rules), context and expiry (chunks),
+    /// tags and metadata. The one definition both local legs use; a retriever whose
+    /// store cannot express a filter applies this to what it returns.
+    pub fn admits(&self, document: &Document) -> bool {
+        self.filter().matches(document)
+    }
+
+    /// The catalog filter of this query.
+    pub(crate) fn filter(&self) -> crate::catalog::DocFilter<'_> {
+        let request = self.request;
+        crate::catalog::DocFilter {
+            kind: request.kind,
+            tenant: &request.tenant_id,
+            agent: request.agent_id.as_deref(),
+            scenario: request.scenario_id.as_deref(),
+            step: request.step_id.as_deref(),
+            context: request.context_id.as_deref(),
+            tags: &request.tags,
+            metadata: &request.filters,
+            now: self.now,
+        }
+    }
+}
+
+/// How much of a query one document contains.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Coverage {
+    /// The idf-weighted fraction of the query's words (function words left out) the
+    /// document contains, in `[0, 1]`.
+    pub words: f32,
+    /// How many of the query's codes (identifiers such as `NW-15699`) the document
+    /// contains verbatim.
+    pub codes: u32,
+}
+
+/// A document a retriever found, with what ranking needs to know about it.
+#[derive(Debug, Clone)]
+pub struct RetrievedDoc {
+    /// The document: its kind, tenant and id are the candidate's key.
+    pub document: Arc<Document>,
+    /// Raw BM25; `None` when the text does not match (or the text leg did not run).
+    pub bm25: Option<f64>,
+    /// Cosine similarity of the query vector and the document's best vector; `None`
+    /// when the vector leg did not run or the document has no vector.
+    pub cosine: Option<f32>,
+    /// How much of the query text the document contains.
+    pub coverage: Coverage,
+    /// Which of the document's vectors gave `cosine`.
+    pub vector_match: Option<VectorMatch>,
+    /// Which legs returned it among their best.
+    pub found_by: FoundBy,
+}
+
+impl RetrievedDoc {
+    /// A candidate with no score yet.
+    pub fn new(document: Arc<Document>) -> RetrievedDoc {
+        RetrievedDoc {
+            document,
+            bm25: None,
+            cosine: None,
+            coverage: Coverage::default(),
+            vector_match: None,
+            found_by: FoundBy::default(),
+        }
+    }
+
+    /// The document's id.
+    pub fn id(&self) -> &str {
+        self.document.id()
+    }
+}
+
+/// What a retriever returns: the candidates of both legs, and which legs ran.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Retrieved {
+    /// Every candidate once, in any order.
+    pub candidates: Vec<RetrievedDoc>,
+    /// Which legs ran; `None`: neither (no text to match and no vector).
+    pub legs: Option<LegsRan>,
+    /// How many candidates each leg returned.
+    pub leg_candidates: PerLeg<usize>,
+    /// Time each leg took, in microseconds (for [`Timings`](crate::Timings)).
+    pub micros: PerLeg<u64>,
+}
+
+impl Retrieved {
+    /// What a retriever found.
+    pub fn new(
+        candidates: Vec<RetrievedDoc>,
+        legs: Option<LegsRan>,
+        leg_candidates: PerLeg<usize>,
+    ) -> Retrieved {
+        Retrieved {
+            candidates,
+            legs,
+            leg_candidates,
+            micros: PerLeg::default(),
+        }
+    }
+}
+
+/// Where candidates come from: the local index, a distributed engine, or your own.
+pub trait Retriever {
+    /// Runs both legs (those that can run) and returns their candidates, each with the
+    /// scores of the legs that found it.
+    ///
+    /// # Errors
+    ///
+    /// Storage or network errors, and invalid requests the retriever cannot serve.
+    fn retrieve(&self, query: &RetrievalQuery<'_>) -> Result<Retrieved>;
+
+    /// Gives each candidate the score of the leg that did not find it, its coverage of
+    /// the query text and its best vector match. Candidates whose scores are already
+    /// there may be left as they are.
+    ///
+    /// # Errors
+    ///
+    /// Storage or network errors.
+    fn fill(&self, query: &RetrievalQuery<'_>, candidates: &mut [RetrievedDoc]) -> Result<()>;
+
+    /// [`Retriever::retrieve`], then [`Retriever::fill`].
+    ///
+    /// # Errors
+    ///
+    /// As those two.
+    fn candidates(&self, query: &RetrievalQuery<'_>) -> Result<Retrieved> {
+        let mut retrieved = self.retrieve(query)?;
+        self.fill(query, &mut retrieved.candidates)?;
+        Ok(retrieved)
+    }
+}
+
+/// The text the BM25 leg indexes for a document: a rule's condition and action (and its
+/// patterns when `patterns_in_text`), a chunk's content.
+pub fn indexed_text(document: &Document, patterns_in_text: bool) -> String {
+    match document {
+        Document::Rule(rule) if patterns_in_text && !rule.patterns.is_empty() => {
+            format!("{} {}", rule.text(), rule.patterns.join(" "))
+        }
+        other => other.text(),
+    }
+}
+
+/// How much of `query` the text `document` contains, measured with the local index's
+/// analyzers: the fraction of the query's words (function words left out) the document
+/// holds, each weighted by `idf(word)` (pass `|_| 1.0` when the corpus statistics are
+/// unknown), and how many of the query's codes it holds verbatim.
+///
+/// For retrievers that cannot measure it in their index; the local index measures it
+/// from its postings, with the tenant's idf.
+///
+/// # Example
+///
+/// ```
+/// let c = ruchedb::coverage("order NW-15699 is late", "Order NW-15699 shipped", &|_| 1.0);
+/// assert_eq!(c.codes, 1);
+/// assert!(c.words > 0.3 && c.words < 0.9, "{}", c.words);
+/// ```
+pub fn coverage(query: &str, document: &str, idf: &dyn Fn(&str) -> f64) -> Coverage {
+    let mut words = analyzer::words_analyzer();
+    let mut ident = analyzer::ident_analyzer();
+    let doc_words: std::collections::HashSet<String> =
+        analyzer::tokens(&mut words, document).into_iter().collect();
+    let doc_ident: std::collections::HashSet<String> =
+        analyzer::tokens(&mut ident, document).into_iter().collect();
+    let mut seen: Vec<String> = Vec::new();
+    let (mut held, mut total) = (0.0f64, 0.0f64);
+    for (token, source) in analyzer::tokens_with_source(&mut words, query) {
+        if is_stop_word(&source.to_lowercase()) || seen.contains(&token) {
+            continue;
+        }
+        let weight = idf(&token).max(0.0);
+        total += weight;
+        if doc_words.contains(&token) {
+            held += weight;
+        }
+        seen.push(token);
+    }
+    let mut codes: Vec<String> = analyzer::tokens(&mut ident, query)
+        .into_iter()
+        .filter(|token| analyzer::is_code(token))
+        .collect();
+    codes.sort();
+    codes.dedup();
+    Coverage {
+        words: if total > 0.0 {
+            (held / total).clamp(0.0, 1.0) as f32
+        } else {
+            0.0
+        },
+        codes: codes.iter().filter(|c| doc_ident.contains(*c)).count() as u32,
+    }
+}
