@@ -244,6 +244,41 @@ impl SearchRequest {
     pub fn tenant_id(&self) -> &str {
         &self.tenant_id
     }
+
+    /// The agent filter.
+    pub fn agent_id(&self) -> Option<&str> {
+        self.agent_id.as_deref()
+    }
+
+    /// The active scenario.
+    pub fn scenario_id(&self) -> Option<&str> {
+        self.scenario_id.as_deref()
+    }
+
+    /// The active step of the scenario.
+    pub fn step_id(&self) -> Option<&str> {
+        self.step_id.as_deref()
+    }
+
+    /// The context filter (chunks).
+    pub fn context_id(&self) -> Option<&str> {
+        self.context_id.as_deref()
+    }
+
+    /// The tags every hit must carry.
+    pub fn tags(&self) -> &[String] {
+        &self.tags
+    }
+
+    /// The metadata filters (chunks), `key = value`.
+    pub fn metadata_filters(&self) -> &[(String, String)] {
+        &self.filters
+    }
+
+    /// The query vector the request carries, if any.
+    pub fn query_embedding(&self) -> Option<&[f32]> {
+        self.embedding.as_deref()
+    }
 }
 
 /// Which legs found a hit.

@@ -78,7 +78,7 @@ impl From<KindArg> for ruchedb::Kind {
 pub struct IndexArgs {
     /// The index directory.
     pub dir: PathBuf,
-    /// Rules: JSONL (one rule per line), or a .toml file of [[rules]]; `-` for stdin.
+    /// Rules: JSONL (one rule per line), or a .toml file of `[[rules]]`; `-` for stdin.
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
     /// Chunks: JSONL (one chunk per line); `-` for stdin.
@@ -93,6 +93,9 @@ pub struct IndexArgs {
     /// Default: `default`, or none when the records carry their own vectors.
     #[arg(long, value_name = "SPEC")]
     pub embedder: Option<String>,
+    /// A new Milvus index gets collections per tenant (per-tenant BM25 statistics).
+    #[arg(long)]
+    pub collection_per_tenant: bool,
 }
 
 #[derive(Debug, Args)]

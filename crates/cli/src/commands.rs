@@ -40,7 +40,14 @@ pub fn builder(config: &Config) -> ruchedb::EngineBuilder {
         .wait(WAIT.get().copied().unwrap_or_default())
 }
 
+/// Opens a local index; a Milvus location gets a clear refusal.
 pub fn open(config: &Config, dir: &Path) -> Result<Engine> {
+    if crate::milvus::is_milvus(dir) {
+        bail!(
+            "{}: this command works on a local index directory; a Milvus index supports index, search, delete and stats --tenant",
+            dir.display()
+        );
+    }
     Ok(builder(config).open(dir)?)
 }
 
@@ -117,6 +124,25 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
         .as_deref()
         .map(str::parse::<EmbedderSpec>)
         .transpose()?;
+    if crate::milvus::is_milvus(&args.dir) {
+        let (n_rules, n_chunks) = (rules.len(), chunks.len());
+        let changes = crate::milvus::index(
+            config,
+            &args.dir,
+            explicit,
+            args.collection_per_tenant,
+            rules,
+            chunks,
+        )?;
+        println!(
+            "indexed {n_rules} rules and {n_chunks} chunks into {} ({changes} changes)",
+            args.dir.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.collection_per_tenant {
+        bail!("--collection-per-tenant applies to a Milvus index (milvus://HOST:PORT/NAME)");
+    }
     let mut created = false;
     let dir_existed = args.dir.exists();
     let result = index_into(config, &args.dir, explicit, rules, chunks, &mut created);
@@ -243,7 +269,7 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
                     .with_context(|| format!("{}: line {}", batch.display(), idx + 1))
             })
             .collect::<Result<Vec<_>>>()?;
-        let engine = open(config, &args.dir)?;
+        let engine = crate::milvus::Searcher::open(config, &args.dir)?;
         let mut out = BufWriter::new(std::io::stdout().lock());
         for (line, request) in lines.iter().zip(&requests) {
             let response = engine.search(request)?;
@@ -273,7 +299,7 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
         note: None,
     };
     let request = line.to_request(&defaults)?;
-    let engine = open(config, &args.dir)?;
+    let engine = crate::milvus::Searcher::open(config, &args.dir)?;
     let response = engine.search(&request)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     if args.json {
@@ -315,6 +341,16 @@ pub fn get(config: &Config, args: &GetArgs) -> Result<ExitCode> {
 }
 
 pub fn delete(config: &Config, args: &DeleteArgs) -> Result<ExitCode> {
+    if crate::milvus::is_milvus(&args.dir) {
+        if args.context.is_some() {
+            bail!("--context is not supported on a Milvus index: delete by ids or --all");
+        }
+        let kind = args.kind.map(Kind::from);
+        let deleted =
+            crate::milvus::delete(config, &args.dir, kind, &args.tenant, &args.ids, args.all)?;
+        println!("deleted {deleted} documents");
+        return Ok(ExitCode::SUCCESS);
+    }
     let engine = open(config, &args.dir)?;
     if args.all {
         engine.delete_tenant(&args.tenant);
@@ -418,10 +454,18 @@ pub fn backup(config: &Config, args: &BackupArgs) -> Result<ExitCode> {
 }
 
 pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
-    let engine = open(config, &args.dir)?;
+    let milvus = crate::milvus::is_milvus(&args.dir);
+    if milvus && args.tenant.is_none() {
+        bail!("stats of a Milvus index are per tenant: add --tenant T");
+    }
     let mut out = std::io::stdout().lock();
     if let Some(tenant) = &args.tenant {
-        let (rules, chunks) = engine.tenant_counts(tenant);
+        let (rules, chunks) = if milvus {
+            let (rules, chunks) = crate::milvus::counts(config, &args.dir, tenant)?;
+            (rules as usize, chunks as usize)
+        } else {
+            open(config, &args.dir)?.tenant_counts(tenant)
+        };
         if args.json {
             let line = serde_json::json!({"tenant": tenant, "rules": rules, "chunks": chunks});
             output::write_line(&mut out, &line)?;
@@ -432,7 +476,7 @@ pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let stats = engine.stats();
+    let stats = open(config, &args.dir)?.stats();
     if args.json {
         output::write_line(&mut out, &serde_json::to_value(&stats)?)?;
     } else {

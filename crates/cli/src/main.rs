@@ -8,6 +8,7 @@ mod commands;
 mod demo;
 mod eval;
 mod input;
+mod milvus;
 mod output;
 
 use std::io::Write;
