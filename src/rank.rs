@@ -187,6 +187,10 @@ pub struct Ranked {
     pub fusion: FusionSummary,
     /// Which legs found the hits kept.
     pub leg_contributions: LegContributions,
+    /// Time spent fusing, gating and weighting, in microseconds.
+    pub score_micros: u64,
+    /// Time spent sorting and selecting, in microseconds.
+    pub select_micros: u64,
 }
 
 /// A candidate with its final score, before selection.
@@ -206,6 +210,7 @@ struct Scored {
 /// weights; [`ErrorKind::NonFiniteScore`](crate::ErrorKind::NonFiniteScore) for a NaN
 /// leg score.
 pub fn rank(mut candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
+    let started = Instant::now();
     // Candidates in user-id order, so that nothing downstream depends on arrival order.
     candidates.sort_by(|a, b| a.id().cmp(b.id()));
     let scored = score(candidates, plan)?;
@@ -248,7 +253,9 @@ pub fn rank(mut candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked
     }
     gate.passed = passed.len();
     let mut scored = passed;
+    let score_micros = micros(started);
 
+    let started = Instant::now();
     scored.sort_by(|a, b| {
         b.final_score
             .total_cmp(&a.final_score)
@@ -314,6 +321,8 @@ pub fn rank(mut candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked
         gate,
         fusion: plan.fusion.clone(),
         leg_contributions,
+        score_micros,
+        select_micros: micros(started),
     })
 }
 
@@ -428,11 +437,9 @@ pub fn search_with(
         .max(request.top_k.unwrap_or(0));
     let query = RetrievalQuery::new(request, vector, limit, now);
     let retrieved = retriever.candidates(&query)?;
-    let stage = Instant::now();
     let mut plan = RankPlan::new(config, request, retrieved.legs, family, factors)?;
     plan.now = now;
     let ranked = rank(retrieved.candidates, &plan)?;
-    let rank_us = micros(stage);
     let query_id = next_query_id();
     let selection = &ranked.selection;
     tracing::info!(
@@ -453,8 +460,8 @@ pub fn search_with(
         embed_us: 0,
         text_us: retrieved.micros.text,
         vector_us: retrieved.micros.vector,
-        fuse_us: rank_us,
-        select_us: 0,
+        fuse_us: retrieved.fill_micros + ranked.score_micros,
+        select_us: ranked.select_micros,
         total_us: micros(started),
     };
     Ok(SearchResponse {

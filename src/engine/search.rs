@@ -33,6 +33,9 @@ impl Engine {
 
 /// The local index as a [`Retriever`]: BM25 from tantivy, vectors from the HNSW graph (or
 /// an exact scan), both filtered by the catalog before their top-k cut.
+///
+/// `retrieve` already fills every candidate (under one catalog snapshot, the text leg
+/// scoring the vector leg's candidates in its own pass), so `candidates` is `retrieve`.
 impl Retriever for Engine {
     fn retrieve(&self, query: &RetrievalQuery<'_>) -> Result<Retrieved> {
         self.inner.retrieve(query)
@@ -40,6 +43,10 @@ impl Retriever for Engine {
 
     fn fill(&self, query: &RetrievalQuery<'_>, candidates: &mut [RetrievedDoc]) -> Result<()> {
         self.inner.fill(query, candidates)
+    }
+
+    fn candidates(&self, query: &RetrievalQuery<'_>) -> Result<Retrieved> {
+        self.inner.retrieve(query)
     }
 }
 
@@ -50,6 +57,10 @@ impl Retriever for Inner {
 
     fn fill(&self, query: &RetrievalQuery<'_>, candidates: &mut [RetrievedDoc]) -> Result<()> {
         self.fill_local(query, candidates)
+    }
+
+    fn candidates(&self, query: &RetrievalQuery<'_>) -> Result<Retrieved> {
+        self.retrieve_local(query)
     }
 }
 
@@ -174,6 +185,7 @@ impl Inner {
         let docs: Vec<Option<DocId>> = ids.into_iter().map(Some).collect();
         // Vector-only candidates scored by the text leg's pass are complete; the rest
         // get their scores here, under the same catalog snapshot.
+        let stage = Instant::now();
         self.fill_docs(
             &catalog,
             &text_query,
@@ -182,6 +194,7 @@ impl Inner {
             &docs,
             &mut candidates,
         )?;
+        let fill_us = micros(stage);
         let legs = LegsRan::of(!text_query.is_empty(), query.vector.is_some());
         let mut retrieved = Retrieved::new(
             candidates,
@@ -195,6 +208,7 @@ impl Inner {
             text: text_us,
             vector: vector_us,
         };
+        retrieved.fill_micros = fill_us;
         Ok(retrieved)
     }
 
