@@ -201,6 +201,8 @@ fn json_equals(found: &serde_json::Value, wanted: &str) -> bool {
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
     entries: HashMap<DocId, Entry>,
+    /// The entity graph of the live documents.
+    pub(crate) graph: crate::graph::EntityGraph,
     /// Live documents by kind (index `Kind::as_u8`) and tenant.
     by_tenant: [HashMap<String, HashSet<DocId>>; 2],
     /// Live chunks by tenant and context.
@@ -311,7 +313,9 @@ impl Catalog {
         self.add_tokens(kind, &tenant, entry.tokens, true);
         if let Some(old) = self.entries.get(&doc_id) {
             self.digest ^= version_hash(doc_id, old.seq);
+            self.graph.remove(doc_id, &old.doc);
         }
+        self.graph.insert(doc_id, &entry.doc);
         let doc = &entry.doc;
         let ids = &mut self.ids[usize::from(doc.kind().as_u8())];
         match ids.get_mut(doc.tenant_id()) {
@@ -362,6 +366,7 @@ impl Catalog {
     pub(crate) fn remove(&mut self, doc_id: DocId) -> Option<Entry> {
         let entry = self.entries.remove(&doc_id)?;
         self.digest ^= version_hash(doc_id, entry.seq);
+        self.graph.remove(doc_id, &entry.doc);
         let (kind, tenant) = (entry.doc.kind(), entry.doc.tenant_id().to_string());
         self.add_tokens(kind, &tenant, entry.tokens, false);
         let doc = &entry.doc;

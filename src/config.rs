@@ -65,7 +65,14 @@ use crate::vector::HnswParams;
 use crate::{Error, Result};
 
 /// The top-level sections, the only ones `RUCHE_<SECTION>__<KEY>` variables can set.
-const SECTIONS: [&str; 5] = ["pipeline", "relevance", "fusion", "scoring", "vector"];
+const SECTIONS: [&str; 6] = [
+    "pipeline",
+    "relevance",
+    "fusion",
+    "graph",
+    "scoring",
+    "vector",
+];
 
 /// The whole configuration of an engine. [`Default`] is the documented defaults.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -81,6 +88,8 @@ pub struct Config {
     pub scoring: ScoringConfig,
     /// The HNSW graph.
     pub vector: VectorConfig,
+    /// The entity graph's leg.
+    pub graph: crate::graph::GraphConfig,
 }
 
 /// `[pipeline]`.
@@ -348,6 +357,7 @@ impl Config {
             .validate("pipeline.retrieval.memory_selection")?;
 
         self.relevance.validate("relevance")?;
+        self.graph.validate("graph")?;
         self.fusion.rules.validate("fusion.rules")?;
         self.fusion.chunks.validate("fusion.chunks")?;
         self.scoring.rules.validate("scoring.rules")?;

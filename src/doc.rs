@@ -112,6 +112,12 @@ pub struct Rule {
     pub embedding: Option<Vec<f32>>,
     /// One embedding per pattern, in the order of `patterns`.
     pub pattern_embeddings: Option<Vec<Vec<f32>>>,
+    /// Entities the rule is about, beyond the identifiers its text names (see the graph
+    /// leg).
+    pub entities: Vec<String>,
+    /// Typed links to other rules (by id) or to entities, such as `depends_on` or
+    /// `excludes`: stored and returned, and edges of the entity graph.
+    pub relations: Vec<Relation>,
 }
 
 impl Rule {
@@ -134,6 +140,8 @@ impl Rule {
             patterns: Vec::new(),
             embedding: None,
             pattern_embeddings: None,
+            entities: Vec::new(),
+            relations: Vec::new(),
         }
     }
 
@@ -200,6 +208,18 @@ impl Rule {
         self
     }
 
+    /// Adds entities the rule is about.
+    pub fn with_entities<S: Into<String>>(mut self, entities: impl IntoIterator<Item = S>) -> Rule {
+        self.entities.extend(entities.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds a typed link to another rule (by id) or to an entity.
+    pub fn with_relation(mut self, kind: impl Into<String>, target: impl Into<String>) -> Rule {
+        self.relations.push(Relation::new(kind, target));
+        self
+    }
+
     /// The text indexed and embedded for the rule: `condition + " " + action`.
     pub fn text(&self) -> String {
         format!("{} {}", self.condition, self.action)
@@ -237,6 +257,7 @@ impl Rule {
                 )));
             }
         }
+        check_links("rule", &self.id, &self.entities, &self.relations)?;
         for tag in &self.tags {
             check_name("tags", tag)?;
         }
@@ -310,6 +331,12 @@ pub struct Chunk {
     pub metadata: BTreeMap<String, serde_json::Value>,
     /// The embedding of `content`, when the caller brings its own vectors.
     pub embedding: Option<Vec<f32>>,
+    /// Entities the chunk is about, beyond the identifiers its content names and its
+    /// `context_id` (see the graph leg).
+    pub entities: Vec<String>,
+    /// Typed links to other chunks (by id) or to entities, e.g. `{"type": "placed_by",
+    /// "target": "CUST-48213"}`: edges of the entity graph.
+    pub relations: Vec<Relation>,
 }
 
 impl Chunk {
@@ -327,6 +354,8 @@ impl Chunk {
             expires_at: None,
             metadata: BTreeMap::new(),
             embedding: None,
+            entities: Vec::new(),
+            relations: Vec::new(),
         }
     }
 
@@ -402,6 +431,21 @@ impl Chunk {
         self.expires_at.is_some_and(|expires_at| expires_at <= now)
     }
 
+    /// Adds entities the chunk is about.
+    pub fn with_entities<S: Into<String>>(
+        mut self,
+        entities: impl IntoIterator<Item = S>,
+    ) -> Chunk {
+        self.entities.extend(entities.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds a typed link to another chunk (by id) or to an entity.
+    pub fn with_relation(mut self, kind: impl Into<String>, target: impl Into<String>) -> Chunk {
+        self.relations.push(Relation::new(kind, target));
+        self
+    }
+
     /// Checks every field.
     ///
     /// # Errors
@@ -430,6 +474,7 @@ impl Chunk {
         }
         check_importance(self.importance)
             .map_err(|message| Error::invalid_input(format!("chunk `{}`: {message}", self.id)))?;
+        check_links("chunk", &self.id, &self.entities, &self.relations)?;
         if let Some(embedding) = &self.embedding {
             check_vector("embedding", embedding)?;
         }
@@ -475,6 +520,51 @@ fn check_vector(field: &str, vector: &[f32]) -> Result<()> {
         return Err(Error::new(crate::ErrorKind::NonFiniteScore {
             context: format!("`{field}`"),
         }));
+    }
+    Ok(())
+}
+
+/// A typed link from a document to another document of its kind and tenant (by id) or
+/// to an entity: `{"type": "depends_on", "target": "refund-policy"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Relation {
+    /// What the link means (`depends_on`, `excludes`, `placed_by`, ...): free text, kept
+    /// and returned.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// A document id of the same kind and tenant, or an entity.
+    pub target: String,
+}
+
+impl Relation {
+    /// A relation of type `kind` to `target`.
+    pub fn new(kind: impl Into<String>, target: impl Into<String>) -> Relation {
+        Relation {
+            kind: kind.into(),
+            target: target.into(),
+        }
+    }
+}
+
+/// The most entities or relations one document may carry.
+const MAX_LINKS: usize = 256;
+
+/// Checks a document's entities and relations.
+fn check_links(what: &str, id: &str, entities: &[String], relations: &[Relation]) -> Result<()> {
+    for (field, n) in [("entities", entities.len()), ("relations", relations.len())] {
+        if n > MAX_LINKS {
+            return Err(Error::invalid_input(format!(
+                "{what} `{id}`: `{field}` has {n} entries (at most {MAX_LINKS})"
+            )));
+        }
+    }
+    for entity in entities {
+        check_name("entities", entity)?;
+    }
+    for relation in relations {
+        check_name("relations.type", &relation.kind)?;
+        check_name("relations.target", &relation.target)?;
     }
     Ok(())
 }
@@ -601,6 +691,10 @@ struct RuleRecord {
     embedding: Option<Vec<f32>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pattern_embeddings: Option<Vec<Vec<f32>>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    entities: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    relations: Vec<Relation>,
 }
 
 fn is_zero(value: &i32) -> bool {
@@ -653,6 +747,8 @@ impl TryFrom<RuleRecord> for Rule {
             patterns: record.patterns,
             embedding: record.embedding,
             pattern_embeddings: record.pattern_embeddings,
+            entities: record.entities,
+            relations: record.relations,
         };
         rule.validate().map_err(|err| err.to_string())?;
         Ok(rule)
@@ -684,6 +780,8 @@ impl From<Rule> for RuleRecord {
             patterns: rule.patterns,
             embedding: rule.embedding,
             pattern_embeddings: rule.pattern_embeddings,
+            entities: rule.entities,
+            relations: rule.relations,
         }
     }
 }
@@ -712,6 +810,10 @@ struct ChunkRecord {
     metadata: BTreeMap<String, serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     embedding: Option<Vec<f32>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    entities: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    relations: Vec<Relation>,
 }
 
 impl TryFrom<ChunkRecord> for Chunk {
@@ -743,6 +845,8 @@ impl TryFrom<ChunkRecord> for Chunk {
             expires_at: record.expires_at,
             metadata: record.metadata,
             embedding: record.embedding,
+            entities: record.entities,
+            relations: record.relations,
         };
         chunk.validate().map_err(|err| err.to_string())?;
         Ok(chunk)
@@ -763,6 +867,8 @@ impl From<Chunk> for ChunkRecord {
             memory_id: chunk.memory_id,
             metadata: chunk.metadata,
             embedding: chunk.embedding,
+            entities: chunk.entities,
+            relations: chunk.relations,
         }
     }
 }

@@ -95,6 +95,7 @@ mod error;
 pub mod eval;
 mod feedback;
 mod fusion;
+mod graph;
 mod id;
 mod policy;
 mod query;
@@ -115,7 +116,7 @@ pub use crate::chunk::{
 pub use crate::config::{
     Config, FusionConfig, PipelineConfig, RetrievalConfig, ScoringConfig, VectorConfig,
 };
-pub use crate::doc::{Chunk, DEFAULT_TENANT, Document, Rule, Scope};
+pub use crate::doc::{Chunk, DEFAULT_TENANT, Document, Relation, Rule, Scope};
 #[cfg(feature = "bert")]
 pub use crate::embed::BertEmbedder;
 pub use crate::embed::{Embedder, EmbedderSpec, StaticEmbedder};
@@ -129,6 +130,7 @@ pub use crate::fusion::{
     Fused, FusionKind, FusionMethod, FusionSpec, FusionWeights, LegFactors, LegScores, Legs,
     Normalization, NormalizationKind, RuleScore, RuleWeights, fuse, min_max,
 };
+pub use crate::graph::{GraphConfig, GraphPath};
 pub use crate::id::Kind;
 pub use crate::policy::{
     ActionSelectionPolicy, BeamSearchPolicy, BeamSearchPolicyBuilder, Candidate, GreedyPolicy,

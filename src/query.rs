@@ -288,6 +288,8 @@ pub struct FoundBy {
     pub text: bool,
     /// The vector leg returned it among its candidates.
     pub vector: bool,
+    /// The graph leg reached it from an entity of the query.
+    pub graph: bool,
 }
 
 /// How a hit's score was made. Every score is higher-is-better.
@@ -330,6 +332,13 @@ pub struct ScoreBreakdown {
     pub recency: Option<f64>,
     /// Which legs found the document.
     pub found_by: FoundBy,
+    /// The graph leg's score (the weights of the paths that reached it); `None` when it
+    /// did not reach the document.
+    pub graph: Option<f64>,
+    /// `graph` over the best graph score of the search, in `[0, 1]`.
+    pub graph_normalized: f64,
+    /// The strongest path from an entity of the query to the document.
+    pub graph_path: Option<crate::graph::GraphPath>,
 }
 
 /// Which of a document's vectors matched the query best.
@@ -413,6 +422,10 @@ pub struct FusionSummary {
     pub adaptive: bool,
     /// The feedback factors applied (`[vector, text]`), when feedback is on.
     pub feedback_factors: Option<[f64; 2]>,
+    /// The graph leg's share of the hybrid score (0 when it did not run or found nothing).
+    pub graph_weight: f64,
+    /// The entities of the query the graph leg started from (empty: it did not run).
+    pub graph_entities: Vec<String>,
 }
 
 /// How many hits each leg found.

@@ -56,6 +56,12 @@ pub enum Selection {
     },
 }
 
+/// The graph score (over the best of the search) from which a candidate the graph leg
+/// reached passes the relevance gate on that alone: a quarter of the best path, i.e. with
+/// the default decay 0.5 a two-hop path through a bridge entity that at most four
+/// documents mention.
+const LINKED_MIN: f64 = 0.25;
+
 /// Everything [`rank`] needs besides the candidates: decided once per search from the
 /// configuration and the request by [`RankPlan::new`].
 #[derive(Debug, Clone)]
@@ -87,6 +93,9 @@ pub struct RankPlan {
     pub now: Timestamp,
     /// How many hits to keep.
     pub selection: Selection,
+    /// The graph leg's weight against the two other legs' 1.0 (used when it found
+    /// anything).
+    pub graph_weight: f64,
 }
 
 impl RankPlan {
@@ -140,7 +149,11 @@ impl RankPlan {
             text_weight: weights.text_weight,
             adaptive,
             feedback_factors: factors.map(|f| [f.vector, f.text]),
+            graph_weight: 0.0,
+            graph_entities: Vec::new(),
         };
+        // Seed 004: entity mentions lift the graph leg by 1.3 when weights adapt.
+        let graph_weight = config.graph.weight * if adaptive { 1.3 } else { 1.0 };
         let retrieval = &config.pipeline.retrieval;
         let selection = match request.top_k {
             Some(k) => Selection::TopK(k),
@@ -169,6 +182,7 @@ impl RankPlan {
             chunk_weights: request.chunk_weights.unwrap_or(config.scoring.chunks),
             now: request.now.unwrap_or_else(Timestamp::now),
             selection,
+            graph_weight,
         })
     }
 }
@@ -213,7 +227,7 @@ pub fn rank(mut candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked
     let started = Instant::now();
     // Candidates in user-id order, so that nothing downstream depends on arrival order.
     candidates.sort_by(|a, b| a.id().cmp(b.id()));
-    let scored = score(candidates, plan)?;
+    let (scored, graph_share) = score(candidates, plan)?;
 
     // The relevance gate: what fails it is dropped before anything else counts.
     let mut gate = GateSummary {
@@ -233,7 +247,8 @@ pub fn rank(mut candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked
             candidate.final_score += term;
         }
         let b = &candidate.breakdown;
-        match GateDecision::of(b.relevance, b.codes_matched, plan.min_relevance) {
+        let linked = (b.graph_normalized >= LINKED_MIN).then_some(GateDecision::Linked);
+        match GateDecision::of(b.relevance, b.codes_matched, plan.min_relevance).or(linked) {
             Some(decision) => {
                 candidate.breakdown.gate = decision;
                 passed.push(candidate);
@@ -319,7 +334,10 @@ pub fn rank(mut candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked
         hits,
         selection,
         gate,
-        fusion: plan.fusion.clone(),
+        fusion: FusionSummary {
+            graph_weight: graph_share,
+            ..plan.fusion.clone()
+        },
         leg_contributions,
         score_micros,
         select_micros: micros(started),
@@ -327,7 +345,7 @@ pub fn rank(mut candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked
 }
 
 /// Fuses the legs, computes each candidate's relevance, and weights the result by kind.
-fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Vec<Scored>> {
+fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Scored>, f64)> {
     let any_leg = plan.legs.is_some();
     let leg_scores: Vec<LegScores> = candidates
         .iter()
@@ -342,11 +360,27 @@ fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Vec<Scored>> 
         vec![Fused::default(); leg_scores.len()]
     };
     let selector = ChunkSelector::with_weights(plan.chunk_weights)?;
+    // The graph leg, when it reached anything: a third weighted term, its scores
+    // normalised by the best.
+    let graph_max = candidates
+        .iter()
+        .filter_map(|c| c.graph)
+        .fold(0.0f64, f64::max);
+    let graph_share = if graph_max > 0.0 {
+        plan.graph_weight / (1.0 + plan.graph_weight)
+    } else {
+        0.0
+    };
     let scored = candidates
         .into_iter()
         .zip(fused)
         .map(|(candidate, fused)| {
-            let hybrid = fused.hybrid;
+            let graph_normalized = candidate.graph.map_or(0.0, |g| g / graph_max);
+            let hybrid = if graph_share > 0.0 {
+                (1.0 - graph_share) * fused.hybrid + graph_share * graph_normalized
+            } else {
+                fused.hybrid
+            };
             let document = candidate.document;
             let mut breakdown = ScoreBreakdown {
                 vector: candidate.cosine.map(metric::score_of_cosine),
@@ -376,6 +410,9 @@ fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Vec<Scored>> 
                 importance: None,
                 recency: None,
                 found_by: candidate.found_by,
+                graph: candidate.graph,
+                graph_normalized,
+                graph_path: candidate.graph_path,
             };
             let (final_score, priority) = match document.as_ref() {
                 Document::Rule(rule) => {
@@ -403,7 +440,7 @@ fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Vec<Scored>> 
             }
         })
         .collect();
-    Ok(scored)
+    Ok((scored, graph_share))
 }
 
 /// The whole pipeline over any retriever: checks `request`, asks `retriever` for the
@@ -439,6 +476,7 @@ pub fn search_with(
     let retrieved = retriever.candidates(&query)?;
     let mut plan = RankPlan::new(config, request, retrieved.legs, family, factors)?;
     plan.now = now;
+    let retrieved_graph_entities = retrieved.graph_entities;
     let ranked = rank(retrieved.candidates, &plan)?;
     let query_id = next_query_id();
     let selection = &ranked.selection;
@@ -474,7 +512,10 @@ pub fn search_with(
             retrieved.leg_candidates.vector,
         ],
         leg_contributions: ranked.leg_contributions,
-        fusion: ranked.fusion,
+        fusion: FusionSummary {
+            graph_entities: retrieved_graph_entities,
+            ..ranked.fusion
+        },
         vector_leg_skipped: None,
         gate: ranked.gate,
         analysis: analyze(&request.text),

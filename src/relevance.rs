@@ -280,6 +280,10 @@ pub enum GateDecision {
     ExactCode,
     /// The gate did not apply: `min_relevance` 0, or a search without query (browsing).
     Open,
+    /// The graph leg reached it strongly (at least a quarter of the best graph score)
+    /// from an entity the query names: it is about what the query is about, through
+    /// that entity.
+    Linked,
 }
 
 impl GateDecision {

@@ -133,6 +133,10 @@ pub struct RetrievedDoc {
     pub vector_match: Option<VectorMatch>,
     /// Which legs returned it among their best.
     pub found_by: FoundBy,
+    /// The graph leg's score; `None` when it did not reach the document.
+    pub graph: Option<f64>,
+    /// The strongest path that reached it.
+    pub graph_path: Option<crate::graph::GraphPath>,
 }
 
 impl RetrievedDoc {
@@ -145,6 +149,8 @@ impl RetrievedDoc {
             coverage: Coverage::default(),
             vector_match: None,
             found_by: FoundBy::default(),
+            graph: None,
+            graph_path: None,
         }
     }
 
@@ -168,6 +174,9 @@ pub struct Retrieved {
     pub micros: PerLeg<u64>,
     /// Time [`Retriever::fill`] took, in microseconds.
     pub fill_micros: u64,
+    /// The query entities the graph leg started from; empty when it did not run (the
+    /// query names no entity the graph knows, or the retriever has no graph).
+    pub graph_entities: Vec<String>,
 }
 
 impl Retrieved {
@@ -183,6 +192,7 @@ impl Retrieved {
             leg_candidates,
             micros: PerLeg::default(),
             fill_micros: 0,
+            graph_entities: Vec::new(),
         }
     }
 }

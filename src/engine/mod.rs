@@ -159,6 +159,9 @@ pub struct Stats {
     pub chunks: usize,
     /// Distinct tenants.
     pub tenants: usize,
+    /// Distinct entities in the entity graph (per kind and tenant), documents' own ids
+    /// included.
+    pub entities: usize,
     /// The vector dimension, once known.
     pub dimensions: Option<usize>,
     /// The model that makes the vectors (`external` when records bring their own).
@@ -492,6 +495,7 @@ impl Engine {
             rules: catalog.count(Kind::Rule),
             chunks: catalog.count(Kind::Chunk),
             tenants: catalog.tenants(),
+            entities: catalog.graph.size().1,
             dimensions: meta.dimensions,
             model_id: meta.model_id.clone(),
             embedder: meta.embedder.clone(),

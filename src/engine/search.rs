@@ -142,6 +142,28 @@ impl Inner {
             .search(&text_query, query.limit, &accept, &wanted)?;
         let text_us = micros(stage);
 
+        // The graph leg, when the query names an entity the tenant's graph knows.
+        let graph = &self.config.graph;
+        let graph_entities = if graph.enabled {
+            catalog
+                .graph
+                .query_entities(request.kind, &request.tenant_id, &request.text)
+        } else {
+            Vec::new()
+        };
+        let graph_hits = if graph_entities.is_empty() {
+            Vec::new()
+        } else {
+            catalog.graph.search(
+                request.kind,
+                &request.tenant_id,
+                &graph_entities,
+                graph,
+                query.limit,
+                &|doc| accept(doc).is_some(),
+            )
+        };
+
         let mut found: HashMap<DocId, RetrievedDoc> = HashMap::new();
         fn candidate<'m>(
             found: &'m mut HashMap<DocId, RetrievedDoc>,
@@ -166,6 +188,13 @@ impl Inner {
             if let Some(c) = candidate(&mut found, &catalog, *doc) {
                 c.cosine = Some(*cosine);
                 c.found_by.vector = true;
+            }
+        }
+        for hit in graph_hits {
+            if let Some(c) = candidate(&mut found, &catalog, hit.doc) {
+                c.graph = Some(hit.score);
+                c.graph_path = Some(hit.path);
+                c.found_by.graph = true;
             }
         }
         if query.browse {
@@ -209,6 +238,7 @@ impl Inner {
             vector: vector_us,
         };
         retrieved.fill_micros = fill_us;
+        retrieved.graph_entities = graph_entities;
         Ok(retrieved)
     }
 

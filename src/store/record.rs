@@ -18,10 +18,42 @@ pub(crate) struct DocRecord {
     pub(crate) body: RecordBody,
 }
 
+/// Bincode writes the variant's index: variants are only ever appended, so records
+/// written before a variant existed still decode.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) enum RecordBody {
     Rule(RuleRecord),
     Chunk(ChunkRecord),
+    /// A rule with entities or relations.
+    LinkedRule(RuleRecord, LinksRecord),
+    /// A chunk with entities or relations.
+    LinkedChunk(ChunkRecord, LinksRecord),
+}
+
+/// A document's entities and relations (`(type, target)`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct LinksRecord {
+    entities: Vec<String>,
+    relations: Vec<(String, String)>,
+}
+
+impl LinksRecord {
+    fn of(entities: &[String], relations: &[crate::doc::Relation]) -> Option<LinksRecord> {
+        (!entities.is_empty() || !relations.is_empty()).then(|| LinksRecord {
+            entities: entities.to_vec(),
+            relations: relations
+                .iter()
+                .map(|r| (r.kind.clone(), r.target.clone()))
+                .collect(),
+        })
+    }
+
+    fn relations(&self) -> Vec<crate::doc::Relation> {
+        self.relations
+            .iter()
+            .map(|(kind, target)| crate::doc::Relation::new(kind.clone(), target.clone()))
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -167,55 +199,78 @@ impl DocRecord {
     /// Converts a document (its vectors are stored apart and ignored here).
     pub(crate) fn from_document(doc: &Document, seq: u64) -> DocRecord {
         let body = match doc {
-            Document::Rule(rule) => RecordBody::Rule(RuleRecord {
-                id: rule.id.clone(),
-                tenant_id: rule.tenant_id.clone(),
-                agent_id: rule.agent_id.clone(),
-                scope: match &rule.scope {
-                    Scope::Global => ScopeRecord::Global,
-                    Scope::Scenario { scenario_id } => ScopeRecord::Scenario(scenario_id.clone()),
-                    Scope::Step {
-                        scenario_id,
-                        step_id,
-                    } => ScopeRecord::Step(scenario_id.clone(), step_id.clone()),
-                },
-                condition: rule.condition.clone(),
-                action: rule.action.clone(),
-                priority: rule.priority,
-                enabled: rule.enabled,
-                tags: rule.tags.clone(),
-                patterns: rule.patterns.clone(),
-            }),
-            Document::Chunk(chunk) => RecordBody::Chunk(ChunkRecord {
-                id: chunk.id.clone(),
-                tenant_id: chunk.tenant_id.clone(),
-                agent_id: chunk.agent_id.clone(),
-                context_id: chunk.context_id.clone(),
-                memory_id: chunk.memory_id.clone(),
-                content: chunk.content.clone(),
-                importance: chunk.importance,
-                created_at: chunk.created_at.map(Timestamp::unix_millis),
-                expires_at: chunk.expires_at.map(Timestamp::unix_millis),
-                metadata_json: if chunk.metadata.is_empty() {
-                    String::new()
-                } else {
-                    serde_json::to_string(&chunk.metadata).expect("a JSON map serialises")
-                },
-            }),
+            Document::Rule(rule) => {
+                let record = RuleRecord {
+                    id: rule.id.clone(),
+                    tenant_id: rule.tenant_id.clone(),
+                    agent_id: rule.agent_id.clone(),
+                    scope: match &rule.scope {
+                        Scope::Global => ScopeRecord::Global,
+                        Scope::Scenario { scenario_id } => {
+                            ScopeRecord::Scenario(scenario_id.clone())
+                        }
+                        Scope::Step {
+                            scenario_id,
+                            step_id,
+                        } => ScopeRecord::Step(scenario_id.clone(), step_id.clone()),
+                    },
+                    condition: rule.condition.clone(),
+                    action: rule.action.clone(),
+                    priority: rule.priority,
+                    enabled: rule.enabled,
+                    tags: rule.tags.clone(),
+                    patterns: rule.patterns.clone(),
+                };
+                match LinksRecord::of(&rule.entities, &rule.relations) {
+                    Some(links) => RecordBody::LinkedRule(record, links),
+                    None => RecordBody::Rule(record),
+                }
+            }
+            Document::Chunk(chunk) => {
+                let record = ChunkRecord {
+                    id: chunk.id.clone(),
+                    tenant_id: chunk.tenant_id.clone(),
+                    agent_id: chunk.agent_id.clone(),
+                    context_id: chunk.context_id.clone(),
+                    memory_id: chunk.memory_id.clone(),
+                    content: chunk.content.clone(),
+                    importance: chunk.importance,
+                    created_at: chunk.created_at.map(Timestamp::unix_millis),
+                    expires_at: chunk.expires_at.map(Timestamp::unix_millis),
+                    metadata_json: if chunk.metadata.is_empty() {
+                        String::new()
+                    } else {
+                        serde_json::to_string(&chunk.metadata).expect("a JSON map serialises")
+                    },
+                };
+                match LinksRecord::of(&chunk.entities, &chunk.relations) {
+                    Some(links) => RecordBody::LinkedChunk(record, links),
+                    None => RecordBody::Chunk(record),
+                }
+            }
         };
         DocRecord { seq, body }
     }
 
     pub(crate) fn kind(&self) -> crate::Kind {
         match self.body {
-            RecordBody::Rule(_) => crate::Kind::Rule,
-            RecordBody::Chunk(_) => crate::Kind::Chunk,
+            RecordBody::Rule(_) | RecordBody::LinkedRule(..) => crate::Kind::Rule,
+            RecordBody::Chunk(_) | RecordBody::LinkedChunk(..) => crate::Kind::Chunk,
         }
     }
 
     /// The document without vectors, consuming the record (no string is copied).
     pub(crate) fn into_document(self) -> Result<Document> {
-        Ok(match self.body {
+        let (body, links) = match self.body {
+            RecordBody::LinkedRule(r, links) => (RecordBody::Rule(r), Some(links)),
+            RecordBody::LinkedChunk(c, links) => (RecordBody::Chunk(c), Some(links)),
+            plain => (plain, None),
+        };
+        let links = links.unwrap_or_default();
+        Ok(match body {
+            RecordBody::LinkedRule(..) | RecordBody::LinkedChunk(..) => {
+                unreachable!("unwrapped above")
+            }
             RecordBody::Rule(r) => {
                 let mut rule = Rule::new(r.id, r.condition, r.action)
                     .with_tenant(r.tenant_id)
@@ -229,6 +284,8 @@ impl DocRecord {
                     ScopeRecord::Scenario(s) => Scope::scenario(s),
                     ScopeRecord::Step(s, t) => Scope::step(s, t),
                 };
+                rule.relations = links.relations();
+                rule.entities = links.entities;
                 Document::Rule(rule)
             }
             RecordBody::Chunk(c) => {
@@ -243,6 +300,8 @@ impl DocRecord {
                     chunk.metadata = serde_json::from_str(&c.metadata_json)
                         .map_err(|err| Error::corrupt(format!("chunk metadata: {err}")))?;
                 }
+                chunk.relations = links.relations();
+                chunk.entities = links.entities;
                 Document::Chunk(chunk)
             }
         })
@@ -251,8 +310,13 @@ impl DocRecord {
     /// The document, without vectors unless `vectors` are given and were external.
     pub(crate) fn to_document(&self, vectors: Option<&StoredVectors>) -> Result<Document> {
         let external = vectors.filter(|v| v.external);
+        let empty = LinksRecord::default();
+        let links = match &self.body {
+            RecordBody::LinkedRule(_, links) | RecordBody::LinkedChunk(_, links) => links,
+            _ => &empty,
+        };
         Ok(match &self.body {
-            RecordBody::Rule(r) => {
+            RecordBody::Rule(r) | RecordBody::LinkedRule(r, _) => {
                 let mut rule = Rule::new(r.id.clone(), r.condition.clone(), r.action.clone())
                     .with_tenant(r.tenant_id.clone())
                     .with_priority(r.priority)
@@ -265,6 +329,8 @@ impl DocRecord {
                     ScopeRecord::Scenario(s) => Scope::scenario(s.clone()),
                     ScopeRecord::Step(s, t) => Scope::step(s.clone(), t.clone()),
                 };
+                rule.entities = links.entities.clone();
+                rule.relations = links.relations();
                 if let Some(vectors) = external {
                     rule.embedding = vectors.main.clone();
                     if !vectors.patterns.is_empty() {
@@ -274,9 +340,11 @@ impl DocRecord {
                 }
                 Document::Rule(rule)
             }
-            RecordBody::Chunk(c) => {
+            RecordBody::Chunk(c) | RecordBody::LinkedChunk(c, _) => {
                 let mut chunk =
                     Chunk::new(c.id.clone(), c.content.clone()).with_tenant(c.tenant_id.clone());
+                chunk.entities = links.entities.clone();
+                chunk.relations = links.relations();
                 chunk.agent_id = c.agent_id.clone();
                 chunk.context_id = c.context_id.clone();
                 chunk.memory_id = c.memory_id.clone();

@@ -6,6 +6,7 @@ mod common;
 mod embedder;
 mod engine;
 mod feedback;
+mod graph;
 mod persistence;
 mod ranking;
 mod relevance;

@@ -484,6 +484,7 @@ pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
         writeln!(out, "rules:      {}", stats.rules)?;
         writeln!(out, "chunks:     {}", stats.chunks)?;
         writeln!(out, "tenants:    {}", stats.tenants)?;
+        writeln!(out, "entities:   {}", stats.entities)?;
         match (&stats.dimensions, &stats.model_id) {
             (Some(dim), Some(model)) => writeln!(out, "vectors:    {dim} dimensions ({model})")?,
             _ => writeln!(out, "vectors:    none")?,

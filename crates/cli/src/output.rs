@@ -45,7 +45,17 @@ pub fn hit_json(hit: &Hit, explain: bool) -> Value {
     if b.found_by.vector {
         legs.push("vector");
     }
+    if b.found_by.graph {
+        legs.push("graph");
+    }
     object.insert("legs".into(), json!(legs));
+    if let Some(graph) = b.graph {
+        object.insert("graph".into(), json!(graph));
+        object.insert("graph_norm".into(), json!(b.graph_normalized));
+    }
+    if let Some(path) = &b.graph_path {
+        object.insert("graph_path".into(), json!(path.to_string()));
+    }
     if explain {
         if let Some(matched) = matched_vector(hit) {
             object.insert("matched".into(), json!(matched));
@@ -170,11 +180,20 @@ pub fn write_table(
             shorten(&text, 90)
         )?;
         if explain {
-            let legs = match (b.found_by.text, b.found_by.vector) {
-                (true, true) => "text+vector",
-                (true, false) => "text",
-                (false, true) => "vector",
-                (false, false) => "filter",
+            let mut found: Vec<&str> = Vec::new();
+            for (leg, by) in [
+                ("text", b.found_by.text),
+                ("vector", b.found_by.vector),
+                ("graph", b.found_by.graph),
+            ] {
+                if by {
+                    found.push(leg);
+                }
+            }
+            let legs = if found.is_empty() {
+                "filter".to_string()
+            } else {
+                found.join("+")
             };
             write!(
                 out,
@@ -198,6 +217,10 @@ pub fn write_table(
                     b.code_term.unwrap_or(0.0)
                 ),
                 (GateDecision::Relevant, Some(r)) => format!("relevance {r:.3}"),
+                (GateDecision::Linked, _) => format!(
+                    "linked to an entity of the query (graph {:.3} of the best)",
+                    b.graph_normalized
+                ),
                 (_, Some(r)) => format!("relevance {r:.3} (gate off)"),
                 (_, None) => "no query: gate off".into(),
             };
@@ -210,6 +233,13 @@ pub fn write_table(
                 write!(out, "  matched {}", shorten(&matched, 70))?;
             }
             writeln!(out)?;
+            if let (Some(graph), Some(path)) = (b.graph, &b.graph_path) {
+                writeln!(
+                    out,
+                    "    graph {graph:.3} (norm {:.3}): {path}",
+                    b.graph_normalized
+                )?;
+            }
         }
     }
     if explain {

@@ -1,0 +1,157 @@
+//! The graph leg on generated memories: facts reachable only through a shared entity,
+//! and identifier lookups, with the graph leg on and off.
+//!
+//! `cargo run --release --example graph [CUSTOMERS] [SEED]` (default 2,000 customers).
+//! Each customer (`CUST-48213`) has a contact-preference note, one or two order notes
+//! naming it (`Order NW-15699 (tent) was placed by CUST-48213.`) and a few other notes.
+//! A two-hop query names only an order ("how should we contact the customer of order
+//! NW-15699?"): the preference note shares no word with it. An identifier query asks
+//! about one order: the order note should come first.
+
+use ruchedb::{Chunk, Config, Engine, SearchRequest, Timestamp};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+}
+
+const CHANNELS: [&str; 5] = ["email", "phone", "text message", "post", "chat"];
+const ITEMS: [&str; 8] = [
+    "tent",
+    "stove",
+    "backpack",
+    "sleeping bag",
+    "headlamp",
+    "jacket",
+    "boots",
+    "water filter",
+];
+const TOPICS: [&str; 6] = [
+    "the return policy",
+    "a discount code",
+    "delivery times",
+    "a warranty claim",
+    "sizing advice",
+    "gift wrapping",
+];
+
+fn main() -> ruchedb::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let customers: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2_000);
+    let seed: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(7);
+    let mut rng = Rng(seed);
+    let now = Timestamp::from_unix_millis(1_790_000_000_000);
+    let day = 86_400_000i64;
+    let mut chunks = Vec::new();
+    let mut orders: Vec<(String, String)> = Vec::new(); // (order, customer)
+    for c in 0..customers {
+        let customer = format!("CUST-{}", 10_000 + c * 7 % 89_999);
+        let when = |rng: &mut Rng| {
+            Timestamp::from_unix_millis(now.unix_millis() - (rng.next() % 365) as i64 * day)
+        };
+        let importance = |rng: &mut Rng| (rng.next() % 10) as u8 + 1;
+        chunks.push(
+            Chunk::new(
+                format!("pref-{c}"),
+                format!(
+                    "{customer} prefers to be contacted by {}",
+                    rng.pick(&CHANNELS)
+                ),
+            )
+            .with_importance(importance(&mut rng))
+            .with_created_at(when(&mut rng)),
+        );
+        for k in 0..1 + rng.next() % 2 {
+            let order = format!("NW-{}", 15_000 + c * 2 + k as usize);
+            chunks.push(
+                Chunk::new(
+                    format!("order-{c}-{k}"),
+                    format!(
+                        "Order {order} ({}) was placed by {customer}.",
+                        rng.pick(&ITEMS)
+                    ),
+                )
+                .with_importance(importance(&mut rng))
+                .with_created_at(when(&mut rng)),
+            );
+            orders.push((order, customer.clone()));
+        }
+        for k in 0..rng.next() % 3 {
+            chunks.push(
+                Chunk::new(
+                    format!("note-{c}-{k}"),
+                    format!("{customer} asked about {}.", rng.pick(&TOPICS)),
+                )
+                .with_importance(importance(&mut rng))
+                .with_created_at(when(&mut rng)),
+            );
+        }
+    }
+    let queries: Vec<usize> = (0..300)
+        .map(|_| (rng.next() % orders.len() as u64) as usize)
+        .collect();
+    println!(
+        "{} chunks, {customers} customers, {} orders, 300 queries",
+        chunks.len(),
+        orders.len()
+    );
+    for (graph_on, adaptive) in [(false, false), (true, false), (true, true)] {
+        let mut config = Config::default();
+        config.graph.enabled = graph_on;
+        config.fusion.adaptive = adaptive;
+        let engine = Engine::builder().config(config).temporary()?;
+        engine.upsert_chunks(chunks.clone())?;
+        engine.commit()?;
+        let (mut top3, mut top10, mut first) = (0, 0, 0);
+        for &q in &queries {
+            let (order, customer) = &orders[q];
+            let pref = chunks
+                .iter()
+                .find(|c| c.id.starts_with("pref-") && c.content.starts_with(customer.as_str()))
+                .map(|c| c.id.clone())
+                .unwrap_or_default();
+            let request = SearchRequest::chunks(format!(
+                "how should we contact the customer of order {order}?"
+            ))
+            .now(now)
+            .top_k(10);
+            let hits: Vec<String> = engine
+                .search(&request)?
+                .hits
+                .into_iter()
+                .map(|h| h.id)
+                .collect();
+            top3 += usize::from(hits.iter().take(3).any(|h| *h == pref));
+            top10 += usize::from(hits.contains(&pref));
+            let lookup = SearchRequest::chunks(format!("any update on {order}?"))
+                .now(now)
+                .top_k(10);
+            let response = engine.search(&lookup)?;
+            let holds = response
+                .hits
+                .first()
+                .and_then(|h| h.document.as_chunk())
+                .is_some_and(|c| c.content.contains(order.as_str()));
+            first += usize::from(holds);
+        }
+        let n = queries.len() as f64;
+        println!(
+            "graph {}{}: two-hop preference note in the top 3 {:.3}, top 10 {:.3}; identifier lookups first {:.3}",
+            if graph_on { "on " } else { "off" },
+            if adaptive { ", adaptive weights" } else { "" },
+            top3 as f64 / n,
+            top10 as f64 / n,
+            first as f64 / n
+        );
+    }
+    Ok(())
+}

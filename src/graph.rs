@@ -1,0 +1,529 @@
+//! The entity graph and the graph leg (seed 004's third search strategy).
+//!
+//! Every document mentions entities: the identifiers its text names (the codes of the
+//! relevance gate, such as `NW-15699` or `CUST-48213`), a chunk's `context_id`, the
+//! record's own `entities`, the targets of its `relations`, and its own id (so that a
+//! relation to a document id is an edge to that document). The graph links documents
+//! to the entities they mention, per kind and tenant: no path crosses a tenant.
+//!
+//! The graph leg runs when the query names an entity the tenant's graph knows. It scores
+//! the documents that mention a query entity (hop 1) and the documents that share
+//! another entity with those (hop 2), each path weighted by the rarity of the entities
+//! it goes through (an IDF: an entity mentioned by many documents is a weak bridge;
+//! beyond `max_fanout` documents it is no bridge at all) and by `decay` per hop. A
+//! document's score is the sum of its paths' weights.
+//!
+//! The graph lives in memory beside the catalog and is derived from the stored records
+//! (rebuilt at open, updated at commit), so it is always the committed state's.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::doc::Document;
+use crate::id::DocId;
+use crate::text::analyzer;
+use crate::{Error, Kind, Result};
+
+/// `[graph]`: the graph leg.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GraphConfig {
+    /// Run the graph leg when the query names a known entity (default true). Queries
+    /// without entity mentions never run it.
+    pub enabled: bool,
+    /// The graph leg's weight against the two other legs' 1.0 (default 0.5: seed 004's
+    /// graph 0.8 against keyword 0.6 + semantic 1.0).
+    pub weight: f64,
+    /// How far paths go: 1 (documents that mention a query entity) or 2 (and the
+    /// documents that share an entity with those; default).
+    pub hops: u8,
+    /// What each hop beyond the first keeps of a path's weight (default 0.5).
+    pub decay: f64,
+    /// An entity mentioned by more documents than this is no bridge (default 50).
+    pub max_fanout: usize,
+}
+
+impl Default for GraphConfig {
+    fn default() -> GraphConfig {
+        GraphConfig {
+            enabled: true,
+            weight: 0.5,
+            hops: 2,
+            decay: 0.5,
+            max_fanout: 50,
+        }
+    }
+}
+
+impl GraphConfig {
+    pub(crate) fn validate(&self, key: &str) -> Result<()> {
+        if !self.weight.is_finite() || self.weight < 0.0 {
+            return Err(Error::invalid_config(
+                format!("{key}.weight"),
+                format!("must be a finite number >= 0, got {}", self.weight),
+            ));
+        }
+        if !(1..=2).contains(&self.hops) {
+            return Err(Error::invalid_config(
+                format!("{key}.hops"),
+                format!("must be 1 or 2, got {}", self.hops),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.decay) {
+            return Err(Error::invalid_config(
+                format!("{key}.decay"),
+                format!("must be in 0..=1, got {}", self.decay),
+            ));
+        }
+        if self.max_fanout == 0 || self.max_fanout > crate::rank::MAX_COUNT {
+            return Err(Error::invalid_config(
+                format!("{key}.max_fanout"),
+                format!(
+                    "must be between 1 and {}, got {}",
+                    crate::rank::MAX_COUNT,
+                    self.max_fanout
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How the graph leg reached a hit: from a query entity, possibly through another
+/// document and the entity it shares with the hit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GraphPath {
+    /// The entity of the query the path starts from.
+    pub entity: String,
+    /// Hop 2: the document that mentions the query entity, and the entity it shares
+    /// with the hit. `None` for hop 1 (the hit mentions the query entity itself).
+    pub via: Option<(String, String)>,
+}
+
+impl std::fmt::Display for GraphPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.via {
+            None => write!(f, "{} → hit", self.entity),
+            Some((doc, shared)) => write!(f, "{} → {doc} → {shared} → hit", self.entity),
+        }
+    }
+}
+
+/// An entity as the graph keys it: trimmed, lowercased, inner whitespace collapsed.
+pub(crate) fn normalize(entity: &str) -> String {
+    entity
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// The fewest documents rarity is computed over (see [`EntityGraph::search`]).
+const RARITY_FLOOR: usize = 1_000;
+
+/// The node of a document id: apart from entities, so that an id that is also a word
+/// (`refund`) never switches the graph leg on.
+fn id_node(id: &str) -> String {
+    format!("\u{0}{id}")
+}
+
+/// The entities a document mentions, normalised, sorted, without repeats.
+pub(crate) fn entities_of(doc: &Document) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let (text, explicit, relations) = match doc {
+        Document::Rule(rule) => {
+            let mut text = rule.text();
+            for pattern in &rule.patterns {
+                text.push(' ');
+                text.push_str(pattern);
+            }
+            (text, &rule.entities, &rule.relations)
+        }
+        Document::Chunk(chunk) => {
+            if let Some(context) = &chunk.context_id {
+                out.push(normalize(context));
+            }
+            (chunk.content.clone(), &chunk.entities, &chunk.relations)
+        }
+    };
+    let mut ident = analyzer::ident_analyzer();
+    out.extend(
+        analyzer::tokens(&mut ident, &text)
+            .into_iter()
+            .filter(|token| analyzer::is_code(token)),
+    );
+    out.extend(explicit.iter().map(|e| normalize(e)));
+    // A relation's target is an entity, or a document id: both are edges (a document
+    // mentions its own id node, which no query word reaches).
+    for relation in relations {
+        out.push(normalize(&relation.target));
+        out.push(id_node(&relation.target));
+    }
+    out.push(id_node(doc.id()));
+    out.retain(|e| !e.is_empty());
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The graph of one kind of one tenant.
+#[derive(Debug, Default)]
+struct ScopeGraph {
+    /// Entity → the documents that mention it.
+    docs_of: HashMap<String, Vec<DocId>>,
+    /// Document → the entities it mentions.
+    entities_of: HashMap<DocId, Box<[String]>>,
+    /// The longest entity, in words (how long an n-gram of the query to look up).
+    longest: usize,
+    /// Document → its user id (to name bridges in paths).
+    ids: HashMap<DocId, Box<str>>,
+}
+
+/// The entity graph of an index: one [`ScopeGraph`] per kind and tenant.
+#[derive(Debug, Default)]
+pub(crate) struct EntityGraph {
+    scopes: HashMap<(Kind, String), ScopeGraph>,
+}
+
+/// A document the graph leg found.
+#[derive(Debug, Clone)]
+pub(crate) struct GraphHit {
+    pub(crate) doc: DocId,
+    pub(crate) score: f64,
+    pub(crate) path: GraphPath,
+}
+
+impl EntityGraph {
+    pub(crate) fn insert(&mut self, doc_id: DocId, doc: &Document) {
+        let entities = entities_of(doc);
+        let scope = self
+            .scopes
+            .entry((doc.kind(), doc.tenant_id().to_string()))
+            .or_default();
+        for entity in &entities {
+            scope
+                .docs_of
+                .entry(entity.clone())
+                .or_default()
+                .push(doc_id);
+            scope.longest = scope.longest.max(entity.split(' ').count());
+        }
+        scope
+            .entities_of
+            .insert(doc_id, entities.into_boxed_slice());
+        scope.ids.insert(doc_id, doc.id().into());
+    }
+
+    pub(crate) fn remove(&mut self, doc_id: DocId, doc: &Document) {
+        let key = (doc.kind(), doc.tenant_id().to_string());
+        let Some(scope) = self.scopes.get_mut(&key) else {
+            return;
+        };
+        scope.ids.remove(&doc_id);
+        if let Some(entities) = scope.entities_of.remove(&doc_id) {
+            for entity in entities.iter() {
+                if let Some(docs) = scope.docs_of.get_mut(entity) {
+                    docs.retain(|d| *d != doc_id);
+                    if docs.is_empty() {
+                        scope.docs_of.remove(entity);
+                    }
+                }
+            }
+        }
+        if scope.entities_of.is_empty() {
+            self.scopes.remove(&key);
+        }
+    }
+
+    /// The entities of `text` the tenant's graph knows: its codes and any run of up to
+    /// the longest entity's words that names one, in order of appearance.
+    pub(crate) fn query_entities(&self, kind: Kind, tenant: &str, text: &str) -> Vec<String> {
+        let Some(scope) = self.scopes.get(&(kind, tenant.to_string())) else {
+            return Vec::new();
+        };
+        let mut found: Vec<String> = Vec::new();
+        let mut add = |entity: String| {
+            if !entity.starts_with('\u{0}')
+                && scope.docs_of.contains_key(&entity)
+                && !found.contains(&entity)
+            {
+                found.push(entity);
+            }
+        };
+        for code in crate::rank::query_codes(text) {
+            add(code);
+        }
+        let words: Vec<String> = text
+            .split(|c: char| {
+                c.is_whitespace() || matches!(c, ',' | '?' | '!' | ';' | '"' | '(' | ')')
+            })
+            .map(|w| w.trim_end_matches(['.', ':', '\'']).to_lowercase())
+            .filter(|w| !w.is_empty())
+            .collect();
+        for start in 0..words.len() {
+            for len in 1..=scope.longest.min(words.len() - start) {
+                let phrase = words[start..start + len].join(" ");
+                // A lone function word is never an entity worth following.
+                if len == 1 && crate::analysis::is_stop_word(&phrase) {
+                    continue;
+                }
+                add(phrase);
+            }
+        }
+        found
+    }
+
+    /// The graph leg: documents reached from `entities`, best first, at most `limit`;
+    /// only documents `admit` accepts, as hits and as bridges.
+    pub(crate) fn search(
+        &self,
+        kind: Kind,
+        tenant: &str,
+        entities: &[String],
+        config: &GraphConfig,
+        limit: usize,
+        admit: &dyn Fn(DocId) -> bool,
+    ) -> Vec<GraphHit> {
+        let Some(scope) = self.scopes.get(&(kind, tenant.to_string())) else {
+            return Vec::new();
+        };
+        // Rarity of an entity in (0, 1]: IDF over the scope's documents, 1 for an entity
+        // one document mentions. The scope counts as at least 1,000 documents, so that
+        // in a small memory a bridge between two documents is not made weak by the size.
+        let n = scope.entities_of.len().max(RARITY_FLOOR) as f64 + 1.0;
+        let rarity = |df: usize| (n / (df as f64 + 0.5)).ln() / (n / 1.5).ln();
+        // Per document: the sum of its paths' weights, and its strongest path.
+        let mut best: HashMap<DocId, (f64, f64, GraphPath)> = HashMap::new();
+        let offer = |doc: DocId,
+                     score: f64,
+                     path: GraphPath,
+                     best: &mut HashMap<DocId, (f64, f64, GraphPath)>| {
+            let entry = best
+                .entry(doc)
+                .or_insert((0.0, f64::NEG_INFINITY, path.clone()));
+            entry.0 += score;
+            if score > entry.1 {
+                entry.1 = score;
+                entry.2 = path;
+            }
+        };
+        let mut hop1: Vec<(DocId, f64, &String)> = Vec::new();
+        for entity in entities {
+            let Some(docs) = scope.docs_of.get(entity) else {
+                continue;
+            };
+            if docs.len() > config.max_fanout {
+                continue;
+            }
+            let weight = rarity(docs.len());
+            for &doc in docs {
+                if !admit(doc) {
+                    continue;
+                }
+                hop1.push((doc, weight, entity));
+                let path = GraphPath {
+                    entity: entity.clone(),
+                    via: None,
+                };
+                offer(doc, weight, path, &mut best);
+            }
+        }
+        if config.hops >= 2 {
+            let direct: std::collections::HashSet<DocId> = hop1.iter().map(|h| h.0).collect();
+            for &(bridge, weight, entity) in &hop1 {
+                let Some(shared) = scope.entities_of.get(&bridge) else {
+                    continue;
+                };
+                let bridge_id = scope
+                    .ids
+                    .get(&bridge)
+                    .map_or_else(String::new, |id| id.to_string());
+                for other in shared.iter() {
+                    if entities.contains(other) {
+                        continue;
+                    }
+                    let Some(docs) = scope.docs_of.get(other) else {
+                        continue;
+                    };
+                    if docs.len() > config.max_fanout || docs.len() < 2 {
+                        continue;
+                    }
+                    let score = weight * config.decay * rarity(docs.len());
+                    for &doc in docs {
+                        if doc == bridge || direct.contains(&doc) || !admit(doc) {
+                            continue;
+                        }
+                        // A document id node reads as the id.
+                        let shared = other.trim_start_matches('\u{0}').to_string();
+                        let path = GraphPath {
+                            entity: entity.clone(),
+                            via: Some((bridge_id.clone(), shared)),
+                        };
+                        offer(doc, score, path, &mut best);
+                    }
+                }
+            }
+        }
+        let mut hits: Vec<GraphHit> = best
+            .into_iter()
+            .map(|(doc, (score, _, path))| GraphHit { doc, score, path })
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+        hits.truncate(limit);
+        hits
+    }
+
+    /// How many documents and entities the graph holds (for stats).
+    pub(crate) fn size(&self) -> (usize, usize) {
+        self.scopes
+            .values()
+            .fold((0, 0), |(docs, entities), scope| {
+                (
+                    docs + scope.entities_of.len(),
+                    entities + scope.docs_of.len(),
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::{Chunk, Rule};
+
+    #[test]
+    fn a_document_mentions_its_codes_context_entities_and_relation_targets() {
+        let chunk = Chunk::new("n1", "Order NW-15699 was placed by CUST-48213 for 2 tents.")
+            .with_context("customer-48213")
+            .with_entities(["  Alice   Smith "])
+            .with_relation("follows_up", "n0");
+        let entities = entities_of(&Document::Chunk(chunk));
+        for expected in [
+            "nw-15699",
+            "cust-48213",
+            "customer-48213",
+            "alice smith",
+            "n0",
+        ] {
+            assert!(
+                entities.contains(&expected.to_string()),
+                "{expected} in {entities:?}"
+            );
+        }
+        // The ids as nodes of their own; quantities and plain words are no entities.
+        assert!(entities.contains(&id_node("n0")) && entities.contains(&id_node("n1")));
+        assert!(
+            !entities
+                .iter()
+                .any(|e| e == "2" || e == "tents" || e == "order")
+        );
+
+        let rule = Rule::new("r", "the customer quotes ticket SUP-20931", "escalate")
+            .with_patterns(["about INC-77812"]);
+        let entities = entities_of(&Document::Rule(rule));
+        assert!(
+            entities.contains(&"sup-20931".to_string())
+                && entities.contains(&"inc-77812".to_string())
+        );
+    }
+
+    #[test]
+    fn a_query_names_only_entities_the_graph_knows() {
+        let mut graph = EntityGraph::default();
+        let docs = [
+            Chunk::new("a", "Order NW-15699 was placed by CUST-48213.")
+                .with_entities(["Alice Smith"]),
+            Chunk::new("refund", "refund notes"),
+        ];
+        for (i, chunk) in docs.into_iter().enumerate() {
+            graph.insert(DocId::new(i as u64), &Document::Chunk(chunk));
+        }
+        let found = graph.query_entities(
+            Kind::Chunk,
+            "default",
+            "Did alice smith pay for nw-15699 or NW-99999?",
+        );
+        assert_eq!(found, ["nw-15699", "alice smith"]);
+        // A document id is never a query entity, nor is another kind's or tenant's entity.
+        assert!(
+            graph
+                .query_entities(Kind::Chunk, "default", "refund")
+                .is_empty()
+        );
+        assert!(
+            graph
+                .query_entities(Kind::Rule, "default", "NW-15699")
+                .is_empty()
+        );
+        assert!(
+            graph
+                .query_entities(Kind::Chunk, "other", "NW-15699")
+                .is_empty()
+        );
+        // Removing the document removes its entities.
+        graph.remove(
+            DocId::new(0),
+            &Document::Chunk(Chunk::new("a", "Order NW-15699 was placed by CUST-48213.")),
+        );
+        assert!(
+            graph
+                .query_entities(Kind::Chunk, "default", "NW-15699")
+                .is_empty()
+        );
+        assert_eq!(graph.size(), (1, 1));
+    }
+
+    #[test]
+    fn bridges_weigh_by_rarity_and_crowded_ones_are_cut() {
+        let mut graph = EntityGraph::default();
+        let mut docs = vec![
+            Chunk::new("order", "Order NW-15699 by CUST-41 in region EU-0001."),
+            Chunk::new("pref", "CUST-41 prefers email."),
+        ];
+        // 60 documents mention the region: more than max_fanout.
+        docs.extend((0..60).map(|i| Chunk::new(format!("r{i}"), "Shipping to EU-0001 is slow.")));
+        for (i, chunk) in docs.into_iter().enumerate() {
+            graph.insert(DocId::new(i as u64), &Document::Chunk(chunk));
+        }
+        let config = GraphConfig::default();
+        let hits = graph.search(
+            Kind::Chunk,
+            "default",
+            &["nw-15699".into()],
+            &config,
+            10,
+            &|_| true,
+        );
+        let ids: Vec<u64> = hits.iter().map(|h| h.doc.as_u64()).collect();
+        assert_eq!(ids, [0, 1], "the crowded region is no bridge");
+        assert!(hits[1].score < hits[0].score * config.decay + 1e-9);
+        let one_hop = GraphConfig { hops: 1, ..config };
+        assert_eq!(
+            graph
+                .search(
+                    Kind::Chunk,
+                    "default",
+                    &["nw-15699".into()],
+                    &one_hop,
+                    10,
+                    &|_| true
+                )
+                .len(),
+            1
+        );
+        // What the filter refuses is neither a hit nor a bridge.
+        assert!(
+            graph
+                .search(
+                    Kind::Chunk,
+                    "default",
+                    &["nw-15699".into()],
+                    &config,
+                    10,
+                    &|d| d.as_u64() != 0
+                )
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,328 @@
+//! The graph leg: entities, paths, maintenance, isolation, and the auto-enable rule.
+
+use ruchedb::{Chunk, Config, Engine, GateDecision, Rule, SearchRequest, Timestamp};
+
+fn now() -> Timestamp {
+    Timestamp::from_unix_millis(1_790_000_000_000)
+}
+
+/// Customers with a preference note, an order note naming them, and other notes.
+fn memory() -> Vec<Chunk> {
+    let mut chunks = Vec::new();
+    for (i, channel) in ["email", "phone", "text message", "post", "chat", "email"]
+        .iter()
+        .enumerate()
+    {
+        let customer = format!("CUST-{}", 48_210 + i);
+        chunks.push(
+            Chunk::new(
+                format!("pref-{i}"),
+                format!("{customer} prefers to be contacted by {channel}"),
+            )
+            .with_importance(5),
+        );
+        chunks.push(
+            Chunk::new(
+                format!("order-{i}"),
+                format!("Order NW-{} (tent) was placed by {customer}.", 15_690 + i),
+            )
+            .with_importance(5),
+        );
+        chunks.push(
+            Chunk::new(
+                format!("note-{i}"),
+                format!("{customer} asked about the return policy."),
+            )
+            .with_importance(5),
+        );
+    }
+    chunks
+}
+
+fn engine_with(chunks: Vec<Chunk>, graph: bool) -> Engine {
+    let mut config = Config::default();
+    config.graph.enabled = graph;
+    let engine = Engine::builder().config(config).temporary().unwrap();
+    engine.upsert_chunks(chunks).unwrap();
+    engine.commit().unwrap();
+    engine
+}
+
+fn ids(engine: &Engine, request: &SearchRequest) -> Vec<String> {
+    engine
+        .search(request)
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| h.id)
+        .collect()
+}
+
+#[test]
+fn a_fact_two_hops_away_is_found_through_the_shared_entity() {
+    let request = SearchRequest::chunks("how should we contact the customer of order NW-15693?")
+        .now(now())
+        .top_k(5);
+    let off = engine_with(memory(), false);
+    assert!(
+        !ids(&off, &request).iter().take(3).any(|id| id == "pref-3"),
+        "{:?}",
+        ids(&off, &request)
+    );
+
+    let on = engine_with(memory(), true);
+    let response = on.search(&request).unwrap();
+    let found: Vec<&str> = response.hits.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(found[0], "order-3", "{found:?}");
+    assert_eq!(found[1], "pref-3", "{found:?}");
+    assert_eq!(response.fusion.graph_entities, ["nw-15693"]);
+    assert!(response.fusion.graph_weight > 0.0);
+    let pref = &response.hits[1].breakdown;
+    assert!(pref.found_by.graph);
+    let path = pref.graph_path.as_ref().unwrap();
+    assert_eq!(path.entity, "nw-15693");
+    assert_eq!(
+        path.via,
+        Some(("order-3".to_string(), "cust-48213".to_string()))
+    );
+    assert_eq!(path.to_string(), "nw-15693 → order-3 → cust-48213 → hit");
+    // The order note names the entity itself: hop 1.
+    assert_eq!(
+        response.hits[0].breakdown.graph_path.as_ref().unwrap().via,
+        None
+    );
+    // No other customer's note is reached.
+    for hit in &response.hits {
+        if hit.breakdown.found_by.graph {
+            assert!(hit.id.ends_with("-3"), "{}", hit.id);
+        }
+    }
+}
+
+#[test]
+fn queries_without_entities_rank_exactly_as_with_the_graph_off() {
+    let off = engine_with(memory(), false);
+    let on = engine_with(memory(), true);
+    for text in [
+        "how do customers like to be contacted",
+        "return policy question",
+        "tent order",
+        "",
+    ] {
+        let request = SearchRequest::chunks(text).now(now()).top_k(10);
+        let a = off.search(&request).unwrap();
+        let b = on.search(&request).unwrap();
+        let summary = |r: &ruchedb::SearchResponse| -> Vec<(String, f64)> {
+            r.hits.iter().map(|h| (h.id.clone(), h.score)).collect()
+        };
+        assert_eq!(summary(&a), summary(&b), "{text}");
+        assert!(b.fusion.graph_entities.is_empty());
+        assert_eq!(b.fusion.graph_weight, 0.0);
+    }
+    // An identifier the graph does not know does not switch it on either.
+    let unknown = SearchRequest::chunks("status of NW-99999").now(now());
+    assert!(
+        on.search(&unknown)
+            .unwrap()
+            .fusion
+            .graph_entities
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_graph_follows_upserts_deletes_and_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    let request = SearchRequest::chunks("how should we contact the customer of order NW-15691?")
+        .now(now())
+        .top_k(5);
+    {
+        let engine = Engine::builder().create(&path).unwrap();
+        engine.upsert_chunks(memory()).unwrap();
+        engine.commit().unwrap();
+        assert_eq!(ids(&engine, &request)[1], "pref-1");
+        // The order now names another customer: the path follows.
+        engine
+            .upsert_chunks([Chunk::new(
+                "order-1",
+                "Order NW-15691 (tent) was placed by CUST-48214.",
+            )])
+            .unwrap();
+        engine.commit().unwrap();
+        let found = ids(&engine, &request);
+        assert!(found.iter().take(3).any(|id| id == "pref-4"), "{found:?}");
+        assert!(!found.contains(&"pref-1".to_string()), "{found:?}");
+        engine.delete(ruchedb::Kind::Chunk, ruchedb::DEFAULT_TENANT, "pref-4");
+        engine.commit().unwrap();
+        assert!(!ids(&engine, &request).contains(&"pref-4".to_string()));
+    }
+    // Reopened: the graph is rebuilt from the committed records.
+    let engine = Engine::builder().open(&path).unwrap();
+    let found = ids(&engine, &request);
+    assert_eq!(found[0], "order-1");
+    assert!(found.iter().any(|id| id == "note-4"), "{found:?}");
+    assert!(
+        !found.contains(&"pref-4".to_string()) && !found.contains(&"pref-1".to_string()),
+        "{found:?}"
+    );
+    assert!(engine.stats().entities > 0);
+}
+
+#[test]
+fn a_tenants_graph_never_reaches_another_tenant() {
+    let engine = Engine::builder().temporary().unwrap();
+    engine
+        .upsert_chunks([
+            Chunk::new("order", "Order NW-15699 was placed by CUST-48213.").with_tenant("a"),
+            Chunk::new("pref-a", "CUST-48213 prefers email").with_tenant("a"),
+            Chunk::new("pref-b", "CUST-48213 prefers phone calls").with_tenant("b"),
+            Chunk::new("order-b", "Order NW-15699 was cancelled by CUST-48213.").with_tenant("b"),
+        ])
+        .unwrap();
+    engine.commit().unwrap();
+    for tenant in ["a", "b"] {
+        let request = SearchRequest::chunks("how to contact the customer of NW-15699")
+            .tenant(tenant)
+            .now(now());
+        let response = engine.search(&request).unwrap();
+        assert!(!response.hits.is_empty());
+        assert!(
+            response
+                .hits
+                .iter()
+                .all(|h| h.document.tenant_id() == tenant)
+        );
+        for hit in &response.hits {
+            if let Some((bridge, _)) = &hit
+                .breakdown
+                .graph_path
+                .as_ref()
+                .and_then(|p| p.via.clone())
+            {
+                assert!(
+                    bridge.ends_with(if tenant == "a" { "order" } else { "order-b" }),
+                    "{bridge}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn filters_apply_to_bridges_and_hits() {
+    let engine = Engine::builder().temporary().unwrap();
+    engine
+        .upsert_chunks([
+            Chunk::new("order", "Order NW-15699 was placed by CUST-48213.").with_context("u1"),
+            Chunk::new("pref", "CUST-48213 prefers email").with_context("u2"),
+            Chunk::new(
+                "other-order",
+                "Order NW-15699 was split in two by CUST-48213.",
+            )
+            .with_context("u2"),
+        ])
+        .unwrap();
+    engine.commit().unwrap();
+    // Only u2's documents: `order` cannot bridge, `other-order` can.
+    let request = SearchRequest::chunks("contact for NW-15699")
+        .context("u2")
+        .now(now())
+        .top_k(5);
+    let response = engine.search(&request).unwrap();
+    assert!(
+        response
+            .hits
+            .iter()
+            .all(|h| h.document.as_chunk().unwrap().context_id.as_deref() == Some("u2"))
+    );
+    let pref = response
+        .hits
+        .iter()
+        .find(|h| h.id == "pref")
+        .expect("pref reached through other-order");
+    let via = pref
+        .breakdown
+        .graph_path
+        .as_ref()
+        .unwrap()
+        .via
+        .clone()
+        .unwrap();
+    assert_eq!(via.0, "other-order");
+}
+
+#[test]
+fn relations_and_entities_are_edges_stored_and_returned() {
+    let engine = Engine::builder().temporary().unwrap();
+    let rule = Rule::new(
+        "refund",
+        "the customer asks for a refund",
+        "check the order, then refund",
+    )
+    .with_relation("depends_on", "order-lookup")
+    .with_relation("excludes", "upsell")
+    .with_entities(["Refund Policy"]);
+    engine
+        .upsert_rules([
+            rule.clone(),
+            Rule::new(
+                "order-lookup",
+                "the order must be found first",
+                "look the order up",
+            ),
+            Rule::new("upsell", "offer an upgrade", "suggest the premium plan"),
+        ])
+        .unwrap();
+    engine
+        .upsert_chunks([
+            // Linked by a relation only: the text does not name the customer.
+            Chunk::new("order", "Order NW-15699: a tent, two-day shipping.")
+                .with_relation("placed_by", "CUST-48213"),
+            Chunk::new("pref", "Prefers email, never calls.").with_entities(["cust-48213"]),
+            Chunk::new("noise", "Prefers phone calls."),
+        ])
+        .unwrap();
+    engine.commit().unwrap();
+    // Stored and returned as given.
+    let stored = engine
+        .get(ruchedb::Kind::Rule, ruchedb::DEFAULT_TENANT, "refund")
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.as_rule().unwrap(), &rule);
+    let json = serde_json::to_value(stored.as_rule().unwrap()).unwrap();
+    assert_eq!(json["relations"][0]["type"], "depends_on");
+    assert_eq!(json["entities"][0], "Refund Policy");
+    // A relation to a rule id is an edge to that rule; an explicit entity is found in a
+    // query by its words.
+    let response = engine
+        .search(&SearchRequest::rules("what does the refund policy say"))
+        .unwrap();
+    assert_eq!(response.fusion.graph_entities, ["refund policy"]);
+    let chunks = engine
+        .search(
+            &SearchRequest::chunks("how to reach whoever ordered NW-15699")
+                .now(now())
+                .top_k(3),
+        )
+        .unwrap();
+    let found: Vec<&str> = chunks.hits.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(&found[..2], ["order", "pref"], "{found:?}");
+    assert_eq!(chunks.hits[1].breakdown.gate, GateDecision::Linked);
+}
+
+#[test]
+fn bad_links_are_rejected_with_the_field() {
+    let engine = Engine::builder().temporary().unwrap();
+    let err = engine
+        .upsert_chunks([Chunk::new("c", "text").with_relation("placed_by", " ")])
+        .unwrap_err();
+    assert!(err.to_string().contains("relations.target"), "{err}");
+    let err = engine
+        .upsert_rules([Rule::new("r", "c", "a").with_entities((0..300).map(|i| format!("e{i}")))])
+        .unwrap_err();
+    assert!(err.to_string().contains("entities"), "{err}");
+    let parsed: Result<Chunk, _> =
+        serde_json::from_str(r#"{"id":"c","content":"x","relations":[{"type":"t"}]}"#);
+    assert!(parsed.unwrap_err().to_string().contains("target"));
+}
