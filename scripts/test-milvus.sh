@@ -15,10 +15,24 @@ if [[ ! -x "$venv/bin/milvus-lite" ]]; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check milvus-lite==3.2.2 pymilvus==3.0.2
 fi
 
-# Build first, so that the server does not idle through a compilation.
-cargo test -p ruchedb-milvus --no-run --quiet
-cargo build -p ruchedb-cli --quiet
+# Build first, so that the server does not idle through a compilation. The whole
+# workspace, as `cargo test` builds it: selecting one package (`-p`) would unify features
+# differently and rebuild tantivy and the rest of the stack.
+executables="$(cargo test --workspace --no-run --message-format=json-render-diagnostics | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+        continue
+    if "ruchedb-milvus" in m["package_id"] or "crates/milvus" in m["package_id"]:
+        print(m["executable"])
+')"
+if [[ -z "$executables" ]]; then
+    echo "milvus: the backend's test executables were not built" >&2
+    exit 1
+fi
 ruche="$PWD/target/debug/ruche"
+[[ -x "$ruche" ]] || { echo "milvus: $ruche was not built" >&2; exit 1; }
 
 work="$(mktemp -d)"
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
@@ -54,7 +68,11 @@ echo "milvus-lite (pid $pid) on 127.0.0.1:$port"
 
 export RUCHE_MILVUS_URI="milvus://127.0.0.1:$port"
 status=0
-cargo test -p ruchedb-milvus -- --nocapture 2>&1 | tee "$work/test.log" || status=$?
+: > "$work/test.log"
+for executable in $executables; do
+    echo "--- $(basename "$executable")"
+    "$executable" --nocapture 2>&1 | tee -a "$work/test.log" || status=$?
+done
 if [[ "$status" != 0 ]]; then
     echo "milvus: tests failed" >&2
     exit "$status"

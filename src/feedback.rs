@@ -23,6 +23,8 @@ pub enum Leg {
     Text,
     /// The vector leg.
     Vector,
+    /// The graph leg.
+    Graph,
 }
 
 /// One feedback record: a leg that found a response's top hit, and whether the response
@@ -114,7 +116,11 @@ impl FeedbackWindow {
     /// neither leg tells nothing about them).
     pub fn record(&mut self, found_by: Legs, useful: bool) -> usize {
         let before = self.entries.len();
-        for (found, leg) in [(found_by.text, Leg::Text), (found_by.vector, Leg::Vector)] {
+        for (found, leg) in [
+            (found_by.text, Leg::Text),
+            (found_by.vector, Leg::Vector),
+            (found_by.graph, Leg::Graph),
+        ] {
             if found {
                 self.entries.push(FeedbackEntry { leg, useful });
             }
@@ -161,6 +167,7 @@ impl FeedbackWindow {
         LegFactors {
             vector: self.stats(Leg::Vector).factor(),
             text: self.stats(Leg::Text).factor(),
+            graph: self.stats(Leg::Graph).factor(),
         }
     }
 
@@ -375,8 +382,11 @@ mod tests {
         assert_eq!(window.stats(Leg::Vector).total, 20);
         assert_eq!(window.entries()[99].leg, Leg::Vector);
         assert!(
-            serde_json::from_str::<FeedbackWindow>(r#"[{"leg":"graph","useful":true}]"#).is_err()
+            serde_json::from_str::<FeedbackWindow>(r#"[{"leg":"sparse","useful":true}]"#).is_err()
         );
+        let graph: FeedbackWindow =
+            serde_json::from_str(r#"[{"leg":"graph","useful":true}]"#).unwrap();
+        assert_eq!(graph.stats(Leg::Graph).total, 1);
     }
 
     #[test]

@@ -135,6 +135,7 @@ impl RankPlan {
             let ran = Legs {
                 text: text_leg,
                 vector: vector_leg,
+                graph: false,
             };
             weights.in_use(ran, factors.unwrap_or_default())?
         } else {
@@ -152,8 +153,11 @@ impl RankPlan {
             graph_weight: 0.0,
             graph_entities: Vec::new(),
         };
-        // Seed 004: entity mentions lift the graph leg by 1.3 when weights adapt.
-        let graph_weight = config.graph.weight * if adaptive { 1.3 } else { 1.0 };
+        // Seed 004: entity mentions lift the graph leg by 1.3 when weights adapt; the
+        // feedback factor applies to it as to the others.
+        let graph_weight = config.graph.weight
+            * if adaptive { 1.3 } else { 1.0 }
+            * factors.map_or(1.0, |f| f.graph);
         let retrieval = &config.pipeline.retrieval;
         let selection = match request.top_k {
             Some(k) => Selection::TopK(k),

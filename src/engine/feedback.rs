@@ -21,6 +21,8 @@ const VECTOR_BIT: u8 = 2;
 const GIVEN_BIT: u8 = 4;
 /// The recorded feedback said useful.
 const USEFUL_BIT: u8 = 8;
+/// The graph leg found the top hit.
+const GRAPH_BIT: u8 = 16;
 
 impl Engine {
     /// Records whether the response of search `query_id` was useful, crediting the legs
@@ -63,6 +65,7 @@ impl Engine {
         let found_by = Legs {
             text: legs & TEXT_BIT != 0,
             vector: legs & VECTOR_BIT != 0,
+            graph: legs & GRAPH_BIT != 0,
         };
         // Marked first: a crash between the two loses this feedback rather than
         // letting a retry count it twice.
@@ -151,7 +154,9 @@ impl Inner {
     /// feedback. Buffered in memory and written to the store in batches, at commits and
     /// at close.
     pub(crate) fn log_query(&self, query_id: &str, tenant: &str, found_by: FoundBy) -> Result<()> {
-        let legs = (u8::from(found_by.text) * TEXT_BIT) | (u8::from(found_by.vector) * VECTOR_BIT);
+        let legs = (u8::from(found_by.text) * TEXT_BIT)
+            | (u8::from(found_by.vector) * VECTOR_BIT)
+            | (u8::from(found_by.graph) * GRAPH_BIT);
         let entry = LoggedQuery {
             legs,
             tenant: tenant.to_string(),

@@ -125,7 +125,7 @@ impl FusionWeights {
     /// let only_text = configured.in_use(Legs::TEXT, LegFactors::default())?;
     /// assert_eq!((only_text.vector_weight, only_text.text_weight), (0.0, 1.0));
     ///
-    /// let boosted = configured.in_use(Legs::BOTH, LegFactors { vector: 1.0, text: 1.8 })?;
+    /// let boosted = configured.in_use(Legs::BOTH, LegFactors { vector: 1.0, text: 1.8, graph: 1.0 })?;
     /// assert!((boosted.text_weight - 0.54 / 1.24).abs() < 1e-12);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -186,6 +186,9 @@ pub struct Legs {
     pub text: bool,
     /// The vector leg.
     pub vector: bool,
+    /// The graph leg (never part of [`FusionWeights::in_use`]: the graph is fused after
+    /// the two others, see [`rank`](crate::rank())).
+    pub graph: bool,
 }
 
 impl Legs {
@@ -193,21 +196,25 @@ impl Legs {
     pub const BOTH: Legs = Legs {
         text: true,
         vector: true,
+        graph: false,
     };
     /// The text leg alone.
     pub const TEXT: Legs = Legs {
         text: true,
         vector: false,
+        graph: false,
     };
     /// The vector leg alone.
     pub const VECTOR: Legs = Legs {
         text: false,
         vector: true,
+        graph: false,
     };
     /// No leg.
     pub const NONE: Legs = Legs {
         text: false,
         vector: false,
+        graph: false,
     };
 }
 
@@ -220,6 +227,13 @@ pub struct LegFactors {
     pub vector: f64,
     /// The factor of the text leg's weight.
     pub text: f64,
+    /// The factor of the graph leg's weight.
+    #[serde(default = "one")]
+    pub graph: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 impl Default for LegFactors {
@@ -228,6 +242,7 @@ impl Default for LegFactors {
         LegFactors {
             vector: 1.0,
             text: 1.0,
+            graph: 1.0,
         }
     }
 }

@@ -311,7 +311,16 @@ fn weights_in_use() {
             vector_weight,
             text_weight,
         };
-        let got = weights.in_use(ran, LegFactors { vector, text }).unwrap();
+        let got = weights
+            .in_use(
+                ran,
+                LegFactors {
+                    vector,
+                    text,
+                    graph: 1.0,
+                },
+            )
+            .unwrap();
         assert_close(
             &[got.vector_weight, got.text_weight],
             &[expected.0, expected.1],
@@ -353,6 +362,7 @@ fn weights_in_use() {
         let factors = LegFactors {
             vector: factors.0,
             text: factors.1,
+            graph: 1.0,
         };
         let err = weights.in_use(Legs::BOTH, factors).unwrap_err();
         assert!(
@@ -1053,7 +1063,7 @@ proptest! {
         text in 0.2f64..1.8,
     ) {
         let weights = FusionWeights { vector_weight, text_weight };
-        let got = weights.in_use(Legs::BOTH, LegFactors { vector, text }).unwrap();
+        let got = weights.in_use(Legs::BOTH, LegFactors { vector, text, graph: 1.0 }).unwrap();
         prop_assert!(close(got.vector_weight + got.text_weight, 1.0, TOLERANCE));
         let (v, t) = (vector_weight * vector, text_weight * text);
         if v + t > 0.0 {

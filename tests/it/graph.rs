@@ -326,3 +326,30 @@ fn bad_links_are_rejected_with_the_field() {
         serde_json::from_str(r#"{"id":"c","content":"x","relations":[{"type":"t"}]}"#);
     assert!(parsed.unwrap_err().to_string().contains("target"));
 }
+
+#[test]
+fn feedback_weighs_the_graph_leg_like_the_others() {
+    let mut config = Config::default();
+    config.fusion.feedback = true;
+    let engine = Engine::builder().config(config).temporary().unwrap();
+    engine.upsert_chunks(memory()).unwrap();
+    engine.commit().unwrap();
+    let request = SearchRequest::chunks("how should we contact the customer of order NW-15692?")
+        .now(now())
+        .top_k(3);
+    let before = engine.search(&request).unwrap().fusion.graph_weight;
+    assert!(before > 0.0);
+    for _ in 0..12 {
+        let response = engine.search(&request).unwrap();
+        assert!(response.hits[0].breakdown.found_by.graph);
+        engine.feedback(&response.query_id, false).unwrap();
+    }
+    let window = engine.feedback_window(ruchedb::DEFAULT_TENANT);
+    assert!(
+        (window.factors().graph - 0.2).abs() < 1e-9,
+        "{:?}",
+        window.factors()
+    );
+    let after = engine.search(&request).unwrap().fusion.graph_weight;
+    assert!(after < before, "{after} < {before}");
+}
