@@ -22,9 +22,17 @@ fn vector(i: usize) -> Vec<f32> {
     vec![1.0, (x * 0.37).sin(), (x * 0.11).cos(), (x * 0.05).sin()]
 }
 
+/// Note `i` names the code `REF-0000i` and follows note `i - 1` (an edge of the graph).
 fn note(i: usize) -> Chunk {
-    Chunk::new(format!("k{i:06}"), format!("note token{i} about the order"))
-        .with_embedding(vector(i))
+    let chunk = Chunk::new(
+        format!("k{i:06}"),
+        format!("note token{i} about the order REF-{i:05}"),
+    )
+    .with_embedding(vector(i));
+    match i.checked_sub(1) {
+        Some(previous) => chunk.with_relation("follows", format!("k{previous:06}")),
+        None => chunk,
+    }
 }
 
 /// The writer side: continues from what the index holds, one batch per commit (every
@@ -128,6 +136,40 @@ fn a_writer_killed_at_random_points_loses_no_acknowledged_commit() {
             assert!(
                 by_vector.hits[0].breakdown.vector.unwrap() > 0.9999,
                 "round {round}"
+            );
+            // The graph holds the committed notes and their edges, and nothing after.
+            let by_graph = engine
+                .search(
+                    &SearchRequest::chunks(format!("what came before REF-{last:05}?")).top_k(10),
+                )
+                .unwrap();
+            assert_eq!(
+                by_graph.fusion.graph_entities,
+                [format!("ref-{last:05}")],
+                "round {round}"
+            );
+            let reached: Vec<&str> = by_graph
+                .hits
+                .iter()
+                .filter(|h| h.breakdown.found_by.graph)
+                .map(|h| h.id.as_str())
+                .collect();
+            assert!(
+                reached.contains(&format!("k{last:06}").as_str()),
+                "round {round}: {reached:?}"
+            );
+            if last > 0 {
+                let previous = format!("k{:06}", last - 1);
+                assert!(
+                    reached.contains(&previous.as_str()),
+                    "round {round}: {reached:?}"
+                );
+            }
+            assert!(
+                reached
+                    .iter()
+                    .all(|id| id[1..].parse::<usize>().unwrap() <= last),
+                "round {round}: {reached:?}"
             );
         }
         assert!(
