@@ -6,7 +6,7 @@ use super::{Engine, Inner};
 use crate::feedback::FeedbackWindow;
 use crate::fusion::{LegFactors, Legs};
 use crate::query::FoundBy;
-use crate::{Error, ErrorKind, Result};
+use crate::{Error, ErrorKind, Kind, Result};
 
 /// Query log entries kept for feedback (the most recent searches with hits).
 const QUERY_LOG_KEEP: usize = 10_000;
@@ -23,14 +23,25 @@ const GIVEN_BIT: u8 = 4;
 const USEFUL_BIT: u8 = 8;
 /// The graph leg found the top hit.
 const GRAPH_BIT: u8 = 16;
+/// The search was of chunks (entries without it, older ones included, are of rules).
+const CHUNK_BIT: u8 = 32;
+
+/// The key of a feedback window: rules under the tenant's name (as before windows were
+/// per kind), chunks under the tenant's name and a suffix no tenant name can hold.
+fn window_key(tenant: &str, kind: Kind) -> String {
+    match kind {
+        Kind::Rule => tenant.to_string(),
+        Kind::Chunk => format!("{tenant}\u{0}chunk"),
+    }
+}
 
 impl Engine {
     /// Records whether the response of search `query_id` was useful, crediting the legs
-    /// that found its top hit; returns the feedback window of the search's tenant after
-    /// the record.
+    /// that found its top hit; returns the feedback window of the search's tenant and
+    /// kind after the record.
     ///
-    /// Each tenant has its own window (the last 100 records), persisted: one tenant's
-    /// feedback never weighs another's searches. With `fusion.feedback` on, a leg with at
+    /// Each tenant has a window per kind (the last 100 records), persisted: one tenant's
+    /// feedback never weighs another's searches, nor feedback on memory the rules'. With `fusion.feedback` on, a leg with at
     /// least 10 records gets its weight multiplied by `0.2 + useful_rate * 1.6` in that
     /// tenant's later searches.
     ///
@@ -51,7 +62,13 @@ impl Engine {
             })
         })?;
         let legs = logged.legs;
-        let window = windows.entry(logged.tenant.clone()).or_default();
+        let kind = if legs & CHUNK_BIT != 0 {
+            Kind::Chunk
+        } else {
+            Kind::Rule
+        };
+        let key = window_key(&logged.tenant, kind);
+        let window = windows.entry(key.clone()).or_default();
         if legs & GIVEN_BIT != 0 {
             let given = legs & USEFUL_BIT != 0;
             if given == useful {
@@ -78,17 +95,15 @@ impl Engine {
             .store
             .log_queries(&[(query_id.to_string(), marked.encode())])?;
         window.record(found_by, useful);
-        inner
-            .store
-            .save_feedback(&logged.tenant, window.entries())?;
+        inner.store.save_feedback(&key, window.entries())?;
         Ok(window.clone())
     }
 
-    /// The feedback window of `tenant`.
-    pub fn feedback_window(&self, tenant: &str) -> FeedbackWindow {
+    /// The feedback window of `tenant`'s searches of `kind`.
+    pub fn feedback_window(&self, tenant: &str, kind: Kind) -> FeedbackWindow {
         self.inner
             .lock_feedback()
-            .get(tenant)
+            .get(&window_key(tenant, kind))
             .cloned()
             .unwrap_or_default()
     }
@@ -143,9 +158,9 @@ impl Inner {
         self.feedback.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn feedback_factors(&self, tenant: &str) -> LegFactors {
+    pub(crate) fn feedback_factors(&self, tenant: &str, kind: Kind) -> LegFactors {
         self.lock_feedback()
-            .get(tenant)
+            .get(&window_key(tenant, kind))
             .map(FeedbackWindow::factors)
             .unwrap_or_default()
     }
@@ -153,10 +168,17 @@ impl Inner {
     /// Logs the legs that found a response's top hit and its tenant, for later
     /// feedback. Buffered in memory and written to the store in batches, at commits and
     /// at close.
-    pub(crate) fn log_query(&self, query_id: &str, tenant: &str, found_by: FoundBy) -> Result<()> {
+    pub(crate) fn log_query(
+        &self,
+        query_id: &str,
+        tenant: &str,
+        kind: Kind,
+        found_by: FoundBy,
+    ) -> Result<()> {
         let legs = (u8::from(found_by.text) * TEXT_BIT)
             | (u8::from(found_by.vector) * VECTOR_BIT)
-            | (u8::from(found_by.graph) * GRAPH_BIT);
+            | (u8::from(found_by.graph) * GRAPH_BIT)
+            | (u8::from(kind == Kind::Chunk) * CHUNK_BIT);
         let entry = LoggedQuery {
             legs,
             tenant: tenant.to_string(),

@@ -77,7 +77,7 @@ impl Inner {
             .config
             .fusion
             .feedback
-            .then(|| self.feedback_factors(&request.tenant_id));
+            .then(|| self.feedback_factors(&request.tenant_id, request.kind));
         let mut response = search_with(
             self,
             &self.config,
@@ -92,6 +92,7 @@ impl Inner {
             self.log_query(
                 &response.query_id,
                 &request.tenant_id,
+                request.kind,
                 top.breakdown.found_by,
             )?;
         }

@@ -492,8 +492,10 @@ impl Store {
         self.queries.apply_batch(batch).map_err(sled_err)
     }
 
-    /// The stored feedback windows, by tenant. (The default tenant's is under the key
-    /// `window`, as before windows were per tenant; another tenant's under `w` + its id.)
+    /// The stored feedback windows, by window key (a tenant for its rules, the tenant
+    /// and a `\0chunk` suffix for its chunks). The default tenant's rules' window is
+    /// under the store key `window`, as before windows were per tenant; any other under
+    /// `w` + the window key.
     pub(crate) fn feedback_windows(
         &self,
     ) -> Result<std::collections::HashMap<String, Vec<crate::feedback::FeedbackEntry>>> {
@@ -513,7 +515,7 @@ impl Store {
         Ok(windows)
     }
 
-    /// Replaces the stored feedback window of `tenant`, durably.
+    /// Replaces the stored feedback window of a window key, durably.
     pub(crate) fn save_feedback(
         &self,
         tenant: &str,

@@ -125,7 +125,7 @@ fn twenty_useful_text_only_hits_give_the_text_leg_factor_1_8() {
     assert_close((fresh.vector_weight, fresh.text_weight), (0.7, 0.3));
 
     give_feedback(&engine, 20, true);
-    let window = engine.feedback_window("default");
+    let window = engine.feedback_window("default", ruchedb::Kind::Rule);
     assert_eq!(
         window.stats(Leg::Text),
         LegFeedback {
@@ -151,8 +151,17 @@ fn fewer_than_ten_entries_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let engine = create(dir.path(), true);
     give_feedback(&engine, 9, true);
-    assert_eq!(engine.feedback_window("default").len(), 9);
-    assert_eq!(engine.feedback_window("default").factors().text, 1.0);
+    assert_eq!(
+        engine.feedback_window("default", ruchedb::Kind::Rule).len(),
+        9
+    );
+    assert_eq!(
+        engine
+            .feedback_window("default", ruchedb::Kind::Rule)
+            .factors()
+            .text,
+        1.0
+    );
     let fusion = search(&engine).fusion;
     assert_eq!(fusion.feedback_factors, Some([1.0, 1.0]));
     assert_close((fusion.vector_weight, fusion.text_weight), (0.7, 0.3));
@@ -167,7 +176,15 @@ fn feedback_off_leaves_the_configured_weights() {
     let engine = create(dir.path(), false);
     // Feedback is still recorded (and persisted), just not applied.
     give_feedback(&engine, 20, true);
-    assert!((engine.feedback_window("default").factors().text - 1.8).abs() < 1e-12);
+    assert!(
+        (engine
+            .feedback_window("default", ruchedb::Kind::Rule)
+            .factors()
+            .text
+            - 1.8)
+            .abs()
+            < 1e-12
+    );
     let fusion = search(&engine).fusion;
     assert_eq!(fusion.feedback_factors, None);
     assert_close((fusion.vector_weight, fusion.text_weight), (0.7, 0.3));
@@ -180,12 +197,15 @@ fn the_window_survives_reopen() {
     give_feedback(&engine, 12, true);
     give_feedback(&engine, 3, false);
     let kept_id = search(&engine).query_id;
-    let window = engine.feedback_window("default");
+    let window = engine.feedback_window("default", ruchedb::Kind::Rule);
     assert_eq!(window.len(), 15);
     drop(engine);
 
     let engine = open(dir.path(), true);
-    assert_eq!(engine.feedback_window("default"), window);
+    assert_eq!(
+        engine.feedback_window("default", ruchedb::Kind::Rule),
+        window
+    );
     // 12 of 15 useful: 0.2 + 0.8 * 1.6 = 1.48.
     let expected_text = 0.3 * 1.48 / (0.7 + 0.3 * 1.48);
     assert_close(weights_used(&engine), (1.0 - expected_text, expected_text));
@@ -196,7 +216,10 @@ fn the_window_survives_reopen() {
 
     // The same window, applied or not by the configuration of the open.
     let engine = open(dir.path(), false);
-    assert_eq!(engine.feedback_window("default"), window);
+    assert_eq!(
+        engine.feedback_window("default", ruchedb::Kind::Rule),
+        window
+    );
     assert_close(weights_used(&engine), (0.7, 0.3));
 }
 
@@ -214,7 +237,11 @@ fn unknown_query_ids_are_not_found() {
     assert!(empty.hits.is_empty());
     let err = engine.feedback(&empty.query_id, true).unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::NotFound { .. }), "{err}");
-    assert!(engine.feedback_window("default").is_empty());
+    assert!(
+        engine
+            .feedback_window("default", ruchedb::Kind::Rule)
+            .is_empty()
+    );
 }
 
 #[test]
@@ -224,11 +251,19 @@ fn reset_clears_the_window() {
     give_feedback(&engine, 20, true);
     assert_close(weights_used(&engine), BOOSTED);
     engine.reset_feedback().unwrap();
-    assert!(engine.feedback_window("default").is_empty());
+    assert!(
+        engine
+            .feedback_window("default", ruchedb::Kind::Rule)
+            .is_empty()
+    );
     assert_close(weights_used(&engine), (0.7, 0.3));
     drop(engine);
     // The reset is persisted.
     let engine = open(dir.path(), true);
-    assert!(engine.feedback_window("default").is_empty());
+    assert!(
+        engine
+            .feedback_window("default", ruchedb::Kind::Rule)
+            .is_empty()
+    );
     assert_close(weights_used(&engine), (0.7, 0.3));
 }

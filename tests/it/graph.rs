@@ -344,11 +344,17 @@ fn feedback_weighs_the_graph_leg_like_the_others() {
         assert!(response.hits[0].breakdown.found_by.graph);
         engine.feedback(&response.query_id, false).unwrap();
     }
-    let window = engine.feedback_window(ruchedb::DEFAULT_TENANT);
+    let window = engine.feedback_window(ruchedb::DEFAULT_TENANT, ruchedb::Kind::Chunk);
     assert!(
         (window.factors().graph - 0.2).abs() < 1e-9,
         "{:?}",
         window.factors()
+    );
+    // The window is the chunks': the rules' is untouched.
+    assert!(
+        engine
+            .feedback_window(ruchedb::DEFAULT_TENANT, ruchedb::Kind::Rule)
+            .is_empty()
     );
     let after = engine.search(&request).unwrap().fusion.graph_weight;
     assert!(after < before, "{after} < {before}");

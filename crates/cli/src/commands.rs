@@ -601,7 +601,7 @@ pub fn feedback(config: &Config, args: &FeedbackArgs) -> Result<ExitCode> {
     let engine = open(config, &args.dir)?;
     let window = if args.reset {
         engine.reset_feedback()?;
-        engine.feedback_window(ruchedb::DEFAULT_TENANT)
+        engine.feedback_window(ruchedb::DEFAULT_TENANT, Kind::Rule)
     } else {
         if args.useful == args.not_useful {
             bail!("say --useful or --not-useful");
@@ -611,21 +611,16 @@ pub fn feedback(config: &Config, args: &FeedbackArgs) -> Result<ExitCode> {
     };
     let factors = window.factors();
     let mut out = std::io::stdout().lock();
-    for (name, leg) in [
-        ("text", ruchedb::Leg::Text),
-        ("vector", ruchedb::Leg::Vector),
+    for (name, leg, factor) in [
+        ("text", ruchedb::Leg::Text, factors.text),
+        ("vector", ruchedb::Leg::Vector, factors.vector),
+        ("graph", ruchedb::Leg::Graph, factors.graph),
     ] {
         let stats = window.stats(leg);
         writeln!(
             out,
-            "{name:<6} {} of {} useful, weight factor {:.3}",
-            stats.useful,
-            stats.total,
-            if name == "text" {
-                factors.text
-            } else {
-                factors.vector
-            }
+            "{name:<6} {} of {} useful, weight factor {factor:.3}",
+            stats.useful, stats.total,
         )?;
     }
     Ok(ExitCode::SUCCESS)

@@ -898,7 +898,9 @@ mod tenants {
                 one.export(ruchedb::Kind::Chunk, Some("a")).unwrap(),
                 two.export(ruchedb::Kind::Chunk, Some("a")).unwrap()
             );
-            prop_assert_eq!(one.feedback_window("a"), two.feedback_window("a"));
+            for kind in [ruchedb::Kind::Rule, ruchedb::Kind::Chunk] {
+                prop_assert_eq!(one.feedback_window("a", kind), two.feedback_window("a", kind));
+            }
         }
     }
 }
