@@ -168,16 +168,33 @@ impl MilvusIndex {
             }
             store::create_meta(&client, &location, &collections.meta, &meta).await
         })?;
-        Ok(MilvusIndex {
+        Ok(MilvusIndex::assemble(
+            (runtime, client, negated_bm25),
+            location,
+            meta,
+            embedder,
+            options.config,
+        ))
+    }
+
+    /// An index handle over a connection.
+    fn assemble(
+        (runtime, client, negated_bm25): (tokio::runtime::Runtime, ClientV2, bool),
+        location: Location,
+        meta: Meta,
+        embedder: Option<Arc<dyn Embedder>>,
+        config: Config,
+    ) -> MilvusIndex {
+        MilvusIndex {
             runtime,
             client,
             location,
             meta,
             embedder,
-            config: options.config,
+            config,
             negated_bm25,
             pending: Mutex::new(Vec::new()),
-        })
+        }
     }
 
     /// Opens the index at `location`, with the embedder it was created with.
@@ -190,16 +207,13 @@ impl MilvusIndex {
         let (runtime, client, negated_bm25) = connect(&location, &options)?;
         let meta = runtime.block_on(store::read_meta(&client, &location))?;
         let embedder = meta.embedder.parse::<EmbedderSpec>()?.load()?;
-        Ok(MilvusIndex {
-            runtime,
-            client,
+        Ok(MilvusIndex::assemble(
+            (runtime, client, negated_bm25),
             location,
             meta,
             embedder,
-            config: options.config,
-            negated_bm25,
-            pending: Mutex::new(Vec::new()),
-        })
+            options.config,
+        ))
     }
 
     /// Deletes every collection of the index at `location`.
