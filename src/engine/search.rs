@@ -1,6 +1,6 @@
 //! The query pipeline: filters, both legs, fusion, weighting, order, selection.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -135,12 +135,8 @@ impl Inner {
         };
         let vector_us = micros(stage);
 
-        // The text leg also scores the vector leg's candidates when it can in one pass.
         let stage = Instant::now();
-        let wanted: HashSet<DocId> = vector_hits.iter().map(|(doc, _)| *doc).collect();
-        let text = self
-            .text
-            .search(&text_query, query.limit, &accept, &wanted)?;
+        let text_hits = self.text.search(&text_query, query.limit, &accept)?;
         let text_us = micros(stage);
 
         // The graph leg, when the query names an entity the tenant's graph knows.
@@ -179,7 +175,7 @@ impl Inner {
                 }
             }
         }
-        for (doc, bm25) in &text.hits {
+        for (doc, bm25) in &text_hits {
             if let Some(c) = candidate(&mut found, &catalog, *doc) {
                 c.bm25 = Some(f64::from(*bm25));
                 c.found_by.text = true;
@@ -203,34 +199,22 @@ impl Inner {
                 candidate(&mut found, &catalog, doc);
             }
         }
-        for (doc, bm25) in &text.wanted {
-            if let Some(c) = found.get_mut(doc) {
-                c.bm25 = Some(f64::from(*bm25));
-            }
-        }
         let mut ids: Vec<DocId> = found.keys().copied().collect();
         ids.sort_unstable();
         let mut candidates: Vec<RetrievedDoc> =
             ids.iter().filter_map(|doc| found.remove(doc)).collect();
         let docs: Vec<Option<DocId>> = ids.into_iter().map(Some).collect();
-        // Vector-only candidates scored by the text leg's pass are complete; the rest
-        // get their scores here, under the same catalog snapshot.
+        // Candidates the text leg did not return (found by the vector or graph leg) get
+        // their BM25 here, under the same catalog snapshot.
         let stage = Instant::now();
-        self.fill_docs(
-            &catalog,
-            &text_query,
-            !text.complete,
-            query.vector,
-            &docs,
-            &mut candidates,
-        )?;
+        self.fill_docs(&catalog, &text_query, query.vector, &docs, &mut candidates)?;
         let fill_us = micros(stage);
         let legs = LegsRan::of(!text_query.is_empty(), query.vector.is_some());
         let mut retrieved = Retrieved::new(
             candidates,
             legs,
             PerLeg {
-                text: text.hits.len(),
+                text: text_hits.len(),
                 vector: vector_hits.len(),
             },
         );
@@ -267,16 +251,15 @@ impl Inner {
                 }
             })
             .collect();
-        self.fill_docs(&catalog, &text_query, true, query.vector, &docs, candidates)
+        self.fill_docs(&catalog, &text_query, query.vector, &docs, candidates)
     }
 
-    /// Fills `candidates[i]` (the document `docs[i]`): BM25 where missing (when
-    /// `score_text`), coverage, and the best cosine with the vector it came from.
+    /// Fills `candidates[i]` (the document `docs[i]`): BM25 where missing, coverage,
+    /// and the best cosine with the vector it came from.
     fn fill_docs(
         &self,
         catalog: &Catalog,
         text_query: &crate::text::TextQuery,
-        score_text: bool,
         vector: Option<&[f32]>,
         docs: &[Option<DocId>],
         candidates: &mut [RetrievedDoc],
@@ -293,7 +276,7 @@ impl Inner {
                 .filter(|(_, c)| c.bm25.is_none())
                 .filter_map(|(doc, _)| *doc)
                 .collect();
-            if score_text && !unscored.is_empty() {
+            if !unscored.is_empty() {
                 for (doc, bm25) in self.text.score_docs(text_query, &unscored)? {
                     if let Some(&i) = at.get(&doc) {
                         candidates[i].bm25 = Some(f64::from(bm25));

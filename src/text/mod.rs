@@ -9,7 +9,7 @@
 pub(crate) mod analyzer;
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -24,21 +24,6 @@ use tantivy::{
 
 use crate::id::DocId;
 use crate::{Error, Result};
-
-/// Up to this many documents, a text search visits every match (no top-k pruning), so
-/// the scores of other candidates come in the same pass.
-const EXHAUSTIVE_MAX_DOCS: u64 = 20_000;
-
-/// What [`TextIndex::search`] found.
-#[derive(Debug)]
-pub(crate) struct TextHits {
-    /// The best documents, best first.
-    pub(crate) hits: Vec<(DocId, f32)>,
-    /// Scores of the wanted documents seen.
-    pub(crate) wanted: HashMap<DocId, f32>,
-    /// Whether every match was visited (a wanted document not seen does not match).
-    pub(crate) complete: bool,
-}
 
 /// Memory budget of the index writer.
 const WRITER_MEMORY_BYTES: usize = 64 << 20;
@@ -478,27 +463,22 @@ impl TextIndex {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// The best `limit` documents for `query` among those `accept` admits, and the score
-    /// of each document of `wanted` that matches.
+    /// The best `limit` documents for `query` among those `accept` admits, best first.
     ///
     /// `accept` returns the user id of an admitted document (for the tiebreak: among
     /// equal scores the smaller user id wins), or `None` to filter it out. Filters thus
     /// apply before the top-k cut. Hits are sorted by score descending, then user id.
     ///
-    /// On a small index every match is visited, so a document of `wanted` missing from
-    /// the returned scores does not match (the returned flag is `true`); on a large one
-    /// the top-k search skips documents that cannot make the cut, and the flag is `false`:
-    /// use [`TextIndex::score_docs`] for the rest.
+    /// tantivy's top-k search (block-max WAND) skips the documents that cannot make the
+    /// cut, so `accept` sees a few of the matches, not all: the scores of other
+    /// candidates come from [`TextIndex::score_docs`].
     pub(crate) fn search<'a>(
         &self,
         query: &TextQuery,
         limit: usize,
         accept: &dyn Fn(DocId) -> Option<&'a str>,
-        wanted: &HashSet<DocId>,
-    ) -> Result<TextHits> {
-        guarded("searching", || {
-            self.search_unguarded(query, limit, accept, wanted)
-        })
+    ) -> Result<Vec<(DocId, f32)>> {
+        guarded("searching", || self.search_unguarded(query, limit, accept))
     }
 
     fn search_unguarded<'a>(
@@ -506,19 +486,14 @@ impl TextIndex {
         query: &TextQuery,
         limit: usize,
         accept: &dyn Fn(DocId) -> Option<&'a str>,
-        wanted: &HashSet<DocId>,
-    ) -> Result<TextHits> {
-        let mut result = TextHits {
-            hits: Vec::new(),
-            wanted: HashMap::new(),
-            complete: true,
-        };
+    ) -> Result<Vec<(DocId, f32)>> {
         let Some(text_query) = query.to_query() else {
-            return Ok(result);
+            return Ok(Vec::new());
         };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
         let searcher = self.reader.searcher();
-        let exhaustive = searcher.num_docs() <= EXHAUSTIVE_MAX_DOCS;
-        result.complete = exhaustive;
         let statistics = self.statistics(&searcher, query.scope);
         let weight = text_query
             .weight(EnableScoring::enabled_from_statistics_provider(
@@ -540,53 +515,33 @@ impl TextIndex {
         for segment in searcher.segment_readers() {
             let doc_ids = segment.fast_fields().u64("doc_id").map_err(tantivy_err)?;
             let alive = segment.alive_bitset();
-            let mut visit = |seg_doc: u32, score: f32, heap: &mut BinaryHeap<HeapEntry<'a>>| {
-                if alive.is_some_and(|alive| !alive.is_alive(seg_doc)) {
-                    return;
-                }
-                let Some(doc) = doc_ids.first(seg_doc).map(DocId::new) else {
-                    return;
-                };
-                if wanted.contains(&doc) {
-                    result.wanted.insert(doc, score);
-                }
-                if limit == 0 {
-                    return;
-                }
-                let Some(user_id) = accept(doc) else {
-                    return;
-                };
-                heap.push(HeapEntry {
-                    score,
-                    user_id,
-                    doc,
-                });
-                if heap.len() > limit {
-                    heap.pop();
-                }
-            };
-            if exhaustive {
-                weight
-                    .for_each(segment, &mut |seg_doc, score| {
-                        visit(seg_doc, score, &mut heap)
-                    })
-                    .map_err(tantivy_err)?;
-            } else {
-                weight
-                    .for_each_pruning(threshold(&heap), segment, &mut |seg_doc, score| {
-                        visit(seg_doc, score, &mut heap);
-                        threshold(&heap)
-                    })
-                    .map_err(tantivy_err)?;
-            }
+            weight
+                .for_each_pruning(threshold(&heap), segment, &mut |seg_doc, score| {
+                    let admitted = alive.is_none_or(|alive| alive.is_alive(seg_doc));
+                    let doc = doc_ids.first(seg_doc).map(DocId::new);
+                    if let Some((doc, user_id)) = doc
+                        .filter(|_| admitted)
+                        .and_then(|doc| Some((doc, accept(doc)?)))
+                    {
+                        heap.push(HeapEntry {
+                            score,
+                            user_id,
+                            doc,
+                        });
+                        if heap.len() > limit {
+                            heap.pop();
+                        }
+                    }
+                    threshold(&heap)
+                })
+                .map_err(tantivy_err)?;
         }
         let mut hits = heap.into_vec();
         hits.sort();
-        result.hits = hits
+        Ok(hits
             .into_iter()
             .map(|entry| (entry.doc, entry.score))
-            .collect();
-        Ok(result)
+            .collect())
     }
 
     /// The BM25 score of `query` for each of `docs` that matches it.
@@ -881,7 +836,7 @@ mod tests {
     /// `score_docs` (seek to each document) gives exactly the scores of a full visit, over
     /// several segments and with deleted documents.
     #[test]
-    fn score_docs_matches_a_full_visit() {
+    fn pruned_top_k_and_score_docs_match_a_full_visit() {
         let dir = tempfile::tempdir().unwrap();
         let text = TextIndex::create(&dir.path().join("text"), false).unwrap();
         let words = [
@@ -913,19 +868,44 @@ mod tests {
         };
         let query = text.analyze("late parcel refund", crate::Kind::Chunk, "default", scope);
         let all: Vec<DocId> = (0..next).map(DocId::new).collect();
-        let full = text
-            .search(&query, 0, &|_| None, &all.iter().copied().collect())
-            .unwrap();
-        assert!(full.complete);
+        // A limit above the number of matches never fills the heap: nothing is pruned.
+        let user_ids: Vec<String> = all.iter().map(|d| format!("c{:04}", d.as_u64())).collect();
+        let accept_all = |doc: DocId| Some(user_ids[doc.as_u64() as usize].as_str());
+        let full: HashMap<DocId, f32> = text
+            .search(&query, all.len(), &accept_all)
+            .unwrap()
+            .into_iter()
+            .collect();
         let scored = text.score_docs(&query, &all).unwrap();
-        assert_eq!(scored, full.wanted);
+        assert_eq!(scored, full);
         assert!(scored.len() > 50 && scored.len() < all.len());
         assert!(!scored.contains_key(&DocId::new(0)), "deleted");
+
+        // The pruned top-k is the naive top-k: score descending, then user id.
+        let mut naive: Vec<(DocId, f32)> = full.iter().map(|(d, s)| (*d, *s)).collect();
+        naive.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then_with(|| user_ids[a.0.as_u64() as usize].cmp(&user_ids[b.0.as_u64() as usize]))
+        });
+        for k in [1, 3, 10, 40] {
+            let pruned = text.search(&query, k, &accept_all).unwrap();
+            assert_eq!(pruned, naive[..k], "top {k}");
+        }
+        // A filter applies before the cut.
+        let odd =
+            |doc: DocId| (doc.as_u64() % 2 == 1).then(|| user_ids[doc.as_u64() as usize].as_str());
+        let naive_odd: Vec<(DocId, f32)> = naive
+            .iter()
+            .copied()
+            .filter(|(d, _)| d.as_u64() % 2 == 1)
+            .take(10)
+            .collect();
+        assert_eq!(text.search(&query, 10, &odd).unwrap(), naive_odd);
 
         let some: Vec<DocId> = (0..next).step_by(4).map(DocId::new).collect();
         let partial = text.score_docs(&query, &some).unwrap();
         for doc in &some {
-            assert_eq!(partial.get(doc), full.wanted.get(doc), "{doc:?}");
+            assert_eq!(partial.get(doc), full.get(doc), "{doc:?}");
         }
     }
 }

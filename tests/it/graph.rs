@@ -1,6 +1,8 @@
 //! The graph leg: entities, paths, maintenance, isolation, and the auto-enable rule.
 
-use ruchedb::{Chunk, Config, Engine, GateDecision, Rule, SearchRequest, Timestamp};
+use ruchedb::{
+    Chunk, Config, Engine, GateDecision, RetrievalQuery, Retriever, Rule, SearchRequest, Timestamp,
+};
 
 fn now() -> Timestamp {
     Timestamp::from_unix_millis(1_790_000_000_000)
@@ -358,4 +360,43 @@ fn feedback_weighs_the_graph_leg_like_the_others() {
     );
     let after = engine.search(&request).unwrap().fusion.graph_weight;
     assert!(after < before, "{after} < {before}");
+}
+
+/// A document only the graph leg returned still gets its BM25: the text leg's top-k
+/// left it out, not because it does not match.
+#[test]
+fn a_graph_only_candidate_gets_its_text_score() {
+    let mut chunks: Vec<Chunk> = (0..12)
+        .map(|i| Chunk::new(format!("tent-{i:02}"), "tent tent tent repair"))
+        .collect();
+    chunks.push(Chunk::new(
+        "order",
+        "Order NW-15699 was placed by CUST-48213.",
+    ));
+    chunks.push(Chunk::new(
+        "pref",
+        "CUST-48213 prefers to be contacted by email about anything, a tent included, \
+         in the morning and never on weekends or holidays",
+    ));
+    let engine = Engine::builder()
+        .embedder_spec(ruchedb::EmbedderSpec::None)
+        .temporary()
+        .unwrap();
+    engine.upsert_chunks(chunks).unwrap();
+    engine.commit().unwrap();
+    // Each leg's best 5: the text leg's are the order note and four tent notes.
+    let request = SearchRequest::chunks("tent for order NW-15699");
+    let query = RetrievalQuery::new(&request, None, 5, now());
+    let retrieved = engine.candidates(&query).unwrap();
+    let pref = retrieved
+        .candidates
+        .iter()
+        .find(|c| c.document.id() == "pref")
+        .expect("the preference note is reached through the customer");
+    assert!(
+        pref.found_by.graph && !pref.found_by.text,
+        "{:?}",
+        pref.found_by
+    );
+    assert!(pref.bm25.is_some_and(|bm25| bm25 > 0.0), "{pref:?}");
 }
