@@ -147,12 +147,20 @@ pub(crate) fn entities_of(doc: &Document) -> Vec<String> {
             (chunk.content.clone(), &chunk.entities, &chunk.relations)
         }
     };
+    // The identifier analyzer reads each whitespace-separated word on its own, and a
+    // code has at least two digits: only the words that have them are analysed (every
+    // document is read at open).
     let mut ident = analyzer::ident_analyzer();
-    out.extend(
-        analyzer::tokens(&mut ident, &text)
-            .into_iter()
-            .filter(|token| analyzer::is_code(token)),
-    );
+    for word in text
+        .split(char::is_whitespace)
+        .filter(|word| word.bytes().filter(u8::is_ascii_digit).nth(1).is_some())
+    {
+        out.extend(
+            analyzer::tokens(&mut ident, word)
+                .into_iter()
+                .filter(|token| analyzer::is_code(token)),
+        );
+    }
     out.extend(explicit.iter().map(|e| normalize(e)));
     // A relation's target is an entity, or a document id: both are edges (a document
     // mentions its own id node, which no query word reaches).
@@ -426,6 +434,38 @@ mod tests {
             entities.contains(&"sup-20931".to_string())
                 && entities.contains(&"inc-77812".to_string())
         );
+    }
+
+    proptest::proptest! {
+        /// Reading only the words with two digits finds the codes a reading of the
+        /// whole text finds.
+        #[test]
+        fn codes_come_from_the_words_with_digits(
+            words in proptest::collection::vec(
+                proptest::string::string_regex(
+                    "[A-Za-z]{0,4}[-_/.#]?[0-9]{0,6}[A-Za-z]{0,2}[,.;:)!?]?|\\(?[a-z]{1,8}|é[0-9]{2}x"
+                ).unwrap(),
+                0..20,
+            ),
+            separators in proptest::collection::vec(
+                proptest::sample::select(vec![" ", "  ", "\n", "\t", "\u{a0}", "\u{2003}"]),
+                20,
+            ),
+        ) {
+            let mut text = String::new();
+            for (word, sep) in words.iter().zip(&separators) {
+                text.push_str(word);
+                text.push_str(sep);
+            }
+            let mut whole: Vec<String> = analyzer::tokens(&mut analyzer::ident_analyzer(), &text)
+                .into_iter()
+                .filter(|token| analyzer::is_code(token))
+                .collect();
+            whole.push(id_node("x"));
+            whole.sort();
+            whole.dedup();
+            proptest::prop_assert_eq!(entities_of(&Document::Chunk(Chunk::new("x", text))), whole);
+        }
     }
 
     #[test]

@@ -2,14 +2,15 @@
 //!
 //! At open: the catalog is loaded from the store; the text index is opened and caught up
 //! from the change log, or rebuilt when it is missing, corrupt or cannot be caught up;
-//! each graph is loaded from its checkpoint. In the background, a worker thread inserts
-//! the tail of each graph (vectors committed after what the graph covers), rebuilds a
-//! graph when too many of its entries are dead, and stores checkpoints when enough has
-//! changed.
+//! each graph is loaded from its checkpoint by a background loader (searches scan
+//! exactly until it is in; dropping the engine does not wait for it). Then a worker
+//! thread inserts the tail of each graph (vectors committed after what the graph
+//! covers), rebuilds a graph when too many of its entries are dead, and stores
+//! checkpoints when enough has changed.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
 use super::{Counters, Inner};
@@ -17,7 +18,7 @@ use crate::catalog::{Catalog, Entry, Vectors};
 use crate::id::{DocId, VectorKey};
 use crate::store::{LogEntry, Store};
 use crate::text::TextIndex;
-use crate::vector::{Graph, Manifest, VectorIndex};
+use crate::vector::{Graph, Manifest};
 use crate::{Error, Kind, Result};
 
 /// Vectors inserted into a graph per round of the worker.
@@ -165,37 +166,62 @@ fn rebuild_text(
     Ok(text)
 }
 
-/// Loads each kind's graph from its checkpoint; a missing or damaged checkpoint leaves
-/// an empty graph that the worker fills from the store.
-pub(super) fn load_graphs(
-    store: &Store,
-    vectors: &VectorIndex,
-    counters: &Counters,
-    dimensions: Option<usize>,
-) -> Result<()> {
-    for kind in [Kind::Rule, Kind::Chunk] {
-        let Some(manifest_bytes) = store.checkpoint_manifest(kind)? else {
-            continue;
-        };
-        let loaded = decode_manifest(&manifest_bytes).and_then(|manifest| {
-            if Some(manifest.dimensions) != dimensions && manifest.n_points > 0 {
-                return Err(Error::corrupt("graph checkpoint has another dimension"));
+/// Removes the scratch directories a process left behind (the caller holds the lock).
+pub(super) fn remove_scratch(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name
+            .to_string_lossy()
+            .starts_with(crate::vector::SCRATCH_PREFIX)
+            && entry.file_type().is_ok_and(|t| t.is_dir())
+        {
+            if let Err(err) = std::fs::remove_dir_all(entry.path()) {
+                tracing::warn!(path = %entry.path().display(), error = %err, "could not remove a scratch directory");
             }
-            let phase = std::time::Instant::now();
-            let files = store.checkpoint_files(kind, manifest.files.len())?;
-            tracing::debug!(
-                kind = %kind,
-                elapsed_ms = phase.elapsed().as_millis() as u64,
-                bytes = files.iter().map(Vec::len).sum::<usize>(),
-                "checkpoint read from the store"
-            );
-            let graph = Graph::load(&manifest, &files, vectors.params())?;
-            Ok((graph, manifest.covered_seq))
-        });
+        }
+    }
+}
+
+/// Loads each kind's graph from its checkpoint, in the background; a missing or damaged
+/// checkpoint leaves an empty graph that the worker fills from the store.
+///
+/// The loader holds the engine only while it reads from the store and while it installs
+/// a graph, never while hnsw_rs parses one (seconds at 100,000 vectors): dropping the
+/// engine does not wait for a load nobody will use, and releases the index at once.
+fn load_graphs(engine: &Weak<Inner>) {
+    for kind in [Kind::Rule, Kind::Chunk] {
+        let read = {
+            let Some(inner) = engine.upgrade() else {
+                return;
+            };
+            if inner.worker.stop.load(Ordering::Acquire) {
+                return;
+            }
+            read_checkpoint(&inner.store, kind).map(|found| {
+                found.map(|(manifest, files)| {
+                    (manifest, files, inner.vectors.params(), inner.dir.clone())
+                })
+            })
+        };
+        let loaded = match read {
+            Ok(None) => continue,
+            Ok(Some((manifest, files, params, dir))) => {
+                Graph::load(&manifest, &files, params, &dir)
+                    .map(|graph| (graph, manifest.covered_seq))
+            }
+            Err(err) => Err(err),
+        };
+        let Some(inner) = engine.upgrade() else {
+            return;
+        };
         match loaded {
             Ok((graph, covered)) => {
-                vectors.install(kind, graph, covered, true);
-                counters
+                inner.vectors.install(kind, graph, covered, true);
+                inner
+                    .counters
                     .graph_checkpoint_loads
                     .fetch_add(1, Ordering::Relaxed);
             }
@@ -204,14 +230,59 @@ pub(super) fn load_graphs(
             }
         }
     }
-    Ok(())
+}
+
+/// The manifest and files of `kind`'s checkpoint, if it has one.
+fn read_checkpoint(store: &Store, kind: Kind) -> Result<Option<(Manifest, Vec<Vec<u8>>)>> {
+    let Some(manifest_bytes) = store.checkpoint_manifest(kind)? else {
+        return Ok(None);
+    };
+    let manifest = decode_manifest(&manifest_bytes)?;
+    if Some(manifest.dimensions) != store.meta().dimensions && manifest.n_points > 0 {
+        return Err(Error::corrupt("graph checkpoint has another dimension"));
+    }
+    let phase = std::time::Instant::now();
+    let files = store.checkpoint_files(kind, manifest.files.len())?;
+    tracing::debug!(
+        kind = %kind,
+        elapsed_ms = phase.elapsed().as_millis() as u64,
+        bytes = files.iter().map(Vec::len).sum::<usize>(),
+        "checkpoint read from the store"
+    );
+    Ok(Some((manifest, files)))
 }
 
 fn decode_manifest(bytes: &[u8]) -> Result<Manifest> {
     bincode::deserialize(bytes).map_err(|err| Error::corrupt(format!("graph manifest: {err}")))
 }
 
+/// Starts the background threads: the checkpoint loader (detached, see
+/// [`load_graphs`]) and the graph maintenance worker, which starts once the loader is
+/// done. Returns the worker.
 pub(super) fn spawn_worker(inner: Arc<Inner>) -> Result<JoinHandle<()>> {
+    let engine = Arc::downgrade(&inner);
+    std::thread::Builder::new()
+        .name("ruche-graph-load".to_string())
+        .spawn(move || {
+            /// Marks the checkpoints loaded when dropped, even if loading panicked, so
+            /// that no reader waits forever.
+            struct Loaded(Weak<Inner>);
+            impl Drop for Loaded {
+                fn drop(&mut self) {
+                    if let Some(inner) = self.0.upgrade() {
+                        inner.worker.set_loaded();
+                    }
+                }
+            }
+            let phase = std::time::Instant::now();
+            let _loaded = Loaded(engine.clone());
+            load_graphs(&engine);
+            tracing::debug!(
+                elapsed_ms = phase.elapsed().as_millis() as u64,
+                "graphs loaded"
+            );
+        })
+        .map_err(Error::from)?;
     std::thread::Builder::new()
         .name("ruche-graph".to_string())
         .spawn(move || worker_loop(&inner))
@@ -224,26 +295,12 @@ fn worker_loop(inner: &Inner) {
         let mut state = signal.state.lock().unwrap_or_else(|p| p.into_inner());
         state.busy = true;
     }
-    /// Marks the checkpoints loaded when dropped, even if loading panicked, so that no
-    /// reader waits forever.
-    struct Loaded<'a>(&'a super::WorkerSignal);
-    impl Drop for Loaded<'_> {
-        fn drop(&mut self) {
-            self.0.set_loaded();
-        }
+    if !signal.wait_loaded_or_stopped() {
+        let mut state = signal.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.busy = false;
+        signal.idle.notify_all();
+        return;
     }
-    let phase = std::time::Instant::now();
-    let dimensions = inner.store.meta().dimensions;
-    {
-        let _loaded = Loaded(signal);
-        if let Err(err) = load_graphs(&inner.store, &inner.vectors, &inner.counters, dimensions) {
-            tracing::warn!(error = %err, "graph checkpoints could not be read; rebuilding");
-        }
-    }
-    tracing::debug!(
-        elapsed_ms = phase.elapsed().as_millis() as u64,
-        "graphs loaded"
-    );
     loop {
         {
             let mut state = signal.state.lock().unwrap_or_else(|p| p.into_inner());

@@ -286,6 +286,7 @@ impl Engine {
         if !create {
             // A compaction that stopped half-way is finished or discarded first.
             compact::recover(dir)?;
+            maintain::remove_scratch(dir);
         }
         let phase = std::time::Instant::now();
         let store = Store::open(&store_dir, create, builder.cache_bytes)?;
@@ -545,8 +546,7 @@ impl Engine {
     }
 
     fn stop_worker(&mut self) {
-        self.inner.worker.stop.store(true, Ordering::Release);
-        self.inner.wake_worker();
+        self.inner.worker.request_stop();
         if let Some(worker) = self.worker.take() {
             // A panicking worker has already reported itself; the graph is derived data.
             let _ = worker.join();
@@ -600,6 +600,30 @@ impl WorkerSignal {
     pub(crate) fn set_loaded(&self) {
         *self.loaded.lock().unwrap_or_else(|p| p.into_inner()) = true;
         self.loaded_cv.notify_all();
+    }
+
+    /// Waits until the checkpoints are loaded or the worker is stopped; `true` when
+    /// loaded.
+    pub(crate) fn wait_loaded_or_stopped(&self) -> bool {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        while !*loaded && !self.stop.load(Ordering::Acquire) {
+            loaded = self
+                .loaded_cv
+                .wait(loaded)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        *loaded
+    }
+
+    /// Stops the worker, waking it wherever it waits.
+    fn request_stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        // Under each wait's mutex, so that no waiter misses the flag between its check
+        // and its wait.
+        drop(self.loaded.lock().unwrap_or_else(|p| p.into_inner()));
+        self.loaded_cv.notify_all();
+        drop(self.state.lock().unwrap_or_else(|p| p.into_inner()));
+        self.wake.notify_all();
     }
 
     /// Waits until the checkpoints are loaded.
@@ -690,7 +714,7 @@ impl Inner {
 /// Takes the index directory's lock, or fails with `Locked`.
 impl Engine {
     /// Deletes the index in `dir`: the files and directories the engine owns there
-    /// (`store/`, `text/`, `MANIFEST`, `LOCK`). Anything else in `dir`, and `dir` itself,
+    /// (`store/`, `text/`, `MANIFEST`, `LOCK`, `.graph-load-*` scratch directories). Anything else in `dir`, and `dir` itself,
     /// are kept.
     ///
     /// # Errors
@@ -705,6 +729,7 @@ impl Engine {
             }));
         }
         let lock_file = lock(dir, std::time::Duration::ZERO)?;
+        maintain::remove_scratch(dir);
         for owned in [STORE_DIR, TEXT_DIR] {
             let path = dir.join(owned);
             match std::fs::remove_dir_all(&path) {

@@ -512,7 +512,7 @@ impl TextIndex {
                 f32::MIN
             }
         };
-        for segment in searcher.segment_readers() {
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
             let doc_ids = segment.fast_fields().u64("doc_id").map_err(tantivy_err)?;
             let alive = segment.alive_bitset();
             weight
@@ -527,6 +527,7 @@ impl TextIndex {
                             score,
                             user_id,
                             doc,
+                            at: (ord, seg_doc),
                         });
                         if heap.len() > limit {
                             heap.pop();
@@ -536,7 +537,29 @@ impl TextIndex {
                 })
                 .map_err(tantivy_err)?;
         }
+        // The pruning scorer adds the terms' scores in another order than the plain
+        // scorer: the hits are scored again as `score_docs` scores any document, so a
+        // document's BM25 does not depend on the path that found it.
         let mut hits = heap.into_vec();
+        hits.sort_unstable_by_key(|entry| entry.at);
+        let mut i = 0;
+        while i < hits.len() {
+            let ord = hits[i].at.0;
+            let mut scorer = weight
+                .scorer(&searcher.segment_readers()[ord], 1.0)
+                .map_err(tantivy_err)?;
+            while i < hits.len() && hits[i].at.0 == ord {
+                let seg_doc = hits[i].at.1;
+                let mut at = scorer.doc();
+                if at < seg_doc {
+                    at = scorer.seek(seg_doc);
+                }
+                if at == seg_doc {
+                    hits[i].score = scorer.score();
+                }
+                i += 1;
+            }
+        }
         hits.sort();
         Ok(hits
             .into_iter()
@@ -751,6 +774,8 @@ struct HeapEntry<'a> {
     score: f32,
     user_id: &'a str,
     doc: DocId,
+    /// Where the document is: segment ordinal and document within the segment.
+    at: (usize, u32),
 }
 
 impl PartialEq for HeapEntry<'_> {

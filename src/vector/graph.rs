@@ -8,6 +8,7 @@
 //! it.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
 
 use hnsw_rs::api::AnnT;
 use hnsw_rs::hnswio::HnswIo;
@@ -18,6 +19,10 @@ use super::metric::{self, CosineDistance};
 use crate::id::VectorKey;
 use crate::{Error, Result};
 
+/// The prefix of the scratch directories checkpoints are unpacked into for hnsw_rs. A
+/// process that exits while a checkpoint loads leaves one behind in the index
+/// directory; the next open removes it.
+pub(crate) const SCRATCH_PREFIX: &str = ".graph-load-";
 /// The graph's construction and search parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct HnswParams {
@@ -161,14 +166,21 @@ impl Graph {
         Ok(())
     }
 
+    /// hnsw_rs reads files: they are unpacked into a scratch directory (prefix
+    /// [`SCRATCH_PREFIX`]) in `scratch`, the index directory, or in the system's
+    /// temporary directory when `scratch` cannot take one.
     pub(crate) fn load(
         manifest: &Manifest,
         files: &[Vec<u8>],
         params: HnswParams,
+        scratch: &Path,
     ) -> Result<Graph> {
         Graph::verify(manifest, files)?;
         let phase = std::time::Instant::now();
-        let dir = tempfile::tempdir()?;
+        let dir = tempfile::Builder::new()
+            .prefix(SCRATCH_PREFIX)
+            .tempdir_in(scratch)
+            .or_else(|_| tempfile::tempdir())?;
         for (bytes, suffix) in files.iter().zip(["hnsw.graph", "hnsw.data"]) {
             std::fs::write(dir.path().join(format!("ruche.{suffix}")), bytes)?;
         }

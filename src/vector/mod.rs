@@ -21,7 +21,7 @@ use crate::catalog::{Catalog, DocFilter};
 use crate::id::DocId;
 
 pub use self::graph::HnswParams;
-pub(crate) use self::graph::{Graph, Manifest};
+pub(crate) use self::graph::{Graph, Manifest, SCRATCH_PREFIX};
 
 /// The graph of one kind and how far it covers the change sequence.
 pub(crate) struct KindGraph {

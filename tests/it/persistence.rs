@@ -106,6 +106,50 @@ fn reopen_loads_the_graph_and_gives_identical_results() {
     assert_eq!(engine.stats().counters.graph_vectors_inserted, 0);
 }
 
+/// Dropping an engine while its graph checkpoint loads releases the index at once: a
+/// second engine opens it in the same process, and the scratch directory a process left
+/// behind (killed during a load) is removed, while the user's own files stay.
+#[test]
+fn an_engine_dropped_while_its_graph_loads_lets_go_of_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let before = {
+        let engine = builder().config(graph_config()).create(&path).unwrap();
+        engine.upsert_chunks(chunks(3_000)).unwrap();
+        engine.commit().unwrap();
+        let results = results(&engine);
+        engine.close().unwrap();
+        results
+    };
+    let left_behind = path.join(".graph-load-k1ll3d");
+    std::fs::create_dir(&left_behind).unwrap();
+    std::fs::write(left_behind.join("ruche.hnsw.data"), b"partial").unwrap();
+    std::fs::write(path.join(".graph-notes"), b"mine").unwrap();
+    for _ in 0..5 {
+        // Opened and dropped before its checkpoint is in: no wait, no lock left held.
+        drop(builder().config(graph_config()).open(&path).unwrap());
+    }
+    let engine = builder().config(graph_config()).open(&path).unwrap();
+    assert!(
+        !left_behind.exists(),
+        "the scratch directory is ours: removed"
+    );
+    assert_eq!(std::fs::read(path.join(".graph-notes")).unwrap(), b"mine");
+    // Before the checkpoint is in (exact scan) and after, the same results.
+    assert_eq!(results(&engine), before);
+    engine.sync_graph().unwrap();
+    assert_eq!(engine.stats().counters.graph_checkpoint_loads, 1);
+    assert_eq!(results(&engine), before);
+    drop(engine);
+    ruchedb::Engine::remove(&path).unwrap();
+    let mut left: Vec<String> = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, [".graph-notes"]);
+}
+
 #[test]
 fn a_deleted_text_index_is_rebuilt_from_the_store() {
     let dir = tempfile::tempdir().unwrap();
