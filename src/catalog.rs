@@ -455,6 +455,16 @@ impl Catalog {
             .sum()
     }
 
+    /// The number of live vectors of `kind` written after sequence number `after`.
+    pub(crate) fn n_vectors_after(&self, kind: Kind, after: u64) -> usize {
+        self.vectors_by_seq[usize::from(kind.as_u8())]
+            .range((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded))
+            .filter_map(|(_, doc)| self.entries.get(doc))
+            .filter_map(|entry| entry.vectors.as_ref())
+            .map(Vectors::len)
+            .sum()
+    }
+
     /// Every live document, in no particular order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (DocId, &Entry)> {
         self.entries.iter().map(|(doc, entry)| (*doc, entry))

@@ -173,14 +173,15 @@ pub(super) fn remove_scratch(dir: &Path) {
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        if name
+        let ours = name
             .to_string_lossy()
             .starts_with(crate::vector::SCRATCH_PREFIX)
-            && entry.file_type().is_ok_and(|t| t.is_dir())
+            && entry.file_type().is_ok_and(|t| t.is_dir());
+        if let Some(err) = ours
+            .then(|| std::fs::remove_dir_all(entry.path()).err())
+            .flatten()
         {
-            if let Err(err) = std::fs::remove_dir_all(entry.path()) {
-                tracing::warn!(path = %entry.path().display(), error = %err, "could not remove a scratch directory");
-            }
+            tracing::warn!(path = %entry.path().display(), error = %err, "could not remove a scratch directory");
         }
     }
 }

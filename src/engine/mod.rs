@@ -519,6 +519,19 @@ impl Engine {
         }
     }
 
+    /// The committed vectors not in a graph yet: what the background worker has left
+    /// to insert (searches scan them exactly meanwhile). Waits for the graph checkpoints
+    /// to load at open. A progress display polls this while [`Engine::sync_graph`] runs.
+    pub fn graph_backlog(&self) -> usize {
+        let inner = &self.inner;
+        inner.worker.wait_loaded();
+        let catalog = inner.read_catalog();
+        [Kind::Rule, Kind::Chunk]
+            .into_iter()
+            .map(|kind| catalog.n_vectors_after(kind, inner.vectors.covered(kind)))
+            .sum()
+    }
+
     /// Blocks until the graphs hold every committed vector, then stores checkpoints.
     ///
     /// Searches never need this (documents not in a graph are scanned exactly); it makes

@@ -17,6 +17,10 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "SECONDS", default_value_t = 0.0)]
     pub wait: f64,
 
+    /// No progress or status lines on stderr (errors are still printed).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }

@@ -1,12 +1,11 @@
 //! The subcommands.
 
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::str::FromStr;
 
 use ruchedb::{Config, EmbedderSpec, Engine, Kind};
@@ -17,6 +16,7 @@ use crate::args::{
 };
 use crate::input::{self, QueryDefaults, QueryLine};
 use crate::output;
+use crate::progress::{self, Phase, Unit};
 
 /// Documents upserted per call while indexing (the progress bar's step).
 const UPSERT_BATCH: usize = 1_000;
@@ -51,36 +51,8 @@ pub fn open(config: &Config, dir: &Path) -> Result<Engine> {
     Ok(builder(config).open(dir)?)
 }
 
-fn progress(total: u64, message: &str) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ({per_sec}, {eta})")
-            .expect("the template is valid")
-            .progress_chars("=> "),
-    );
-    bar.set_message(message.to_string());
-    bar
-}
-
-fn spinner(message: &str) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new_spinner();
-    bar.set_message(message.to_string());
-    bar.enable_steady_tick(Duration::from_millis(120));
-    bar
-}
-
-pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
-    if args.rules.is_none() && args.chunks.is_none() && args.records.is_none() {
-        bail!("nothing to index: give --rules FILE, --chunks FILE and/or --records FILE");
-    }
-    // Read and validate everything before touching the index: a bad line fails the
-    // whole import and leaves the index as it was.
+/// The rules and chunks of `--rules`, `--chunks` and `--records`, every line checked.
+fn read_inputs(args: &IndexArgs) -> Result<(Vec<ruchedb::Rule>, Vec<ruchedb::Chunk>)> {
     let mut rules = args
         .rules
         .as_deref()
@@ -101,6 +73,35 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
             }
         }
     }
+    Ok((rules, chunks))
+}
+
+pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
+    if args.rules.is_none() && args.chunks.is_none() && args.records.is_none() {
+        bail!("nothing to index: give --rules FILE, --chunks FILE and/or --records FILE");
+    }
+    // Read and validate everything before touching the index: a bad line fails the
+    // whole import and leaves the index as it was.
+    let inputs = [&args.rules, &args.chunks, &args.records];
+    let total_bytes: u64 = inputs
+        .iter()
+        .filter_map(|path| path.as_deref())
+        .filter_map(|path| std::fs::metadata(path).ok())
+        .map(|meta| meta.len())
+        .sum();
+    let mut reading = Phase::start("read", total_bytes, Unit::Bytes);
+    let start_bytes = input::bytes_read();
+    let (rules, chunks) = progress::watch(
+        &mut reading,
+        || read_inputs(args),
+        || input::bytes_read() - start_bytes,
+    )?;
+    reading.finish(&format!(
+        "{} rules and {} chunks, {}",
+        rules.len(),
+        chunks.len(),
+        indicatif::HumanBytes(input::bytes_read() - start_bytes)
+    ));
     for (kind, keys) in [
         (
             "rule",
@@ -203,27 +204,45 @@ fn index_into(
         engine
     };
     let (n_rules, n_chunks) = (rules.len(), chunks.len());
-    let bar = progress((n_rules + n_chunks) as u64, "indexing");
+    let name = if engine.embedder().is_some() {
+        "embed"
+    } else {
+        "write"
+    };
+    let mut writing = Phase::start(name, (n_rules + n_chunks) as u64, Unit::Items("documents"));
     for (batch_idx, batch) in rules.chunks(UPSERT_BATCH).enumerate() {
         let first = batch_idx * UPSERT_BATCH + 1;
         engine
             .upsert_rules(batch.to_vec())
             .with_context(|| format!("rules {first}..{}", first + batch.len() - 1))?;
-        bar.inc(batch.len() as u64);
+        writing.inc(batch.len() as u64);
     }
     for (batch_idx, batch) in chunks.chunks(UPSERT_BATCH).enumerate() {
         let first = batch_idx * UPSERT_BATCH + 1;
         engine
             .upsert_chunks(batch.to_vec())
             .with_context(|| format!("chunks {first}..{}", first + batch.len() - 1))?;
-        bar.inc(batch.len() as u64);
+        writing.inc(batch.len() as u64);
     }
-    bar.finish_and_clear();
-    let spin = spinner("committing");
+    writing.finish(&format!("{n_rules} rules and {n_chunks} chunks"));
+    let committing = Phase::start("commit", 0, Unit::Items("changes"));
     let changes = engine.commit()?;
-    spin.set_message("building the vector graph");
+    committing.finish(&format!("{changes} changes, searchable now"));
+    // The graph is built in the background; searches scan what it does not cover yet.
+    // An interrupted build resumes from its last checkpoint at the next open.
+    if engine.stats().dimensions.is_some() {
+        let backlog = engine.graph_backlog() as u64;
+        let mut graph = Phase::start("graph", backlog, Unit::Items("vectors"));
+        progress::watch(
+            &mut graph,
+            || engine.sync_graph(),
+            || backlog.saturating_sub(engine.graph_backlog() as u64),
+        )?;
+        graph.finish(&format!(
+            "every vector in the HNSW graph ({backlog} inserted after the commit)"
+        ));
+    }
     engine.close()?;
-    spin.finish_and_clear();
     Ok((n_rules, n_chunks, changes))
 }
 
@@ -579,9 +598,9 @@ pub fn select() -> Result<ExitCode> {
 
 pub fn reembed(config: &Config, args: &ReembedArgs) -> Result<ExitCode> {
     let spec: EmbedderSpec = args.embedder.parse()?;
-    let spin = spinner("re-embedding");
+    let phase = Phase::start("reembed", 0, Unit::Items("documents"));
     let n_docs = Engine::reembed(&args.dir, &spec, config.clone())?;
-    spin.finish_and_clear();
+    phase.finish(&format!("{n_docs} documents"));
     println!(
         "re-embedded {n_docs} documents of {} with `{spec}`",
         args.dir.display()

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
 use ruchedb::{Chunk, Document, FusionSpec, Kind, Rule, SearchRequest, SelectionConfig, Timestamp};
@@ -11,14 +12,34 @@ use crate::args::{FusionArgs, OnOff};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+/// Bytes read so far through [`open`], by every thread: what the progress of a long
+/// read shows.
+static BYTES_READ: AtomicU64 = AtomicU64::new(0);
+
+/// The bytes read so far through [`open`].
+pub fn bytes_read() -> u64 {
+    BYTES_READ.load(Ordering::Relaxed)
+}
+
+/// Counts what it reads into [`BYTES_READ`].
+struct Counted<R>(R);
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        BYTES_READ.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
 /// Opens `path` for reading, `-` meaning stdin.
 pub fn open(path: &Path) -> Result<Box<dyn Read>> {
     if path.as_os_str() == "-" {
-        return Ok(Box::new(std::io::stdin()));
+        return Ok(Box::new(Counted(std::io::stdin())));
     }
     let file =
         std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    Ok(Box::new(file))
+    Ok(Box::new(Counted(file)))
 }
 
 /// Parses every non-blank line of JSONL as a `T`, failing on the first bad line with

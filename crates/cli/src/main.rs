@@ -10,6 +10,7 @@ mod eval;
 mod input;
 mod milvus;
 mod output;
+mod progress;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -72,6 +73,7 @@ fn one_line(message: &str) -> String {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     commands::set_wait(cli.wait)?;
+    progress::set_quiet(cli.quiet);
     let config = ruchedb::Config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Index(args) => commands::index(&config, &args),

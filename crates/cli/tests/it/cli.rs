@@ -503,3 +503,36 @@ fn each_selection_is_one_structured_log_event() {
         assert!(!event[key].is_null(), "{key} in {event}");
     }
 }
+
+/// Not on a terminal, `index` says on stderr when each phase ends (the data is
+/// searchable at `commit`); `--quiet` says nothing; stdout keeps its summary.
+#[test]
+fn index_reports_its_phases_unless_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = write(dir.path(), "rules.jsonl", RULES);
+    let chunks = write(dir.path(), "chunks.jsonl", CHUNKS);
+    let index = dir.path().join("index").to_str().unwrap().to_string();
+    let output = ruche(&["index", &index, "--rules", &rules, "--chunks", &chunks]);
+    assert_code(&output, 0);
+    let err = stderr(&output);
+    let phases: Vec<&str> = err
+        .lines()
+        .filter_map(|line| line.split(':').next())
+        .collect();
+    assert_eq!(phases, ["read", "embed", "commit", "graph"], "{err}");
+    assert!(err.contains("read: 3 rules and 3 chunks, "), "{err}");
+    assert!(
+        err.contains("commit: 6 changes, searchable now in "),
+        "{err}"
+    );
+    assert!(
+        err.contains("graph: every vector in the HNSW graph ("),
+        "{err}"
+    );
+
+    let quiet = dir.path().join("quiet").to_str().unwrap().to_string();
+    let output = ruche(&["index", &quiet, "--chunks", &chunks, "--quiet"]);
+    assert_code(&output, 0);
+    assert_eq!(stderr(&output), "");
+    assert!(stdout(&output).contains("indexed 0 rules and 3 chunks"));
+}
