@@ -13,6 +13,11 @@
 //!   priority in 0..=100; the 3,000 in-scope and 100 out-of-scope messages as queries,
 //!   default configuration. In-scope top-1, out-of-scope answered with no rule, and
 //!   accuracy with abstention with out-of-scope messages weighted to a 1:4.5 mix.
+//! - `scenarios`: CLINC150 val as scenario detection: its 10 domains as scenarios (the
+//!   description names the domain and its intents, 5 or 2 random training messages per
+//!   intent as examples), the val messages and the out-of-scope ones as queries, default
+//!   configuration: how often the first scenario is the message's domain, how often an
+//!   out-of-scope message activates none, accuracy with abstention (1:4.5 mix).
 //! - `banking`: BANKING77 (first 10 messages of each intent as patterns, the rest as
 //!   queries), top-1 with the gate off: the ranking itself.
 //! - `scifact`: SciFact train with the given MiniLM vectors: nDCG@10 with `top_k(10)`,
@@ -25,6 +30,10 @@
 //!   and BANKING77 with held-out intents as out-of-scope; chunks: SciFact train, with
 //!   CLINC150's out-of-scope messages as unrelated queries) and prints them with the
 //!   threshold that maximises accuracy with abstention.
+//!
+//! - `fit-scenarios`: fits the scenarios' calibrations the same way, on CLINC150 train
+//!   with its domains as scenarios, two domains held out as out-of-scope in each of five
+//!   folds.
 //!
 //! With `--bert DIR` (feature `bert`), rules and queries are embedded with
 //! all-MiniLM-L6-v2 instead of the bundled static model.
@@ -44,8 +53,8 @@ use rand::prelude::*;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use ruchedb::{
-    Chunk, Config, Embedder, EmbedderSpec, Engine, Hit, Rule, SearchRequest, StaticEmbedder,
-    Timestamp,
+    Chunk, Config, Embedder, EmbedderSpec, Engine, Hit, Rule, Scenario, SearchRequest,
+    StaticEmbedder, Timestamp,
 };
 
 /// Out-of-scope messages weigh as in a realistic mix of 1,000 to 4,500 in-scope ones.
@@ -220,6 +229,133 @@ fn clinc(setup: &Setup) -> Res<()> {
         "| mean | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
         sums[0], sums[1], sums[2], sums[3], sums[4]
     );
+    Ok(())
+}
+
+// # CLINC150 domains as scenarios
+
+/// The 10 domains of CLINC150 as scenarios: the description names the domain and its
+/// intents, the examples are `per_intent` random training messages of each intent.
+fn domain_scenarios(
+    eval: &Path,
+    by_intent: &ByIntent,
+    rng: &mut ChaCha8Rng,
+    per_intent: usize,
+) -> Res<(Vec<Scenario>, BTreeMap<String, String>)> {
+    let domains: BTreeMap<String, Vec<String>> = serde_json::from_str(&std::fs::read_to_string(
+        eval.join("clinc150/domains.json"),
+    )?)?;
+    let mut domain_of = BTreeMap::new();
+    let scenarios = domains
+        .iter()
+        .map(|(domain, intents)| {
+            let mut examples = Vec::new();
+            for intent in intents {
+                domain_of.insert(intent.clone(), domain.clone());
+                let messages = by_intent.get(intent).map(Vec::as_slice).unwrap_or_default();
+                examples.extend(messages.choose_multiple(rng, per_intent).cloned());
+            }
+            let words = |s: &str| s.replace('_', " ");
+            let description = format!(
+                "{}: {}",
+                words(domain),
+                intents
+                    .iter()
+                    .map(|i| words(i))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            Scenario::new(domain, words(domain), description).with_examples(examples)
+        })
+        .collect();
+    Ok((scenarios, domain_of))
+}
+
+/// CLINC150 val with its 10 domains as scenarios: the message's domain should come
+/// first, an out-of-scope message should activate none.
+fn scenarios(setup: &Setup) -> Res<()> {
+    let train = clinc_file(&setup.eval, "train.jsonl")?;
+    let by_intent = group(&train);
+    let val = clinc_file(&setup.eval, "val.jsonl")?;
+    let oos = clinc_file(&setup.eval, "oos_val.jsonl")?;
+    println!(
+        "\n## CLINC150 val as scenario detection, {} ({} in-scope + {} out-of-scope messages, 10 domains as scenarios)\n",
+        setup.name,
+        val.len(),
+        oos.len()
+    );
+    println!(
+        "| examples per intent | seed | first is the domain | out-of-scope with none | accuracy with abstention | in-scope with none | first is the domain, gate off | mean hits |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    for per_intent in [5, 2] {
+        for seed in [3u64, 4] {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let (scenarios, domain_of) =
+                domain_scenarios(&setup.eval, &by_intent, &mut rng, per_intent)?;
+            let mut queries: Vec<Labelled> = val
+                .iter()
+                .map(|q| Labelled {
+                    text: q.text.clone(),
+                    intent: q.intent.as_ref().and_then(|i| domain_of.get(i).cloned()),
+                })
+                .collect();
+            queries.extend(oos.iter().map(|q| Labelled {
+                text: q.text.clone(),
+                intent: None,
+            }));
+            // The defaults, or `RUCHE_*` overrides for experiments.
+            let engine = setup.engine(Config::load(None)?)?;
+            engine.upsert_scenarios(scenarios)?;
+            engine.commit()?;
+            let run = |top_k: Option<usize>| -> Res<Vec<Vec<Hit>>> {
+                queries
+                    .par_iter()
+                    .map(|q| {
+                        let mut request = SearchRequest::scenarios(q.text.clone());
+                        if let Some(k) = top_k {
+                            request = request.top_k(k).min_relevance(0.0);
+                        }
+                        Ok(engine.search(&request)?.hits)
+                    })
+                    .collect()
+            };
+            if std::env::var_os("SWEEP").is_some() {
+                for t in [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5] {
+                    let tops: Vec<Option<String>> = queries
+                        .par_iter()
+                        .map(|q| {
+                            let r = SearchRequest::scenarios(q.text.clone()).min_relevance(t);
+                            engine
+                                .search(&r)
+                                .map(|r| r.hits.into_iter().next().map(|h| h.id))
+                        })
+                        .collect::<Result<_, _>>()?;
+                    let s = abstention_score(&queries, &tops);
+                    println!(
+                        "min_relevance {t}: {:.3} {:.3} {:.3}",
+                        s.in_scope_top1, s.oos_abstention, s.accuracy
+                    );
+                }
+            }
+            let gated = run(None)?;
+            let mean_hits = gated.iter().map(Vec::len).sum::<usize>() as f64 / gated.len() as f64;
+            let tops: Vec<Option<String>> = gated
+                .into_iter()
+                .map(|hits| hits.into_iter().next().map(|h| h.id))
+                .collect();
+            let s = abstention_score(&queries, &tops);
+            let open: Vec<Option<String>> = run(Some(1))?
+                .into_iter()
+                .map(|hits| hits.into_iter().next().map(|h| h.id))
+                .collect();
+            let open = abstention_score(&queries, &open).in_scope_top1;
+            println!(
+                "| {per_intent} | {seed} | {:.3} | {:.3} | {:.3} | {:.3} | {open:.3} | {mean_hits:.2} |",
+                s.in_scope_top1, s.oos_abstention, s.accuracy, s.false_abstention
+            );
+        }
+    }
     Ok(())
 }
 
@@ -690,6 +826,91 @@ fn rule_queries(setup: &Setup, legs: Legs) -> Res<Vec<(bool, LabelledQuery)>> {
     Ok(per_query)
 }
 
+/// Scenarios on CLINC150 train, five folds that each hold two of the ten domains out as
+/// out-of-scope: the other eight domains as scenarios (5 random training messages per
+/// intent as examples), 3 other training messages per intent of the eight and 10 per
+/// intent of the two held out as queries. Per query, the candidates, labelled.
+fn scenario_queries(setup: &Setup, legs: Legs) -> Res<Vec<LabelledQuery>> {
+    let by_intent = group(&clinc_file(&setup.eval, "train.jsonl")?);
+    let mut per_query = Vec::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let (all, domain_of) = domain_scenarios(&setup.eval, &by_intent, &mut rng, 5)?;
+    let mut order: Vec<String> = all.iter().map(|s| s.id.clone()).collect();
+    order.shuffle(&mut rng);
+    for fold in order.chunks(2) {
+        let (scenarios, _) = domain_scenarios(&setup.eval, &by_intent, &mut rng, 5)?;
+        let used: HashSet<&String> = scenarios.iter().flat_map(|s| &s.examples).collect();
+        let engine = match legs {
+            Legs::Text => Engine::builder()
+                .config(Config::default())
+                .embedder_spec(EmbedderSpec::None)
+                .temporary()?,
+            _ => setup.engine(Config::default())?,
+        };
+        engine.upsert_scenarios(scenarios.iter().filter(|s| !fold.contains(&s.id)).cloned())?;
+        engine.commit()?;
+        let mut queries: Vec<(String, Option<String>)> = Vec::new();
+        for (intent, messages) in &by_intent {
+            let domain = &domain_of[intent];
+            let held_out = fold.contains(domain);
+            let fresh: Vec<&String> = messages.iter().filter(|m| !used.contains(*m)).collect();
+            let n = if held_out { 10 } else { 3 };
+            for m in fresh.choose_multiple(&mut rng, n) {
+                queries.push(((*m).clone(), (!held_out).then(|| domain.clone())));
+            }
+        }
+        let results: Vec<Vec<Hit>> = queries
+            .par_iter()
+            .map(|(text, _)| {
+                let request = if legs == Legs::Vector {
+                    let v = setup.embedder.embed_batch(&[text.as_str()])?.remove(0);
+                    SearchRequest::scenarios("").embedding(v)
+                } else {
+                    SearchRequest::scenarios(text.clone())
+                };
+                Ok(engine.search(&request.top_k(10).min_relevance(0.0))?.hits)
+            })
+            .collect::<Res<_>>()?;
+        for ((_, domain), hits) in queries.iter().zip(results) {
+            let cands: Vec<Sample> = hits
+                .iter()
+                .map(|h| Sample::of(h, domain.as_deref() == Some(h.id.as_str())))
+                .collect();
+            per_query.push((cands, domain.is_some()));
+        }
+    }
+    Ok(per_query)
+}
+
+/// Fits the scenarios' calibrations as the rules' are fitted.
+fn fit_scenarios(setup: &Setup) -> Res<()> {
+    println!("\n## Scenario calibrations, {}\n", setup.name);
+    for legs in [Legs::Both, Legs::Vector, Legs::Text] {
+        fit_queries("scenarios", legs, &scenario_queries(setup, legs)?);
+    }
+    Ok(())
+}
+
+/// Fits a calibration on the best candidate of each query (a relevance of 0.8 means that
+/// 80% of best candidates with these signals are the right answer), picks the threshold
+/// that maximises accuracy with abstention, and prints it shifted to 0.5.
+fn fit_queries(what: &str, legs: Legs, queries: &[LabelledQuery]) {
+    let samples: Vec<Sample> = queries
+        .iter()
+        .filter_map(|q| q.0.first().copied())
+        .collect();
+    let w = logistic(
+        &samples,
+        [legs != Legs::Text, legs != Legs::Vector, false, true],
+    );
+    let (t, acc) = best_threshold(queries, &w);
+    println!(
+        "{what}, {legs:?}: threshold {t:.2}, accuracy with abstention {acc:.3} on the fitting data ({} queries)",
+        queries.len()
+    );
+    print_weights("  at 0.5", &at_half(w, t));
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Legs {
     Both,
@@ -831,22 +1052,7 @@ fn fit(setup: &Setup) -> Res<()> {
                 .filter(|q| q.0 == patterns)
                 .map(|q| q.1.clone())
                 .collect();
-            // Fitted on the best candidate of each query: a relevance of 0.8 means that
-            // 80% of best candidates with these signals are the right answer.
-            let samples: Vec<Sample> = queries
-                .iter()
-                .filter_map(|q| q.0.first().copied())
-                .collect();
-            let w = logistic(
-                &samples,
-                [legs != Legs::Text, legs != Legs::Vector, false, true],
-            );
-            let (t, acc) = best_threshold(&queries, &w);
-            println!(
-                "rules {name}, {legs:?}: threshold {t:.2}, accuracy with abstention {acc:.3} on the fitting data ({} queries)",
-                queries.len()
-            );
-            print_weights("  at 0.5", &at_half(w, t));
+            fit_queries(&format!("rules {name}"), legs, &queries);
         }
     }
     let minilm = setup.name.contains("bert");
@@ -922,6 +1128,7 @@ fn main() -> Res<()> {
         match tasks[i].as_str() {
             "clinc" => clinc(&setup)?,
             "banking" => banking(&setup)?,
+            "scenarios" => scenarios(&setup)?,
             "scifact" => scifact(&setup)?,
             "identifiers" => {
                 let n = tasks
@@ -933,6 +1140,7 @@ fn main() -> Res<()> {
             }
             "sample" => sample(&setup)?,
             "fit" => fit(&setup)?,
+            "fit-scenarios" => fit_scenarios(&setup)?,
             other => return Err(format!("unknown task `{other}`").into()),
         }
         eprintln!("{}: {:.0} s", tasks[i], started.elapsed().as_secs_f64());

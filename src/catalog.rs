@@ -163,6 +163,16 @@ impl DocFilter<'_> {
                             .is_some_and(|found| json_equals(found, value))
                     })
             }
+            Document::Scenario(scenario) => {
+                scenario.enabled
+                    && agent_matches(scenario.agent_id.as_deref(), self.agent)
+                    && self.tags.iter().all(|tag| scenario.tags.contains(tag))
+            }
+            Document::Tool(tool) => {
+                tool.enabled
+                    && agent_matches(tool.agent_id.as_deref(), self.agent)
+                    && self.tags.iter().all(|tag| tool.tags.contains(tag))
+            }
         }
     }
 }
@@ -204,21 +214,21 @@ pub(crate) struct Catalog {
     /// The entity graph of the live documents.
     pub(crate) graph: crate::graph::EntityGraph,
     /// Live documents by kind (index `Kind::as_u8`) and tenant.
-    by_tenant: [HashMap<String, HashSet<DocId>>; 2],
+    by_tenant: [HashMap<String, HashSet<DocId>>; Kind::COUNT],
     /// Live chunks by tenant and context.
     by_context: HashMap<String, HashMap<String, HashSet<DocId>>>,
     /// Live documents that have vectors, by kind and upsert sequence number.
-    vectors_by_seq: [BTreeMap<u64, DocId>; 2],
+    vectors_by_seq: [BTreeMap<u64, DocId>; Kind::COUNT],
     /// The number of live vectors of each kind.
-    n_vectors: [usize; 2],
+    n_vectors: [usize; Kind::COUNT],
     /// User ids to live versions, by kind and tenant (rebuilt from the documents at
     /// open: the store keeps no separate id map).
-    ids: [HashMap<String, HashMap<String, DocId>>; 2],
+    ids: [HashMap<String, HashMap<String, DocId>>; Kind::COUNT],
     /// XOR of a hash of `(DocId, seq)` over the live documents: which versions are live,
     /// in 8 bytes (see [`Catalog::digest`]).
     digest: u64,
     /// Token totals of the live documents by kind and tenant (`[words, ident]`).
-    tokens: [HashMap<String, [u64; 2]>; 2],
+    tokens: [HashMap<String, [u64; 2]>; Kind::COUNT],
 }
 
 impl Catalog {
@@ -235,7 +245,7 @@ impl Catalog {
     pub(crate) fn scope_stats(&self, kind: Kind, tenant: &str) -> crate::text::ScopeStats {
         crate::text::ScopeStats {
             docs: self.tenant_count(kind, tenant) as u64,
-            tokens: self.tokens[usize::from(kind.as_u8())]
+            tokens: self.tokens[kind.index()]
                 .get(tenant)
                 .copied()
                 .unwrap_or_default(),
@@ -254,7 +264,7 @@ impl Catalog {
     }
 
     fn add_tokens(&mut self, kind: Kind, tenant: &str, tokens: [u32; 2], add: bool) {
-        let totals = self.tokens[usize::from(kind.as_u8())]
+        let totals = self.tokens[kind.index()]
             .entry(tenant.to_string())
             .or_default();
         for (total, n) in totals.iter_mut().zip(tokens) {
@@ -268,13 +278,13 @@ impl Catalog {
 
     /// Live documents of `kind` in `tenant`.
     pub(crate) fn tenant_count(&self, kind: Kind, tenant: &str) -> usize {
-        self.by_tenant[usize::from(kind.as_u8())]
+        self.by_tenant[kind.index()]
             .get(tenant)
             .map_or(0, HashSet::len)
     }
 
     pub(crate) fn count(&self, kind: Kind) -> usize {
-        self.by_tenant[usize::from(kind.as_u8())]
+        self.by_tenant[kind.index()]
             .values()
             .map(HashSet::len)
             .sum()
@@ -289,15 +299,12 @@ impl Catalog {
     }
 
     pub(crate) fn n_vectors(&self, kind: Kind) -> usize {
-        self.n_vectors[usize::from(kind.as_u8())]
+        self.n_vectors[kind.index()]
     }
 
     /// The live version of a user id.
     pub(crate) fn lookup(&self, kind: Kind, tenant: &str, id: &str) -> Option<DocId> {
-        self.ids[usize::from(kind.as_u8())]
-            .get(tenant)?
-            .get(id)
-            .copied()
+        self.ids[kind.index()].get(tenant)?.get(id).copied()
     }
 
     /// Adds a live document version.
@@ -317,7 +324,7 @@ impl Catalog {
         }
         self.graph.insert(doc_id, &entry.doc);
         let doc = &entry.doc;
-        let ids = &mut self.ids[usize::from(doc.kind().as_u8())];
+        let ids = &mut self.ids[doc.kind().index()];
         match ids.get_mut(doc.tenant_id()) {
             Some(map) => {
                 map.insert(doc.id().to_string(), doc_id);
@@ -329,7 +336,7 @@ impl Catalog {
                 );
             }
         }
-        let tenants = &mut self.by_tenant[usize::from(doc.kind().as_u8())];
+        let tenants = &mut self.by_tenant[doc.kind().index()];
         match tenants.get_mut(doc.tenant_id()) {
             Some(set) => {
                 set.insert(doc_id);
@@ -355,7 +362,7 @@ impl Catalog {
             }
         }
         if let Some(vectors) = &entry.vectors {
-            let kind_idx = usize::from(doc.kind().as_u8());
+            let kind_idx = doc.kind().index();
             self.vectors_by_seq[kind_idx].insert(entry.seq, doc_id);
             self.n_vectors[kind_idx] += vectors.len();
         }
@@ -370,7 +377,7 @@ impl Catalog {
         let (kind, tenant) = (entry.doc.kind(), entry.doc.tenant_id().to_string());
         self.add_tokens(kind, &tenant, entry.tokens, false);
         let doc = &entry.doc;
-        let ids = &mut self.ids[usize::from(doc.kind().as_u8())];
+        let ids = &mut self.ids[doc.kind().index()];
         if let Some(map) = ids.get_mut(doc.tenant_id()) {
             if map.get(doc.id()) == Some(&doc_id) {
                 map.remove(doc.id());
@@ -379,7 +386,7 @@ impl Catalog {
                 ids.remove(doc.tenant_id());
             }
         }
-        let tenants = &mut self.by_tenant[usize::from(doc.kind().as_u8())];
+        let tenants = &mut self.by_tenant[doc.kind().index()];
         if let Some(set) = tenants.get_mut(doc.tenant_id()) {
             set.remove(&doc_id);
             if set.is_empty() {
@@ -401,7 +408,7 @@ impl Catalog {
             }
         }
         if let Some(vectors) = &entry.vectors {
-            let kind_idx = usize::from(doc.kind().as_u8());
+            let kind_idx = doc.kind().index();
             self.vectors_by_seq[kind_idx].remove(&entry.seq);
             self.n_vectors[kind_idx] -= vectors.len();
         }
@@ -415,7 +422,7 @@ impl Catalog {
         {
             return self.by_context.get(filter.tenant)?.get(context);
         }
-        self.by_tenant[usize::from(filter.kind.as_u8())].get(filter.tenant)
+        self.by_tenant[filter.kind.index()].get(filter.tenant)
     }
 
     /// Every live document that `filter` admits.
@@ -440,14 +447,14 @@ impl Catalog {
         kind: Kind,
         after: u64,
     ) -> impl Iterator<Item = (u64, DocId)> + '_ {
-        self.vectors_by_seq[usize::from(kind.as_u8())]
+        self.vectors_by_seq[kind.index()]
             .range(after.saturating_add(1)..)
             .map(|(seq, doc)| (*seq, *doc))
     }
 
     /// The number of live vectors of `kind` written up to sequence number `upto`.
     pub(crate) fn n_vectors_upto(&self, kind: Kind, upto: u64) -> usize {
-        self.vectors_by_seq[usize::from(kind.as_u8())]
+        self.vectors_by_seq[kind.index()]
             .range(..=upto)
             .filter_map(|(_, doc)| self.entries.get(doc))
             .filter_map(|entry| entry.vectors.as_ref())
@@ -457,7 +464,7 @@ impl Catalog {
 
     /// The number of live vectors of `kind` written after sequence number `after`.
     pub(crate) fn n_vectors_after(&self, kind: Kind, after: u64) -> usize {
-        self.vectors_by_seq[usize::from(kind.as_u8())]
+        self.vectors_by_seq[kind.index()]
             .range((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded))
             .filter_map(|(_, doc)| self.entries.get(doc))
             .filter_map(|entry| entry.vectors.as_ref())

@@ -14,12 +14,22 @@
 //! [pipeline.retrieval.memory_selection]
 //! strategy = "band"     # keep what scores within 0.04 of the best
 //!
+//! [pipeline.retrieval.scenario_selection]
+//! strategy = "entropy"    # one scenario when one stands out
+//! low_entropy_k = 1
+//! medium_entropy_k = 2
+//! high_entropy_k = 3
+//!
+//! [pipeline.retrieval.tool_selection]
+//! strategy = "elbow"
+//!
 //! [fusion]
 //! adaptive = false        # adapt leg weights to the query (seed 004)
 //! feedback = false        # apply feedback factors (seed 004)
 //! patterns_in_text = true # a rule's patterns feed the text leg too
 //!
-//! [fusion.rules]          # and [fusion.chunks], whose weights are 0.7 and 0.3
+//! [fusion.rules]          # [fusion.tools] alike, [fusion.scenarios] with fixed_bounds
+//!                         # text normalization; [fusion.chunks] has weights 0.7 and 0.3
 //! method = "weighted"     # weighted | rrf
 //! text_normalization = "min_max"        # min_max | fixed_bounds | z_score
 //! vector_normalization = "fixed_bounds" # with vector_bounds [0, 1]: the cosine as is
@@ -121,6 +131,31 @@ pub struct RetrievalConfig {
     /// `clustering`, which keeps 3.3 abstracts per SciFact claim for 1.1 relevant, F1
     /// 0.37; `band` keeps 1.4, F1 0.63, above every fixed k).
     pub memory_selection: SelectionConfig,
+    /// `[pipeline.retrieval.scenario_selection]`: how many scenarios a search returns
+    /// (default seed 000's `entropy` with `low_entropy_k = 1`, `medium_entropy_k = 2`,
+    /// `high_entropy_k = 3`: "usually one scenario is active").
+    pub scenario_selection: SelectionConfig,
+    /// `[pipeline.retrieval.tool_selection]`: how many tools a search returns (default
+    /// `elbow`, as seed 000's table recommends).
+    pub tool_selection: SelectionConfig,
+    /// Seed 000's `embedding_provider` key, accepted so that its example configuration
+    /// loads unchanged: the index's embedder is chosen when it is created (`ruche index
+    /// --embedder`, [`EngineBuilder::embedder`](crate::EngineBuilder::embedder)), so the
+    /// only value with a meaning here is `"default"`; any other is an error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_provider: Option<String>,
+}
+
+impl RetrievalConfig {
+    /// The selection strategy of `kind`.
+    pub fn selection(&self, kind: crate::Kind) -> &SelectionConfig {
+        match kind {
+            crate::Kind::Rule => &self.rule_selection,
+            crate::Kind::Chunk => &self.memory_selection,
+            crate::Kind::Scenario => &self.scenario_selection,
+            crate::Kind::Tool => &self.tool_selection,
+        }
+    }
 }
 
 impl Default for RetrievalConfig {
@@ -138,6 +173,17 @@ impl Default for RetrievalConfig {
                 band: None,
                 min_score: None,
             },
+            scenario_selection: SelectionConfig::Entropy {
+                low_entropy_k: Some(1),
+                medium_entropy_k: Some(2),
+                high_entropy_k: Some(3),
+                min_score: None,
+            },
+            tool_selection: SelectionConfig::Elbow {
+                drop_threshold: None,
+                min_score: None,
+            },
+            embedding_provider: None,
         }
     }
 }
@@ -165,20 +211,45 @@ pub struct FusionConfig {
     pub rules: FusionSpec,
     /// `[fusion.chunks]`.
     pub chunks: FusionSpec,
+    /// `[fusion.scenarios]` (default as rules, with BM25 normalised over fixed bounds).
+    pub scenarios: FusionSpec,
+    /// `[fusion.tools]` (default as rules).
+    pub tools: FusionSpec,
+}
+
+impl FusionConfig {
+    /// The fusion spec of `kind`.
+    pub fn spec(&self, kind: crate::Kind) -> FusionSpec {
+        match kind {
+            crate::Kind::Rule => self.rules,
+            crate::Kind::Chunk => self.chunks,
+            crate::Kind::Scenario => self.scenarios,
+            crate::Kind::Tool => self.tools,
+        }
+    }
 }
 
 impl Default for FusionConfig {
     fn default() -> FusionConfig {
+        let rules = FusionSpec {
+            vector_weight: 0.8,
+            text_weight: 0.2,
+            ..FusionSpec::default()
+        };
         FusionConfig {
             adaptive: false,
             feedback: false,
             patterns_in_text: true,
-            rules: FusionSpec {
-                vector_weight: 0.8,
-                text_weight: 0.2,
-                ..FusionSpec::default()
-            },
+            rules,
             chunks: FusionSpec::default(),
+            // A scenario search has a handful of candidates: min-max makes the best BM25
+            // 1 however weak; BM25 over fixed bounds [0, 10] keeps its level (CLINC150 val
+            // with domains as scenarios: 0.846-0.858 first right, against 0.834-0.854).
+            scenarios: FusionSpec {
+                text_normalization: crate::fusion::NormalizationKind::FixedBounds,
+                ..rules
+            },
+            tools: rules,
         }
     }
 }
@@ -349,17 +420,33 @@ impl Config {
                 ),
             ));
         }
-        retrieval
-            .rule_selection
-            .validate("pipeline.retrieval.rule_selection")?;
-        retrieval
-            .memory_selection
-            .validate("pipeline.retrieval.memory_selection")?;
+        for (name, selection) in [
+            ("rule_selection", &retrieval.rule_selection),
+            ("memory_selection", &retrieval.memory_selection),
+            ("scenario_selection", &retrieval.scenario_selection),
+            ("tool_selection", &retrieval.tool_selection),
+        ] {
+            selection.validate(&format!("pipeline.retrieval.{name}"))?;
+        }
+        if let Some(provider) = &retrieval.embedding_provider
+            && provider != "default"
+        {
+            return Err(Error::invalid_config(
+                "pipeline.retrieval.embedding_provider",
+                format!(
+                    "only \"default\" is accepted (the index's embedder is chosen when it is \
+                     created, with `--embedder`), got {provider:?}"
+                ),
+            ));
+        }
 
         self.relevance.validate("relevance")?;
         self.graph.validate("graph")?;
-        self.fusion.rules.validate("fusion.rules")?;
-        self.fusion.chunks.validate("fusion.chunks")?;
+        for kind in crate::Kind::ALL {
+            self.fusion
+                .spec(kind)
+                .validate(&format!("fusion.{}", kind.plural()))?;
+        }
         self.scoring.rules.validate("scoring.rules")?;
         self.scoring.chunks.validate("scoring.chunks")?;
         self.vector.params().validate()?;
@@ -382,6 +469,71 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Seed 000's example configuration, as it is printed there.
+    const SEED_000_TOML: &str = r#"
+[pipeline.retrieval]
+embedding_provider = "default"
+max_k = 30                       # Retrieve up to 30 candidates
+min_k = 1
+
+# Selection strategy for rules
+[pipeline.retrieval.rule_selection]
+strategy = "adaptive_k"
+alpha = 1.5
+min_score = 0.5
+
+# Selection strategy for scenarios
+[pipeline.retrieval.scenario_selection]
+strategy = "entropy"
+low_entropy_k = 1                # Usually one scenario is active
+medium_entropy_k = 2
+high_entropy_k = 3
+min_score = 0.6
+
+# Selection strategy for memory
+[pipeline.retrieval.memory_selection]
+strategy = "clustering"
+eps = 0.1
+min_cluster_size = 2
+top_per_cluster = 3
+min_score = 0.4
+"#;
+
+    #[test]
+    fn seed_000_example_configuration_loads_unchanged() {
+        let config = Config::from_toml(SEED_000_TOML).unwrap();
+        let retrieval = &config.pipeline.retrieval;
+        assert_eq!(retrieval.embedding_provider.as_deref(), Some("default"));
+        assert_eq!(
+            retrieval.scenario_selection,
+            SelectionConfig::Entropy {
+                low_entropy_k: Some(1),
+                medium_entropy_k: Some(2),
+                high_entropy_k: Some(3),
+                min_score: Some(0.6),
+            }
+        );
+        assert_eq!(
+            retrieval.selection(crate::Kind::Scenario),
+            &retrieval.scenario_selection
+        );
+        // Sections it does not set keep their defaults.
+        assert_eq!(
+            retrieval.tool_selection,
+            RetrievalConfig::default().tool_selection
+        );
+        let other = SEED_000_TOML.replace(
+            r#"embedding_provider = "default""#,
+            r#"embedding_provider = "openai""#,
+        );
+        let err = Config::from_toml(&other).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("pipeline.retrieval.embedding_provider"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn defaults_are_valid() {

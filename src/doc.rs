@@ -1,4 +1,5 @@
-//! The documents an index holds: [`Rule`]s and [`Chunk`]s.
+//! The documents an index holds: [`Rule`]s and [`Chunk`]s (and, in their own modules,
+//! [`Scenario`]s and [`Tool`]s).
 //!
 //! Their serde form is the JSONL record format of the CLI (`ruche index`, `ruche
 //! export`): optional fields may be left out, unknown fields are an error, and every
@@ -9,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::time::Timestamp;
-use crate::{Error, Kind, Result};
+use crate::{Error, Kind, Result, Scenario, Tool};
 
 /// The tenant of documents and queries that name none.
 pub const DEFAULT_TENANT: &str = "default";
@@ -264,34 +265,65 @@ impl Rule {
         if let Some(embedding) = &self.embedding {
             check_vector("embedding", embedding)?;
         }
-        if let Some(embeddings) = &self.pattern_embeddings {
-            if embeddings.len() != self.patterns.len() {
-                return Err(Error::invalid_input(format!(
-                    "rule `{}`: `pattern_embeddings` has {} vectors but `patterns` has {} texts",
-                    self.id,
-                    embeddings.len(),
-                    self.patterns.len()
-                )));
-            }
-            for embedding in embeddings {
-                check_vector("pattern_embeddings", embedding)?;
-            }
-        }
-        // One vector key per pattern, the main embedding and the centroid must fit the
-        // graph's keys.
-        if self.patterns.len() > MAX_PATTERNS {
-            return Err(Error::invalid_input(format!(
-                "rule `{}` has {} patterns (at most {MAX_PATTERNS})",
-                self.id,
-                self.patterns.len(),
-            )));
-        }
+        check_examples(
+            "rule",
+            &self.id,
+            ("patterns", &self.patterns),
+            ("pattern_embeddings", self.pattern_embeddings.as_deref()),
+        )?;
         Ok(())
     }
 }
 
-/// The most patterns a rule may have.
+/// The most patterns (or examples) a document may have: one vector key per example,
+/// the main embedding and the centroid must fit the graph's keys.
 pub(crate) const MAX_PATTERNS: usize = crate::id::VectorKey::MAX_VECTORS_PER_DOC - 2;
+
+/// Checks a document's example messages and their optional embeddings (`(field name,
+/// value)` pairs, for the messages).
+pub(crate) fn check_examples(
+    what: &str,
+    id: &str,
+    (field, examples): (&str, &[String]),
+    (embeddings_field, embeddings): (&str, Option<&[Vec<f32>]>),
+) -> Result<()> {
+    if let Some(embeddings) = embeddings {
+        if embeddings.len() != examples.len() {
+            return Err(Error::invalid_input(format!(
+                "{what} `{id}`: `{embeddings_field}` has {} vectors but `{field}` has {} texts",
+                embeddings.len(),
+                examples.len()
+            )));
+        }
+        for embedding in embeddings {
+            check_vector(embeddings_field, embedding)?;
+        }
+    }
+    if examples.len() > MAX_PATTERNS {
+        return Err(Error::invalid_input(format!(
+            "{what} `{id}` has {} {field} (at most {MAX_PATTERNS})",
+            examples.len(),
+        )));
+    }
+    for example in examples {
+        if example.trim().is_empty() {
+            return Err(Error::invalid_input(format!(
+                "{what} `{id}`: an entry of `{field}` is empty or blank"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that a required text field is not blank.
+pub(crate) fn check_text(what: &str, id: &str, field: &str, value: &str) -> Result<()> {
+    if value.trim().is_empty() {
+        return Err(Error::invalid_input(format!(
+            "{what} `{id}`: `{field}` must not be empty or blank"
+        )));
+    }
+    Ok(())
+}
 
 /// A piece of memory or knowledge.
 ///
@@ -492,7 +524,7 @@ pub(crate) fn check_importance(importance: Option<u8>) -> std::result::Result<()
     }
 }
 
-fn check_name(field: &str, value: &str) -> Result<()> {
+pub(crate) fn check_name(field: &str, value: &str) -> Result<()> {
     if value.trim().is_empty() {
         return Err(Error::invalid_input(format!(
             "`{field}` must not be empty or blank"
@@ -512,7 +544,7 @@ fn check_name(field: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
-fn check_vector(field: &str, vector: &[f32]) -> Result<()> {
+pub(crate) fn check_vector(field: &str, vector: &[f32]) -> Result<()> {
     if vector.is_empty() {
         return Err(Error::invalid_input(format!("`{field}` must not be empty")));
     }
@@ -569,7 +601,7 @@ fn check_links(what: &str, id: &str, entities: &[String], relations: &[Relation]
     Ok(())
 }
 
-/// A stored document of either kind.
+/// A stored document of any kind.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Document {
@@ -577,6 +609,10 @@ pub enum Document {
     Rule(Rule),
     /// A chunk.
     Chunk(Chunk),
+    /// A scenario.
+    Scenario(Scenario),
+    /// A tool.
+    Tool(Tool),
 }
 
 impl Document {
@@ -585,6 +621,8 @@ impl Document {
         match self {
             Document::Rule(_) => Kind::Rule,
             Document::Chunk(_) => Kind::Chunk,
+            Document::Scenario(_) => Kind::Scenario,
+            Document::Tool(_) => Kind::Tool,
         }
     }
 
@@ -593,6 +631,8 @@ impl Document {
         match self {
             Document::Rule(rule) => &rule.id,
             Document::Chunk(chunk) => &chunk.id,
+            Document::Scenario(scenario) => &scenario.id,
+            Document::Tool(tool) => &tool.id,
         }
     }
 
@@ -601,6 +641,18 @@ impl Document {
         match self {
             Document::Rule(rule) => &rule.tenant_id,
             Document::Chunk(chunk) => &chunk.tenant_id,
+            Document::Scenario(scenario) => &scenario.tenant_id,
+            Document::Tool(tool) => &tool.tenant_id,
+        }
+    }
+
+    /// The agent the document is restricted to, if any.
+    pub fn agent_id(&self) -> Option<&str> {
+        match self {
+            Document::Rule(rule) => rule.agent_id.as_deref(),
+            Document::Chunk(chunk) => chunk.agent_id.as_deref(),
+            Document::Scenario(scenario) => scenario.agent_id.as_deref(),
+            Document::Tool(tool) => tool.agent_id.as_deref(),
         }
     }
 
@@ -608,7 +660,7 @@ impl Document {
     pub fn as_rule(&self) -> Option<&Rule> {
         match self {
             Document::Rule(rule) => Some(rule),
-            Document::Chunk(_) => None,
+            _ => None,
         }
     }
 
@@ -616,15 +668,111 @@ impl Document {
     pub fn as_chunk(&self) -> Option<&Chunk> {
         match self {
             Document::Chunk(chunk) => Some(chunk),
-            Document::Rule(_) => None,
+            _ => None,
         }
     }
 
-    /// The text of the text leg: a rule's condition and action, a chunk's content.
+    /// The scenario, if this is one.
+    pub fn as_scenario(&self) -> Option<&Scenario> {
+        match self {
+            Document::Scenario(scenario) => Some(scenario),
+            _ => None,
+        }
+    }
+
+    /// The tool, if this is one.
+    pub fn as_tool(&self) -> Option<&Tool> {
+        match self {
+            Document::Tool(tool) => Some(tool),
+            _ => None,
+        }
+    }
+
+    /// The text of the text leg: a rule's condition and action, a chunk's content, a
+    /// scenario's or a tool's name and description.
     pub fn text(&self) -> String {
         match self {
             Document::Rule(rule) => rule.text(),
             Document::Chunk(chunk) => chunk.content.clone(),
+            Document::Scenario(scenario) => scenario.text(),
+            Document::Tool(tool) => tool.text(),
+        }
+    }
+
+    /// The example messages that should match the document, each with a vector of its
+    /// own: a rule's patterns, a scenario's or a tool's examples (none for a chunk).
+    pub fn examples(&self) -> &[String] {
+        match self {
+            Document::Rule(rule) => &rule.patterns,
+            Document::Chunk(_) => &[],
+            Document::Scenario(scenario) => &scenario.examples,
+            Document::Tool(tool) => &tool.examples,
+        }
+    }
+
+    /// The text the text leg indexes: [`Document::text`], followed by the examples when
+    /// `with_examples` (`fusion.patterns_in_text`).
+    pub(crate) fn indexed_text(&self, with_examples: bool) -> String {
+        let examples = self.examples();
+        if with_examples && !examples.is_empty() {
+            format!("{} {}", self.text(), examples.join(" "))
+        } else {
+            self.text()
+        }
+    }
+
+    /// The document's own main embedding, when it brings one.
+    pub fn embedding(&self) -> Option<&[f32]> {
+        match self {
+            Document::Rule(rule) => rule.embedding.as_deref(),
+            Document::Chunk(chunk) => chunk.embedding.as_deref(),
+            Document::Scenario(scenario) => scenario.embedding.as_deref(),
+            Document::Tool(tool) => tool.embedding.as_deref(),
+        }
+    }
+
+    /// Whether the document brings vectors of its own (a main embedding or its
+    /// examples').
+    pub fn has_embeddings(&self) -> bool {
+        match self {
+            Document::Rule(rule) => rule.embedding.is_some() || rule.pattern_embeddings.is_some(),
+            Document::Chunk(chunk) => chunk.embedding.is_some(),
+            Document::Scenario(s) => s.embedding.is_some() || s.example_embeddings.is_some(),
+            Document::Tool(t) => t.embedding.is_some() || t.example_embeddings.is_some(),
+        }
+    }
+
+    /// Takes the document's own vectors out of it: the main embedding and one per
+    /// example (`None` when not given).
+    pub(crate) fn take_embeddings(&mut self) -> (Option<Vec<f32>>, Option<Vec<Vec<f32>>>) {
+        match self {
+            Document::Rule(rule) => (rule.embedding.take(), rule.pattern_embeddings.take()),
+            Document::Chunk(chunk) => (chunk.embedding.take(), None),
+            Document::Scenario(s) => (s.embedding.take(), s.example_embeddings.take()),
+            Document::Tool(t) => (t.embedding.take(), t.example_embeddings.take()),
+        }
+    }
+
+    /// Gives the document its vectors back (`examples`: one per example, when any).
+    pub(crate) fn set_embeddings(
+        &mut self,
+        main: Option<Vec<f32>>,
+        examples: Option<Vec<Vec<f32>>>,
+    ) {
+        match self {
+            Document::Rule(rule) => {
+                rule.embedding = main;
+                rule.pattern_embeddings = examples;
+            }
+            Document::Chunk(chunk) => chunk.embedding = main,
+            Document::Scenario(s) => {
+                s.embedding = main;
+                s.example_embeddings = examples;
+            }
+            Document::Tool(t) => {
+                t.embedding = main;
+                t.example_embeddings = examples;
+            }
         }
     }
 
@@ -637,6 +785,8 @@ impl Document {
         match self {
             Document::Rule(rule) => rule.validate(),
             Document::Chunk(chunk) => chunk.validate(),
+            Document::Scenario(scenario) => scenario.validate(),
+            Document::Tool(tool) => tool.validate(),
         }
     }
 }
@@ -650,6 +800,18 @@ impl From<Rule> for Document {
 impl From<Chunk> for Document {
     fn from(chunk: Chunk) -> Document {
         Document::Chunk(chunk)
+    }
+}
+
+impl From<Scenario> for Document {
+    fn from(scenario: Scenario) -> Document {
+        Document::Scenario(scenario)
+    }
+}
+
+impl From<Tool> for Document {
+    fn from(tool: Tool) -> Document {
+        Document::Tool(tool)
     }
 }
 

@@ -128,6 +128,9 @@ fn id_node(id: &str) -> String {
     format!("\u{0}{id}")
 }
 
+static NONE: Vec<String> = Vec::new();
+static NO_LINKS: Vec<crate::doc::Relation> = Vec::new();
+
 /// The entities a document mentions, normalised, sorted, without repeats.
 pub(crate) fn entities_of(doc: &Document) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -146,6 +149,9 @@ pub(crate) fn entities_of(doc: &Document) -> Vec<String> {
             }
             (chunk.content.clone(), &chunk.entities, &chunk.relations)
         }
+        // Scenarios and tools carry no explicit entities: the codes their name,
+        // description and examples name.
+        Document::Scenario(_) | Document::Tool(_) => (doc.indexed_text(true), &NONE, &NO_LINKS),
     };
     // The identifier analyzer reads each whitespace-separated word on its own, and a
     // code has at least two digits: only the words that have them are analysed (every

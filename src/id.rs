@@ -11,7 +11,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// The two kinds of documents an index holds.
+/// The kinds of documents an index holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
@@ -19,14 +19,36 @@ pub enum Kind {
     Rule,
     /// A piece of memory or knowledge ([`Chunk`](crate::Chunk)).
     Chunk,
+    /// A conversation flow an agent can activate ([`Scenario`](crate::Scenario)).
+    Scenario,
+    /// A tool an agent can call ([`Tool`](crate::Tool)).
+    Tool,
 }
 
 impl Kind {
-    /// The name used in JSON and on the command line (`rule`, `chunk`).
+    /// Every kind, in the order the engine numbers them.
+    pub const ALL: [Kind; 4] = [Kind::Rule, Kind::Chunk, Kind::Scenario, Kind::Tool];
+    /// The number of kinds.
+    pub(crate) const COUNT: usize = Kind::ALL.len();
+
+    /// The name used in JSON and on the command line (`rule`, `chunk`, `scenario`,
+    /// `tool`).
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Rule => "rule",
             Kind::Chunk => "chunk",
+            Kind::Scenario => "scenario",
+            Kind::Tool => "tool",
+        }
+    }
+
+    /// The plural name, as in configuration sections (`[relevance.rules]`).
+    pub fn plural(self) -> &'static str {
+        match self {
+            Kind::Rule => "rules",
+            Kind::Chunk => "chunks",
+            Kind::Scenario => "scenarios",
+            Kind::Tool => "tools",
         }
     }
 
@@ -34,7 +56,14 @@ impl Kind {
         match self {
             Kind::Rule => 0,
             Kind::Chunk => 1,
+            Kind::Scenario => 2,
+            Kind::Tool => 3,
         }
+    }
+
+    /// The index of the kind in per-kind arrays.
+    pub(crate) fn index(self) -> usize {
+        usize::from(self.as_u8())
     }
 }
 
@@ -51,6 +80,8 @@ impl std::str::FromStr for Kind {
         match s {
             "rule" | "rules" => Ok(Kind::Rule),
             "chunk" | "chunks" => Ok(Kind::Chunk),
+            "scenario" | "scenarios" => Ok(Kind::Scenario),
+            "tool" | "tools" => Ok(Kind::Tool),
             other => Err(crate::Error::unknown_name("kind", other)),
         }
     }
@@ -121,6 +152,13 @@ mod tests {
     fn kind_parses() {
         assert_eq!("rules".parse::<Kind>().unwrap(), Kind::Rule);
         assert_eq!("chunk".parse::<Kind>().unwrap(), Kind::Chunk);
-        assert!("scenario".parse::<Kind>().is_err());
+        assert_eq!("scenarios".parse::<Kind>().unwrap(), Kind::Scenario);
+        assert_eq!("tool".parse::<Kind>().unwrap(), Kind::Tool);
+        assert!("memory".parse::<Kind>().is_err());
+        for kind in Kind::ALL {
+            assert_eq!(kind.as_str().parse::<Kind>().unwrap(), kind);
+            assert_eq!(kind.plural().parse::<Kind>().unwrap(), kind);
+            assert_eq!(Kind::ALL[kind.index()], kind);
+        }
     }
 }

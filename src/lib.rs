@@ -102,10 +102,12 @@ mod query;
 mod rank;
 mod relevance;
 mod retrieve;
+mod scenario;
 mod select;
 mod store;
 mod text;
 mod time;
+mod tool;
 mod vector;
 
 pub use crate::analysis::{Entity, EntityKind, QueryAnalysis, adapt, analyze};
@@ -148,10 +150,12 @@ pub use crate::relevance::{
 pub use crate::retrieve::{
     Coverage, PerLeg, RetrievalQuery, Retrieved, RetrievedDoc, Retriever, coverage, indexed_text,
 };
+pub use crate::scenario::{Scenario, Step};
 pub use crate::select::{
     AdaptiveKSelection, AutocutSelection, BandSelection, ClusteringSelection, ElbowSelection,
     EntropySelection, FixedKSelection, Scored, SelectionConfig, SelectionInput, SelectionResult,
     SelectionStrategy, SelectionStrategyExt,
 };
 pub use crate::time::Timestamp;
+pub use crate::tool::Tool;
 pub use crate::vector::HnswParams;

@@ -67,6 +67,18 @@ impl SearchRequest {
         SearchRequest::new(Kind::Chunk, text)
     }
 
+    /// A search among scenarios: which scenario a message should activate (by default
+    /// at most one stands out, and none when none is relevant).
+    pub fn scenarios(text: impl Into<String>) -> SearchRequest {
+        SearchRequest::new(Kind::Scenario, text)
+    }
+
+    /// A search among tools: which tools fit a message, for a policy to choose among
+    /// ([`Candidate::from_hit`](crate::Candidate::from_hit)).
+    pub fn tools(text: impl Into<String>) -> SearchRequest {
+        SearchRequest::new(Kind::Tool, text)
+    }
+
     /// A search among documents of `kind`.
     pub fn new(kind: Kind, text: impl Into<String>) -> SearchRequest {
         SearchRequest {
@@ -135,7 +147,7 @@ impl SearchRequest {
         self
     }
 
-    /// Requires a tag (a rule's `tags`; a chunk's `tags` metadata entry). Repeatable: all
+    /// Requires a tag (a rule's, scenario's or tool's `tags`; a chunk's `tags` metadata entry). Repeatable: all
     /// given tags are required.
     #[must_use]
     pub fn tag(mut self, tag: impl Into<String>) -> SearchRequest {

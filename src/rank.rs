@@ -120,10 +120,7 @@ impl RankPlan {
         let kind = request.kind;
         let text_leg = matches!(legs, Some(LegsRan::Both | LegsRan::TextOnly));
         let vector_leg = matches!(legs, Some(LegsRan::Both | LegsRan::VectorOnly));
-        let spec = request.fusion.unwrap_or(match kind {
-            Kind::Rule => config.fusion.rules,
-            Kind::Chunk => config.fusion.chunks,
-        });
+        let spec = request.fusion.unwrap_or_else(|| config.fusion.spec(kind));
         let method = spec.method();
         let adaptive = request.adaptive.unwrap_or(config.fusion.adaptive) && text_leg;
         let mut weights = spec.weights();
@@ -162,10 +159,10 @@ impl RankPlan {
         let selection = match request.top_k {
             Some(k) => Selection::TopK(k),
             None => Selection::Strategy {
-                config: request.selection.clone().unwrap_or_else(|| match kind {
-                    Kind::Rule => retrieval.rule_selection.clone(),
-                    Kind::Chunk => retrieval.memory_selection.clone(),
-                }),
+                config: request
+                    .selection
+                    .clone()
+                    .unwrap_or_else(|| retrieval.selection(kind).clone()),
                 min_k: request.min_k.unwrap_or(retrieval.min_k),
                 max_k: request.max_k.unwrap_or(retrieval.max_k),
             },
@@ -398,10 +395,7 @@ fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Scored>,
                 priority_term: None,
                 scope_term: None,
                 relevance: plan.legs.map(|legs| {
-                    let patterns = match document.as_ref() {
-                        Document::Rule(rule) => !rule.patterns.is_empty(),
-                        Document::Chunk(_) => false,
-                    };
+                    let patterns = !document.examples().is_empty();
                     plan.relevance
                         .calibration(plan.kind, plan.family, legs, patterns)
                         .relevance(
@@ -435,6 +429,8 @@ fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Scored>,
                     breakdown.recency = Some(recency);
                     (selector.combine(relevance, importance, recency), 0)
                 }
+                // No business weights: the hybrid score orders scenarios and tools.
+                Document::Scenario(_) | Document::Tool(_) => (hybrid, 0),
             };
             Scored {
                 document,
@@ -568,6 +564,24 @@ pub(crate) fn validate(request: &SearchRequest) -> Result<()> {
                 return Err(Error::invalid_input(
                     "`scenario_id` and `step_id` select rules, not chunks",
                 ));
+            }
+        }
+        Kind::Scenario | Kind::Tool => {
+            let kind = request.kind.plural();
+            if request.scenario_id.is_some() {
+                return Err(Error::invalid_input(format!(
+                    "`scenario_id` and `step_id` select rules, not {kind}"
+                )));
+            }
+            if request.context_id.is_some() {
+                return Err(Error::invalid_input(format!(
+                    "`context_id` filters chunks, not {kind}"
+                )));
+            }
+            if !request.filters.is_empty() {
+                return Err(Error::invalid_input(format!(
+                    "metadata filters apply to chunks; {kind} have no metadata (use tags)"
+                )));
             }
         }
     }

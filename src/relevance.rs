@@ -165,6 +165,14 @@ fn builtin(kind: Kind, family: EmbedderFamily, legs: LegsRan, patterns: bool) ->
         (Kind::Chunk, MiniLm, Both, _) => c(27.23, 3.95, -5.75),
         (Kind::Chunk, MiniLm, VectorOnly, _) => c(41.54, 0.0, -13.45),
         (Kind::Chunk, _, TextOnly, _) => c(0.0, 6.02, -0.93),
+        // Scenarios: fitted on CLINC150 train with its domains as scenarios (two held out
+        // as out-of-scope in each of five folds), `examples/relevance.rs fit-scenarios`.
+        (Kind::Scenario, Static, Both, _) => c(10.30, 2.23, -6.24),
+        (Kind::Scenario, Static, VectorOnly, _) => c(12.60, 0.0, -6.74),
+        (Kind::Scenario, _, TextOnly, _) => c(0.0, 4.03, -1.04),
+        // Tools, and scenarios with MiniLM vectors (not fitted), are matched as rules are:
+        // name and description, one vector per example. See `docs/relevance.md`.
+        (Kind::Scenario | Kind::Tool, _, _, _) => builtin(Kind::Rule, family, legs, patterns),
     }
 }
 
@@ -202,6 +210,10 @@ pub struct RelevanceConfig {
     pub rules: KindRelevance,
     /// `[relevance.chunks]`.
     pub chunks: KindRelevance,
+    /// `[relevance.scenarios]`.
+    pub scenarios: KindRelevance,
+    /// `[relevance.tools]`.
+    pub tools: KindRelevance,
 }
 
 impl Default for RelevanceConfig {
@@ -210,6 +222,8 @@ impl Default for RelevanceConfig {
             code_boost: 1.0,
             rules: KindRelevance::default(),
             chunks: KindRelevance::default(),
+            scenarios: KindRelevance::default(),
+            tools: KindRelevance::default(),
         }
     }
 }
@@ -219,6 +233,8 @@ impl RelevanceConfig {
         match kind {
             Kind::Rule => &self.rules,
             Kind::Chunk => &self.chunks,
+            Kind::Scenario => &self.scenarios,
+            Kind::Tool => &self.tools,
         }
     }
 
@@ -229,7 +245,8 @@ impl RelevanceConfig {
                 format!("must be a finite number >= 0, got {}", self.code_boost),
             ));
         }
-        for (name, section) in [("rules", &self.rules), ("chunks", &self.chunks)] {
+        for kind in Kind::ALL {
+            let (name, section) = (kind.plural(), self.kind(kind));
             check_min_relevance(
                 &format!("{key}.{name}.min_relevance"),
                 section.min_relevance,
@@ -342,7 +359,7 @@ mod tests {
 
     #[test]
     fn relevance_grows_with_each_signal() {
-        for kind in [Kind::Rule, Kind::Chunk] {
+        for kind in Kind::ALL {
             for family in [EmbedderFamily::Static, EmbedderFamily::MiniLm] {
                 for legs in [LegsRan::Both, LegsRan::VectorOnly, LegsRan::TextOnly] {
                     for patterns in [true, false] {

@@ -231,15 +231,11 @@ pub trait Retriever {
     }
 }
 
-/// The text the BM25 leg indexes for a document: a rule's condition and action (and its
-/// patterns when `patterns_in_text`), a chunk's content.
+/// The text the BM25 leg indexes for a document: [`Document::text`] (a rule's condition
+/// and action, a chunk's content, a scenario's or a tool's name and description), and
+/// its examples (a rule's patterns) when `patterns_in_text`.
 pub fn indexed_text(document: &Document, patterns_in_text: bool) -> String {
-    match document {
-        Document::Rule(rule) if patterns_in_text && !rule.patterns.is_empty() => {
-            format!("{} {}", rule.text(), rule.patterns.join(" "))
-        }
-        other => other.text(),
-    }
+    document.indexed_text(patterns_in_text)
 }
 
 /// How much of `query` the text `document` contains, measured with the local index's

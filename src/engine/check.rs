@@ -140,7 +140,7 @@ impl Engine {
             Some((found.seq, catalog.len() as u64)),
             &mut report,
         );
-        for kind in [Kind::Rule, Kind::Chunk] {
+        for kind in Kind::ALL {
             let part = format!("graph checkpoint ({kind}s)");
             match check_graph(&store, kind) {
                 Ok(Some(points)) => report.ok(format!("{part}: {points} points, checksums match")),
@@ -170,7 +170,7 @@ impl Engine {
             let lock_file = lock(dir, std::time::Duration::ZERO)?;
             {
                 let store = Store::open(&dir.join(STORE_DIR), false, 16 << 20)?;
-                for kind in [Kind::Rule, Kind::Chunk] {
+                for kind in Kind::ALL {
                     store.clear_checkpoint(kind)?;
                 }
             }

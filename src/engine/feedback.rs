@@ -25,13 +25,35 @@ const USEFUL_BIT: u8 = 8;
 const GRAPH_BIT: u8 = 16;
 /// The search was of chunks (entries without it, older ones included, are of rules).
 const CHUNK_BIT: u8 = 32;
+/// The search was of scenarios.
+const SCENARIO_BIT: u8 = 64;
+/// The search was of tools.
+const TOOL_BIT: u8 = 128;
+
+/// The bits that record a search's kind (none: rules).
+fn kind_bits(kind: Kind) -> u8 {
+    match kind {
+        Kind::Rule => 0,
+        Kind::Chunk => CHUNK_BIT,
+        Kind::Scenario => SCENARIO_BIT,
+        Kind::Tool => TOOL_BIT,
+    }
+}
+
+/// The kind a query log entry's bits record.
+fn kind_of_bits(legs: u8) -> Kind {
+    Kind::ALL
+        .into_iter()
+        .find(|&kind| kind != Kind::Rule && legs & kind_bits(kind) != 0)
+        .unwrap_or(Kind::Rule)
+}
 
 /// The key of a feedback window: rules under the tenant's name (as before windows were
-/// per kind), chunks under the tenant's name and a suffix no tenant name can hold.
+/// per kind), other kinds under the tenant's name and a suffix no tenant name can hold.
 fn window_key(tenant: &str, kind: Kind) -> String {
     match kind {
         Kind::Rule => tenant.to_string(),
-        Kind::Chunk => format!("{tenant}\u{0}chunk"),
+        other => format!("{tenant}\u{0}{other}"),
     }
 }
 
@@ -62,11 +84,7 @@ impl Engine {
             })
         })?;
         let legs = logged.legs;
-        let kind = if legs & CHUNK_BIT != 0 {
-            Kind::Chunk
-        } else {
-            Kind::Rule
-        };
+        let kind = kind_of_bits(legs);
         let key = window_key(&logged.tenant, kind);
         let window = windows.entry(key.clone()).or_default();
         if legs & GIVEN_BIT != 0 {
@@ -178,7 +196,7 @@ impl Inner {
         let legs = (u8::from(found_by.text) * TEXT_BIT)
             | (u8::from(found_by.vector) * VECTOR_BIT)
             | (u8::from(found_by.graph) * GRAPH_BIT)
-            | (u8::from(kind == Kind::Chunk) * CHUNK_BIT);
+            | kind_bits(kind);
         let entry = LoggedQuery {
             legs,
             tenant: tenant.to_string(),

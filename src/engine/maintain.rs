@@ -193,7 +193,7 @@ pub(super) fn remove_scratch(dir: &Path) {
 /// a graph, never while hnsw_rs parses one (seconds at 100,000 vectors): dropping the
 /// engine does not wait for a load nobody will use, and releases the index at once.
 fn load_graphs(engine: &Weak<Inner>) {
-    for kind in [Kind::Rule, Kind::Chunk] {
+    for kind in Kind::ALL {
         let read = {
             let Some(inner) = engine.upgrade() else {
                 return;
@@ -317,7 +317,7 @@ fn worker_loop(inner: &Inner) {
             state.busy = true;
         }
         let mut more = false;
-        for kind in [Kind::Rule, Kind::Chunk] {
+        for kind in Kind::ALL {
             match maintain_graph(inner, kind) {
                 Ok(unfinished) => more |= unfinished,
                 Err(err) => tracing::warn!(kind = %kind, error = %err, "graph maintenance failed"),
@@ -454,7 +454,7 @@ pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
 /// Checkpoints both graphs; with `finish`, first inserts whatever tail is left (the
 /// worker must be idle or stopped).
 pub(super) fn checkpoint_all(inner: &Inner, finish: bool) -> Result<()> {
-    for kind in [Kind::Rule, Kind::Chunk] {
+    for kind in Kind::ALL {
         if finish {
             while maintain_graph(inner, kind)? {}
         }

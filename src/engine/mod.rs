@@ -157,6 +157,10 @@ pub struct Stats {
     pub rules: usize,
     /// Live chunks.
     pub chunks: usize,
+    /// Live scenarios.
+    pub scenarios: usize,
+    /// Live tools.
+    pub tools: usize,
     /// Distinct tenants.
     pub tenants: usize,
     /// Distinct entities in the entity graph (per kind and tenant), documents' own ids
@@ -178,6 +182,10 @@ pub struct Stats {
     pub rule_graph: GraphStats,
     /// The chunk graph.
     pub chunk_graph: GraphStats,
+    /// The scenario graph.
+    pub scenario_graph: GraphStats,
+    /// The tool graph.
+    pub tool_graph: GraphStats,
     /// Bytes sled uses on disk.
     pub store_bytes: u64,
     /// What the engine did since it was opened.
@@ -462,6 +470,11 @@ impl Engine {
         Ok(docs)
     }
 
+    /// The number of live documents of `kind` of one tenant.
+    pub fn tenant_count(&self, tenant: &str, kind: Kind) -> usize {
+        self.inner.read_catalog().tenant_count(kind, tenant)
+    }
+
     /// The number of live rules and chunks of one tenant: what that tenant may know of
     /// the index (nothing of the others).
     pub fn tenant_counts(&self, tenant: &str) -> (usize, usize) {
@@ -495,6 +508,8 @@ impl Engine {
         Stats {
             rules: catalog.count(Kind::Rule),
             chunks: catalog.count(Kind::Chunk),
+            scenarios: catalog.count(Kind::Scenario),
+            tools: catalog.count(Kind::Tool),
             tenants: catalog.tenants(),
             entities: catalog.graph.size().1,
             dimensions: meta.dimensions,
@@ -505,6 +520,8 @@ impl Engine {
             text_segments: inner.text.segment_count(),
             rule_graph: graph_stats(Kind::Rule),
             chunk_graph: graph_stats(Kind::Chunk),
+            scenario_graph: graph_stats(Kind::Scenario),
+            tool_graph: graph_stats(Kind::Tool),
             store_bytes: inner.store.size_on_disk(),
             counters: CounterStats {
                 graph_checkpoint_loads: load(&c.graph_checkpoint_loads),
@@ -526,7 +543,7 @@ impl Engine {
         let inner = &self.inner;
         inner.worker.wait_loaded();
         let catalog = inner.read_catalog();
-        [Kind::Rule, Kind::Chunk]
+        Kind::ALL
             .into_iter()
             .map(|kind| catalog.n_vectors_after(kind, inner.vectors.covered(kind)))
             .sum()
@@ -671,10 +688,7 @@ impl Inner {
         if !*undecided {
             return Ok(());
         }
-        let carries_vectors = docs.iter().any(|doc| match doc {
-            Document::Rule(rule) => rule.embedding.is_some() || rule.pattern_embeddings.is_some(),
-            Document::Chunk(chunk) => chunk.embedding.is_some(),
-        });
+        let carries_vectors = docs.iter().any(Document::has_embeddings);
         let mut embedder = self
             .embedder
             .write()

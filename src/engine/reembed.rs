@@ -36,7 +36,7 @@ impl Engine {
             .embedder_spec(spec.clone())
             .create(&staging)?;
         let mut n_docs = 0;
-        for kind in [Kind::Rule, Kind::Chunk] {
+        for kind in Kind::ALL {
             let mut batch = Vec::with_capacity(BATCH);
             for doc in old.export(kind, None)? {
                 batch.push(without_vectors(doc));
@@ -145,18 +145,9 @@ pub(crate) fn recover(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn without_vectors(doc: Document) -> Document {
-    match doc {
-        Document::Rule(mut rule) => {
-            rule.embedding = None;
-            rule.pattern_embeddings = None;
-            Document::Rule(rule)
-        }
-        Document::Chunk(mut chunk) => {
-            chunk.embedding = None;
-            Document::Chunk(chunk)
-        }
-    }
+fn without_vectors(mut doc: Document) -> Document {
+    doc.set_embeddings(None, None);
+    doc
 }
 
 /// `dir` with `.suffix` appended to its last component.

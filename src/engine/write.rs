@@ -10,6 +10,7 @@ use crate::doc::{Chunk, Document, Rule};
 use crate::id::DocId;
 use crate::store::{Change, DocRecord, StoredVectors};
 use crate::{Error, ErrorKind, Kind, Result};
+use crate::{Scenario, Tool};
 
 /// Texts embedded per call of the embedder.
 const EMBED_BATCH: usize = 64;
@@ -42,7 +43,25 @@ impl Engine {
         self.upsert(chunks.into_iter().map(Document::Chunk).collect())
     }
 
-    /// Buffers documents of either kind for the next [`Engine::commit`].
+    /// Buffers scenarios for the next [`Engine::commit`]; see [`Engine::upsert_rules`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Engine::upsert_rules`].
+    pub fn upsert_scenarios(&self, scenarios: impl IntoIterator<Item = Scenario>) -> Result<()> {
+        self.upsert(scenarios.into_iter().map(Document::Scenario).collect())
+    }
+
+    /// Buffers tools for the next [`Engine::commit`]; see [`Engine::upsert_rules`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Engine::upsert_rules`].
+    pub fn upsert_tools(&self, tools: impl IntoIterator<Item = Tool>) -> Result<()> {
+        self.upsert(tools.into_iter().map(Document::Tool).collect())
+    }
+
+    /// Buffers documents of any kind for the next [`Engine::commit`].
     ///
     /// # Errors
     ///
@@ -440,39 +459,29 @@ impl Inner {
 
 /// Takes the vectors a document carries out of it, and lists the texts an embedder has
 /// to embed for the rest (`embed`: there is an embedder): slot 0 the document's text,
-/// slot `i + 1` a rule's pattern `i`. Patterns are embedded only when none was given.
+/// slot `i + 1` example `i` (a rule's pattern). Examples are embedded only when none was
+/// given.
 pub(crate) fn split_vectors(
     doc: &mut Document,
     embed: bool,
 ) -> (StoredVectors, Vec<(usize, String)>) {
     let mut vectors = StoredVectors::default();
     let mut to_embed = Vec::new();
-    match doc {
-        Document::Rule(rule) => {
-            let given_main = rule.embedding.take();
-            let given_patterns = rule.pattern_embeddings.take();
-            vectors.external = given_main.is_some() || given_patterns.is_some();
-            vectors.main = given_main;
-            vectors.patterns = match given_patterns {
-                Some(patterns) => patterns.into_iter().map(Some).collect(),
-                None => vec![None; rule.patterns.len()],
-            };
-            if embed {
-                if vectors.main.is_none() {
-                    to_embed.push((0, rule.text()));
-                }
-                if vectors.patterns.iter().all(Option::is_none) {
-                    for (i, pattern) in rule.patterns.iter().enumerate() {
-                        to_embed.push((i + 1, pattern.clone()));
-                    }
-                }
-            }
+    let (given_main, given_examples) = doc.take_embeddings();
+    vectors.external = given_main.is_some() || given_examples.is_some();
+    vectors.main = given_main;
+    let examples = doc.examples();
+    vectors.patterns = match given_examples {
+        Some(given) => given.into_iter().map(Some).collect(),
+        None => vec![None; examples.len()],
+    };
+    if embed {
+        if vectors.main.is_none() {
+            to_embed.push((0, doc.text()));
         }
-        Document::Chunk(chunk) => {
-            vectors.main = chunk.embedding.take();
-            vectors.external = vectors.main.is_some();
-            if embed && vectors.main.is_none() {
-                to_embed.push((0, chunk.content.clone()));
+        if vectors.patterns.iter().all(Option::is_none) {
+            for (i, example) in examples.iter().enumerate() {
+                to_embed.push((i + 1, example.clone()));
             }
         }
     }

@@ -44,20 +44,25 @@ const DEFAULT_SCORE: f64 = 0.5;
 /// `confidence` or a `score`. Policies read [`Candidate::base_score`]: the confidence if
 /// set, else the score, else 0.5. Higher is better.
 ///
-/// In JSON the action type is the field `action` (`action_type` is accepted too), and
-/// unknown fields are rejected, so put anything else into `payload`:
+/// In JSON the action type is the field `action` (`action_type` is accepted too). Seed
+/// 002's candidates are free-form dicts: fields other than `id`, `action`, `payload`,
+/// `confidence` and `score` are kept in `payload` (an object then), so they load as
+/// they are:
 ///
 /// ```
 /// # use ruchedb::Candidate;
 /// let candidate: Candidate = serde_json::from_str(
-///     r#"{"action": "code", "payload": {"code": "print(42)"}, "confidence": 0.9}"#,
+///     r#"{"action": "code", "code": "print(42)", "confidence": 0.9}"#,
 /// )?;
 /// assert_eq!(candidate.action_type(), "code");
+/// assert_eq!(candidate.payload()["code"], "print(42)");
 /// assert_eq!(candidate.base_score()?, 0.9);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// Search hits convert directly: [`Candidate::from_hit`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "CandidateDict")]
 pub struct Candidate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     id: Option<String>,
@@ -71,7 +76,113 @@ pub struct Candidate {
     score: Option<f64>,
 }
 
+/// The JSON form of a candidate as read: its known fields, and the others.
+#[derive(Deserialize)]
+struct CandidateDict {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    action: Option<String>,
+    #[serde(default)]
+    action_type: Option<String>,
+    #[serde(default)]
+    payload: Value,
+    #[serde(default)]
+    confidence: Option<f64>,
+    #[serde(default)]
+    score: Option<f64>,
+    #[serde(flatten)]
+    extra: serde_json::Map<String, Value>,
+}
+
+impl TryFrom<CandidateDict> for Candidate {
+    type Error = String;
+
+    fn try_from(dict: CandidateDict) -> std::result::Result<Candidate, String> {
+        let action_type = match (dict.action, dict.action_type) {
+            (Some(action), None) | (None, Some(action)) => action,
+            (Some(_), Some(_)) => {
+                return Err("give `action` or `action_type`, not both".to_string());
+            }
+            (None, None) => return Err("missing field `action`".to_string()),
+        };
+        let payload = if dict.extra.is_empty() {
+            dict.payload
+        } else {
+            match dict.payload {
+                Value::Null => Value::Object(dict.extra),
+                Value::Object(mut payload) => {
+                    for (key, value) in dict.extra {
+                        if payload.contains_key(&key) {
+                            return Err(format!(
+                                "field `{key}` is given both in `payload` and beside it"
+                            ));
+                        }
+                        payload.insert(key, value);
+                    }
+                    Value::Object(payload)
+                }
+                _ => {
+                    let keys: Vec<&str> = dict.extra.keys().map(String::as_str).collect();
+                    return Err(format!(
+                        "fields {keys:?} cannot join a `payload` that is not an object"
+                    ));
+                }
+            }
+        };
+        Ok(Candidate {
+            id: dict.id,
+            action_type,
+            payload,
+            confidence: dict.confidence,
+            score: dict.score,
+        })
+    }
+}
+
 impl Candidate {
+    /// The candidate of a search hit: its id, its action type (a tool's `name`; `rule`,
+    /// `scenario` or `chunk` for the other kinds), the document (without vectors) as
+    /// payload, and the hit's final score as score, so that the policies order hits as
+    /// the search did.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # fn main() -> ruchedb::Result<()> {
+    /// use rand::SeedableRng;
+    /// use ruchedb::{ActionSelectionPolicy, Candidate, Engine, GreedyPolicy, PolicyContext, SearchRequest, Tool};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let engine = Engine::builder().create(dir.path())?;
+    /// engine.upsert_tools([
+    ///     Tool::new("track", "track_order", "Tell where an order is and when it will arrive"),
+    ///     Tool::new("refund", "issue_refund", "Refund a returned item to the customer"),
+    /// ])?;
+    /// engine.commit()?;
+    /// let hits = engine.search(&SearchRequest::tools("where is my order?"))?.hits;
+    /// let candidates: Vec<Candidate> = hits.iter().map(Candidate::from_hit).collect();
+    /// let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    /// let chosen = GreedyPolicy.select(&candidates, &mut PolicyContext::new(&mut rng))?;
+    /// assert_eq!(chosen.action_type(), "track_order");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_hit(hit: &crate::Hit) -> Candidate {
+        use crate::Document;
+        let action_type = match hit.document.as_ref() {
+            Document::Tool(tool) => tool.name.clone(),
+            other => other.kind().as_str().to_string(),
+        };
+        Candidate {
+            id: Some(hit.id.clone()),
+            action_type,
+            payload: serde_json::to_value(hit.document.as_ref()).unwrap_or(Value::Null),
+            confidence: None,
+            score: Some(hit.score),
+        }
+    }
+
     /// Creates a candidate of the given action type, without id, payload, confidence or score.
     ///
     /// # Example

@@ -41,7 +41,7 @@ pub(crate) struct Store {
     /// The feedback window (`window` to bincode entries).
     feedback: sled::Tree,
     /// One checkpoint tree per kind (`graph_rule`, `graph_chunk`).
-    graphs: [sled::Tree; 2],
+    graphs: [sled::Tree; Kind::COUNT],
     meta: std::sync::Mutex<Meta>,
 }
 
@@ -74,10 +74,13 @@ impl Store {
         let embed_cache = db.open_tree("embed_cache").map_err(sled_err)?;
         let queries = db.open_tree("queries").map_err(sled_err)?;
         let feedback = db.open_tree("feedback").map_err(sled_err)?;
-        let graphs = [
-            db.open_tree("graph_rule").map_err(sled_err)?,
-            db.open_tree("graph_chunk").map_err(sled_err)?,
-        ];
+        let mut graphs = Vec::with_capacity(Kind::COUNT);
+        for kind in Kind::ALL {
+            graphs.push(db.open_tree(format!("graph_{kind}")).map_err(sled_err)?);
+        }
+        let graphs: [sled::Tree; Kind::COUNT] = graphs
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("one tree per kind"));
         let meta = if create {
             let meta = Meta::new();
             let mut batch = sled::Batch::default();
@@ -355,7 +358,7 @@ impl Store {
     }
 
     fn graph_tree(&self, kind: Kind) -> &sled::Tree {
-        &self.graphs[usize::from(kind.as_u8())]
+        &self.graphs[kind.index()]
     }
 
     /// Replaces the graph checkpoint of `kind` with `manifest` and its `files`,

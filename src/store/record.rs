@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::doc::{Chunk, Document, Rule, Scope};
 use crate::time::Timestamp;
 use crate::{Error, Result};
+use crate::{Scenario, Step, Tool};
 
 /// One stored version of a document (without its vectors).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -28,6 +29,8 @@ pub(crate) enum RecordBody {
     LinkedRule(RuleRecord, LinksRecord),
     /// A chunk with entities or relations.
     LinkedChunk(ChunkRecord, LinksRecord),
+    Scenario(ScenarioRecord),
+    Tool(ToolRecord),
 }
 
 /// A document's entities and relations (`(type, target)`).
@@ -92,6 +95,99 @@ pub(crate) struct ChunkRecord {
     metadata_json: String,
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ScenarioRecord {
+    id: String,
+    tenant_id: String,
+    agent_id: Option<String>,
+    name: String,
+    description: String,
+    examples: Vec<String>,
+    /// `(id, description)` of each step.
+    steps: Vec<(String, String)>,
+    enabled: bool,
+    tags: Vec<String>,
+}
+
+impl ScenarioRecord {
+    fn of(s: &Scenario) -> ScenarioRecord {
+        ScenarioRecord {
+            id: s.id.clone(),
+            tenant_id: s.tenant_id.clone(),
+            agent_id: s.agent_id.clone(),
+            name: s.name.clone(),
+            description: s.description.clone(),
+            examples: s.examples.clone(),
+            steps: s
+                .steps
+                .iter()
+                .map(|step| (step.id.clone(), step.description.clone()))
+                .collect(),
+            enabled: s.enabled,
+            tags: s.tags.clone(),
+        }
+    }
+
+    fn to_scenario(&self) -> Scenario {
+        let mut scenario = Scenario::new(&self.id, &self.name, &self.description)
+            .with_tenant(&self.tenant_id)
+            .with_examples(self.examples.iter().cloned())
+            .with_steps(self.steps.iter().map(|(id, d)| Step::new(id, d)))
+            .with_enabled(self.enabled)
+            .with_tags(self.tags.iter().cloned());
+        scenario.agent_id = self.agent_id.clone();
+        scenario
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ToolRecord {
+    id: String,
+    tenant_id: String,
+    agent_id: Option<String>,
+    name: String,
+    description: String,
+    /// `parameters` as JSON, empty when null.
+    parameters_json: String,
+    examples: Vec<String>,
+    enabled: bool,
+    tags: Vec<String>,
+}
+
+impl ToolRecord {
+    fn of(t: &Tool) -> ToolRecord {
+        ToolRecord {
+            id: t.id.clone(),
+            tenant_id: t.tenant_id.clone(),
+            agent_id: t.agent_id.clone(),
+            name: t.name.clone(),
+            description: t.description.clone(),
+            parameters_json: if t.parameters.is_null() {
+                String::new()
+            } else {
+                t.parameters.to_string()
+            },
+            examples: t.examples.clone(),
+            enabled: t.enabled,
+            tags: t.tags.clone(),
+        }
+    }
+
+    fn to_tool(&self) -> Result<Tool> {
+        let mut tool = Tool::new(&self.id, &self.name, &self.description)
+            .with_tenant(&self.tenant_id)
+            .with_examples(self.examples.iter().cloned())
+            .with_enabled(self.enabled)
+            .with_tags(self.tags.iter().cloned());
+        tool.agent_id = self.agent_id.clone();
+        if !self.parameters_json.is_empty() {
+            tool.parameters = serde_json::from_str(&self.parameters_json)
+                .map_err(|err| Error::corrupt(format!("tool parameters: {err}")))?;
+        }
+        Ok(tool)
+    }
+}
+
 /// The vectors of one document, as given or as embedded (not normalised).
 ///
 /// Stored in a compact binary form (see [`StoredVectors::encode`]) rather than bincode:
@@ -111,6 +207,15 @@ pub(crate) struct StoredVectors {
 const VECTORS_V1: u8 = 1;
 
 impl StoredVectors {
+    /// The example vectors a caller gave, when it gave them (they are then all present:
+    /// validated at upsert).
+    pub(crate) fn given_examples(&self) -> Option<Vec<Vec<f32>>> {
+        if self.patterns.is_empty() {
+            return None;
+        }
+        self.patterns.iter().cloned().collect()
+    }
+
     /// `[version u8][flags u8: bit 0 external][patterns u32 BE][rows u16 BE][dim u32 BE]`,
     /// then each row's index within the document (u16 BE: 0 main, i + 1 pattern i), then
     /// the rows' components (f32 LE, row after row).
@@ -248,6 +353,8 @@ impl DocRecord {
                     None => RecordBody::Chunk(record),
                 }
             }
+            Document::Scenario(scenario) => RecordBody::Scenario(ScenarioRecord::of(scenario)),
+            Document::Tool(tool) => RecordBody::Tool(ToolRecord::of(tool)),
         };
         DocRecord { seq, body }
     }
@@ -256,6 +363,8 @@ impl DocRecord {
         match self.body {
             RecordBody::Rule(_) | RecordBody::LinkedRule(..) => crate::Kind::Rule,
             RecordBody::Chunk(_) | RecordBody::LinkedChunk(..) => crate::Kind::Chunk,
+            RecordBody::Scenario(_) => crate::Kind::Scenario,
+            RecordBody::Tool(_) => crate::Kind::Tool,
         }
     }
 
@@ -304,6 +413,8 @@ impl DocRecord {
                 chunk.entities = links.entities;
                 Document::Chunk(chunk)
             }
+            RecordBody::Scenario(s) => Document::Scenario(s.to_scenario()),
+            RecordBody::Tool(t) => Document::Tool(t.to_tool()?),
         })
     }
 
@@ -333,10 +444,7 @@ impl DocRecord {
                 rule.relations = links.relations();
                 if let Some(vectors) = external {
                     rule.embedding = vectors.main.clone();
-                    if !vectors.patterns.is_empty() {
-                        // External pattern vectors are all present (validated at upsert).
-                        rule.pattern_embeddings = vectors.patterns.iter().cloned().collect();
-                    }
+                    rule.pattern_embeddings = vectors.given_examples();
                 }
                 Document::Rule(rule)
             }
@@ -359,6 +467,20 @@ impl DocRecord {
                     chunk.embedding = vectors.main.clone();
                 }
                 Document::Chunk(chunk)
+            }
+            RecordBody::Scenario(s) => {
+                let mut doc = Document::Scenario(s.to_scenario());
+                if let Some(vectors) = external {
+                    doc.set_embeddings(vectors.main.clone(), vectors.given_examples());
+                }
+                doc
+            }
+            RecordBody::Tool(t) => {
+                let mut doc = Document::Tool(t.to_tool()?);
+                if let Some(vectors) = external {
+                    doc.set_embeddings(vectors.main.clone(), vectors.given_examples());
+                }
+                doc
             }
         })
     }

@@ -131,12 +131,14 @@ fn schema() -> (Schema, Fields) {
     )
 }
 
-/// The prefix of every term of one scope: `r` or `c`, the tenant, a NUL (tenant ids hold
+/// The prefix of every term of one scope: the kind's letter (`r`, `c`, `s`, `t`), the tenant, a NUL (tenant ids hold
 /// no control character).
 fn scope_prefix(kind: crate::Kind, tenant: &str) -> String {
     let k = match kind {
         crate::Kind::Rule => 'r',
         crate::Kind::Chunk => 'c',
+        crate::Kind::Scenario => 's',
+        crate::Kind::Tool => 't',
     };
     format!("{k}{tenant}\u{0}")
 }
@@ -365,12 +367,7 @@ impl TextIndex {
     /// Adds a document version (visible after [`TextIndex::commit`] and a reload), its
     /// terms in the document's scope; returns its token counts `[words, ident]`.
     pub(crate) fn add_document(&self, doc: DocId, document: &crate::Document) -> Result<[u32; 2]> {
-        let text = match document {
-            crate::Document::Rule(rule) if self.patterns_in_text && !rule.patterns.is_empty() => {
-                format!("{} {}", rule.text(), rule.patterns.join(" "))
-            }
-            other => other.text(),
-        };
+        let text = document.indexed_text(self.patterns_in_text);
         let prefix = scope_prefix(document.kind(), document.tenant_id());
         let scoped = |analyzer: &TextAnalyzer| {
             let mut analyzer = analyzer.clone();

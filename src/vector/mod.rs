@@ -37,7 +37,7 @@ pub(crate) struct KindGraph {
 /// The vector graphs of an engine.
 pub(crate) struct VectorIndex {
     params: HnswParams,
-    graphs: [KindGraph; 2],
+    graphs: [KindGraph; Kind::COUNT],
 }
 
 /// How the vector leg found its candidates (for explain output and tests).
@@ -59,7 +59,7 @@ impl VectorIndex {
         };
         VectorIndex {
             params,
-            graphs: [empty(), empty()],
+            graphs: std::array::from_fn(|_| empty()),
         }
     }
 
@@ -68,7 +68,7 @@ impl VectorIndex {
     }
 
     fn kind_graph(&self, kind: Kind) -> &KindGraph {
-        &self.graphs[usize::from(kind.as_u8())]
+        &self.graphs[kind.index()]
     }
 
     pub(crate) fn graph(&self, kind: Kind) -> Arc<Graph> {

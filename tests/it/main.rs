@@ -7,6 +7,7 @@ mod embedder;
 mod engine;
 mod feedback;
 mod graph;
+mod kinds;
 mod persistence;
 mod ranking;
 mod relevance;

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// ruche: an embedded hybrid search engine for AI agents (rules and memory chunks).
+/// ruche: an embedded hybrid search engine for AI agents (rules, memory chunks, scenarios
+/// and tools).
 #[derive(Debug, Parser)]
 #[command(name = "ruche", version, about, long_about = None)]
 pub struct Cli {
@@ -27,7 +28,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Index rules and chunks from JSONL (or TOML rules) into DIR, creating it if needed.
+    /// Index rules, chunks, scenarios and tools from JSONL (or TOML) into DIR, creating it
+    /// if needed.
     Index(IndexArgs),
     /// Search an index (one query, or a batch of JSONL queries).
     Search(Box<SearchArgs>),
@@ -67,6 +69,8 @@ pub enum Command {
 pub enum KindArg {
     Rules,
     Chunks,
+    Scenarios,
+    Tools,
 }
 
 impl From<KindArg> for ruchedb::Kind {
@@ -74,6 +78,8 @@ impl From<KindArg> for ruchedb::Kind {
         match kind {
             KindArg::Rules => ruchedb::Kind::Rule,
             KindArg::Chunks => ruchedb::Kind::Chunk,
+            KindArg::Scenarios => ruchedb::Kind::Scenario,
+            KindArg::Tools => ruchedb::Kind::Tool,
         }
     }
 }
@@ -88,8 +94,16 @@ pub struct IndexArgs {
     /// Chunks: JSONL (one chunk per line); `-` for stdin.
     #[arg(long, value_name = "FILE")]
     pub chunks: Option<PathBuf>,
-    /// Rules and chunks mixed, as `ruche export` writes them (a line with `content` is a
-    /// chunk, one with `condition` a rule); `-` for stdin.
+    /// Scenarios: JSONL (one scenario per line), or a .toml file of `[[scenarios]]`; `-`
+    /// for stdin.
+    #[arg(long, value_name = "FILE")]
+    pub scenarios: Option<PathBuf>,
+    /// Tools: JSONL (one tool per line), or a .toml file of `[[tools]]`; `-` for stdin.
+    #[arg(long, value_name = "FILE")]
+    pub tools: Option<PathBuf>,
+    /// Documents of every kind mixed, as `ruche export` writes them (a line with `content`
+    /// is a chunk, one with `condition` a rule, one with `"kind": "scenario"` or `"kind":
+    /// "tool"` a scenario or a tool); `-` for stdin.
     #[arg(long, value_name = "FILE")]
     pub records: Option<PathBuf>,
     /// The embedder of a new index: `default` (the bundled static model), `none`,
@@ -176,6 +190,16 @@ pub struct SearchArgs {
     /// Show how each score was made.
     #[arg(long)]
     pub explain: bool,
+    /// Let this action-selection policy (greedy, sampling, beam_search, mcts) choose one
+    /// hit, and print its choice and ranking.
+    #[arg(long, value_name = "NAME", conflicts_with = "batch")]
+    pub policy: Option<String>,
+    /// A parameter of --policy (repeatable), e.g. `temperature=0.5`.
+    #[arg(long = "policy-param", value_name = "KEY=VALUE", requires = "policy")]
+    pub policy_params: Vec<String>,
+    /// The seed of the policy's random choices (same seed, same choice).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "policy")]
+    pub seed: u64,
 }
 
 /// Fusion overrides, shared by `search` and `eval`.
@@ -263,8 +287,7 @@ pub struct DeleteArgs {
     /// Delete every chunk of this context.
     #[arg(long)]
     pub context: Option<String>,
-    /// Delete every rule and chunk of --tenant (then `ruche compact` erases them from
-    /// disk).
+    /// Delete every document of --tenant (then `ruche compact` erases them from disk).
     #[arg(long, conflicts_with_all = ["context", "ids"])]
     pub all: bool,
     #[arg(required_unless_present_any = ["context", "all"])]
@@ -300,7 +323,7 @@ pub struct StatsArgs {
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     pub dir: PathBuf,
-    /// Only this kind (default: rules, then chunks).
+    /// Only this kind (default: rules, chunks, scenarios, then tools).
     #[arg(long, value_enum)]
     pub kind: Option<KindArg>,
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use std::str::FromStr;
 
-use ruchedb::{Config, EmbedderSpec, Engine, Kind};
+use ruchedb::{Config, Document, EmbedderSpec, Engine, Kind};
 
 use crate::args::{
     BackupArgs, DeleteArgs, ExportArgs, FeedbackArgs, GetArgs, IndexArgs, PurgeArgs, ReembedArgs,
@@ -51,38 +51,59 @@ pub fn open(config: &Config, dir: &Path) -> Result<Engine> {
     Ok(builder(config).open(dir)?)
 }
 
-/// The rules and chunks of `--rules`, `--chunks` and `--records`, every line checked.
-fn read_inputs(args: &IndexArgs) -> Result<(Vec<ruchedb::Rule>, Vec<ruchedb::Chunk>)> {
-    let mut rules = args
-        .rules
-        .as_deref()
-        .map(input::read_rules)
-        .transpose()?
-        .unwrap_or_default();
-    let mut chunks = args
-        .chunks
-        .as_deref()
-        .map(input::read_chunks)
-        .transpose()?
-        .unwrap_or_default();
-    if let Some(records) = &args.records {
-        for doc in input::read_records(records)? {
-            match doc {
-                ruchedb::Document::Rule(rule) => rules.push(rule),
-                ruchedb::Document::Chunk(chunk) => chunks.push(chunk),
-            }
+/// The documents of `--rules`, `--chunks`, `--scenarios`, `--tools` and `--records`,
+/// every line checked, grouped by kind (in the order of [`Kind::ALL`]).
+fn read_inputs(args: &IndexArgs) -> Result<Vec<Document>> {
+    let mut docs = Vec::new();
+    for (path, kind) in [
+        (&args.rules, Kind::Rule),
+        (&args.chunks, Kind::Chunk),
+        (&args.scenarios, Kind::Scenario),
+        (&args.tools, Kind::Tool),
+    ] {
+        if let Some(path) = path {
+            docs.extend(input::read_documents(path, kind)?);
         }
     }
-    Ok((rules, chunks))
+    if let Some(records) = &args.records {
+        docs.extend(input::read_records(records)?);
+    }
+    docs.sort_by_key(|doc| doc.kind());
+    Ok(docs)
+}
+
+/// How many documents of each kind, in words: `3 rules and 2 chunks` (the kinds an index
+/// always had), then scenarios and tools when there are any.
+fn counted(docs: &[Document]) -> String {
+    let count = |kind: Kind| docs.iter().filter(|d| d.kind() == kind).count();
+    let mut parts: Vec<String> = Kind::ALL
+        .into_iter()
+        .filter(|&kind| matches!(kind, Kind::Rule | Kind::Chunk) || count(kind) > 0)
+        .map(|kind| format!("{} {}", count(kind), kind.plural()))
+        .collect();
+    let last = parts.pop().unwrap_or_default();
+    if parts.is_empty() {
+        last
+    } else {
+        format!("{} and {last}", parts.join(", "))
+    }
 }
 
 pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
-    if args.rules.is_none() && args.chunks.is_none() && args.records.is_none() {
-        bail!("nothing to index: give --rules FILE, --chunks FILE and/or --records FILE");
+    let inputs = [
+        &args.rules,
+        &args.chunks,
+        &args.scenarios,
+        &args.tools,
+        &args.records,
+    ];
+    if inputs.iter().all(|path| path.is_none()) {
+        bail!(
+            "nothing to index: give --rules FILE, --chunks FILE, --scenarios FILE, --tools FILE and/or --records FILE"
+        );
     }
     // Read and validate everything before touching the index: a bad line fails the
     // whole import and leaves the index as it was.
-    let inputs = [&args.rules, &args.chunks, &args.records];
     let total_bytes: u64 = inputs
         .iter()
         .filter_map(|path| path.as_deref())
@@ -91,52 +112,44 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
         .sum();
     let mut reading = Phase::start("read", total_bytes, Unit::Bytes);
     let start_bytes = input::bytes_read();
-    let (rules, chunks) = progress::watch(
+    let docs = progress::watch(
         &mut reading,
         || read_inputs(args),
         || input::bytes_read() - start_bytes,
     )?;
     reading.finish(&format!(
-        "{} rules and {} chunks, {}",
-        rules.len(),
-        chunks.len(),
+        "{}, {}",
+        counted(&docs),
         indicatif::HumanBytes(input::bytes_read() - start_bytes)
     ));
-    for (kind, keys) in [
-        (
-            "rule",
-            rules
-                .iter()
-                .map(|r| (&r.tenant_id, &r.id))
-                .collect::<Vec<_>>(),
-        ),
-        (
-            "chunk",
-            chunks.iter().map(|c| (&c.tenant_id, &c.id)).collect(),
-        ),
-    ] {
-        let mut seen = std::collections::HashSet::new();
-        if let Some((tenant, id)) = keys.into_iter().find(|key| !seen.insert(*key)) {
-            bail!("{kind} `{id}` (tenant `{tenant}`) is given by two of the input files");
-        }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(doc) = docs
+        .iter()
+        .find(|doc| !seen.insert((doc.kind(), doc.tenant_id(), doc.id())))
+    {
+        bail!(
+            "{} `{}` (tenant `{}`) is given by two of the input files",
+            doc.kind(),
+            doc.id(),
+            doc.tenant_id()
+        );
     }
     let explicit = args
         .embedder
         .as_deref()
         .map(str::parse::<EmbedderSpec>)
         .transpose()?;
+    let summary = counted(&docs);
     if crate::milvus::is_milvus(&args.dir) {
-        let (n_rules, n_chunks) = (rules.len(), chunks.len());
         let changes = crate::milvus::index(
             config,
             &args.dir,
             explicit,
             args.collection_per_tenant,
-            rules,
-            chunks,
+            docs,
         )?;
         println!(
-            "indexed {n_rules} rules and {n_chunks} chunks into {} ({changes} changes)",
+            "indexed {summary} into {} ({changes} changes)",
             args.dir.display()
         );
         return Ok(ExitCode::SUCCESS);
@@ -146,7 +159,7 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
     }
     let mut created = false;
     let dir_existed = args.dir.exists();
-    let result = index_into(config, &args.dir, explicit, rules, chunks, &mut created);
+    let result = index_into(config, &args.dir, explicit, docs, &mut created);
     if result.is_err() && created {
         // Do not leave a half-made new index behind: what this import created goes.
         let _ = Engine::remove(&args.dir);
@@ -154,9 +167,9 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
             let _ = std::fs::remove_dir(&args.dir);
         }
     }
-    let (n_rules, n_chunks, changes) = result?;
+    let changes = result?;
     println!(
-        "indexed {n_rules} rules and {n_chunks} chunks into {} ({changes} changes)",
+        "indexed {summary} into {} ({changes} changes)",
         args.dir.display()
     );
     Ok(ExitCode::SUCCESS)
@@ -166,10 +179,9 @@ fn index_into(
     config: &Config,
     dir: &Path,
     explicit: Option<EmbedderSpec>,
-    rules: Vec<ruchedb::Rule>,
-    chunks: Vec<ruchedb::Chunk>,
+    docs: Vec<Document>,
     created: &mut bool,
-) -> Result<(usize, usize, usize)> {
+) -> Result<usize> {
     let builder = builder(config);
     let engine = if dir.join("store").exists() {
         let engine = builder.open(dir)?;
@@ -190,10 +202,7 @@ fn index_into(
         }
         engine
     } else {
-        let carries_vectors = rules
-            .iter()
-            .any(|r| r.embedding.is_some() || r.pattern_embeddings.is_some())
-            || chunks.iter().any(|c| c.embedding.is_some());
+        let carries_vectors = docs.iter().any(Document::has_embeddings);
         let spec = explicit.unwrap_or(if carries_vectors {
             EmbedderSpec::None
         } else {
@@ -203,28 +212,27 @@ fn index_into(
         *created = true;
         engine
     };
-    let (n_rules, n_chunks) = (rules.len(), chunks.len());
     let name = if engine.embedder().is_some() {
         "embed"
     } else {
         "write"
     };
-    let mut writing = Phase::start(name, (n_rules + n_chunks) as u64, Unit::Items("documents"));
-    for (batch_idx, batch) in rules.chunks(UPSERT_BATCH).enumerate() {
-        let first = batch_idx * UPSERT_BATCH + 1;
-        engine
-            .upsert_rules(batch.to_vec())
-            .with_context(|| format!("rules {first}..{}", first + batch.len() - 1))?;
-        writing.inc(batch.len() as u64);
+    let summary = counted(&docs);
+    let mut writing = Phase::start(name, docs.len() as u64, Unit::Items("documents"));
+    // Documents are grouped by kind: each batch is numbered within its kind.
+    for kind in Kind::ALL {
+        let of_kind: Vec<&Document> = docs.iter().filter(|d| d.kind() == kind).collect();
+        for (batch_idx, batch) in of_kind.chunks(UPSERT_BATCH).enumerate() {
+            let first = batch_idx * UPSERT_BATCH + 1;
+            engine
+                .upsert(batch.iter().map(|&doc| doc.clone()).collect())
+                .with_context(|| {
+                    format!("{} {first}..{}", kind.plural(), first + batch.len() - 1)
+                })?;
+            writing.inc(batch.len() as u64);
+        }
     }
-    for (batch_idx, batch) in chunks.chunks(UPSERT_BATCH).enumerate() {
-        let first = batch_idx * UPSERT_BATCH + 1;
-        engine
-            .upsert_chunks(batch.to_vec())
-            .with_context(|| format!("chunks {first}..{}", first + batch.len() - 1))?;
-        writing.inc(batch.len() as u64);
-    }
-    writing.finish(&format!("{n_rules} rules and {n_chunks} chunks"));
+    writing.finish(&summary);
     let committing = Phase::start("commit", 0, Unit::Items("changes"));
     let changes = engine.commit()?;
     committing.finish(&format!("{changes} changes, searchable now"));
@@ -243,7 +251,7 @@ fn index_into(
         ));
     }
     engine.close()?;
-    Ok((n_rules, n_chunks, changes))
+    Ok(changes)
 }
 
 fn defaults(config: &Config, args: &SearchArgs) -> Result<QueryDefaults> {
@@ -320,20 +328,124 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
     let request = line.to_request(&defaults)?;
     let engine = crate::milvus::Searcher::open(config, &args.dir)?;
     let response = engine.search(&request)?;
+    let policy = match &args.policy {
+        Some(name) => Some(apply_policy(
+            name,
+            &args.policy_params,
+            args.seed,
+            &response,
+        )?),
+        None => None,
+    };
     let mut out = BufWriter::new(std::io::stdout().lock());
     if args.json {
-        output::write_line(
-            &mut out,
-            &output::response_json(None, &response, args.explain),
-        )?;
+        let mut line = output::response_json(None, &response, args.explain);
+        if let (Some(choice), Some(object)) = (&policy, line.as_object_mut()) {
+            object.insert("policy".into(), choice.to_json());
+        }
+        output::write_line(&mut out, &line)?;
     } else {
         output::write_table(&mut out, &response, args.explain)?;
+        if let Some(choice) = &policy {
+            choice.write(&mut out)?;
+        }
     }
     out.flush()?;
     Ok(if response.hits.is_empty() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    })
+}
+
+/// What `--policy` chose among the hits of a search.
+pub(crate) struct PolicyChoice {
+    name: String,
+    /// The candidates in the policy's order, with its scores.
+    ranking: Vec<(ruchedb::Candidate, f64)>,
+    /// The one selected (`None` when there was no hit).
+    chosen: Option<ruchedb::Candidate>,
+}
+
+impl PolicyChoice {
+    fn to_json(&self) -> serde_json::Value {
+        let summary =
+            |c: &ruchedb::Candidate| serde_json::json!({"id": c.id(), "action": c.action_type()});
+        serde_json::json!({
+            "name": self.name,
+            "chosen": self.chosen.as_ref().map(summary),
+            "ranking": self.ranking.iter().map(|(c, score)| {
+                let mut entry = summary(c);
+                entry["score"] = (*score).into();
+                entry
+            }).collect::<Vec<_>>(),
+        })
+    }
+
+    pub(crate) fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
+        match &self.chosen {
+            Some(chosen) => writeln!(
+                out,
+                "policy {}: chose {} ({})",
+                self.name,
+                chosen.id().unwrap_or_default(),
+                chosen.action_type()
+            )?,
+            None => writeln!(out, "policy {}: nothing to choose from", self.name)?,
+        }
+        for (rank, (candidate, score)) in self.ranking.iter().enumerate() {
+            writeln!(
+                out,
+                "  {:>2}. {:<28} {score:.3}  {}",
+                rank + 1,
+                candidate.id().unwrap_or_default(),
+                candidate.action_type()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Lets the policy `name` (with `--policy-param` values, JSON when they parse as JSON)
+/// choose among the hits of `response`, with a random generator seeded by `seed`.
+pub(crate) fn apply_policy(
+    name: &str,
+    params: &[String],
+    seed: u64,
+    response: &ruchedb::SearchResponse,
+) -> Result<PolicyChoice> {
+    use rand::SeedableRng;
+    let mut config = serde_json::Map::new();
+    for pair in params {
+        let (key, value) = input::key_value(pair)?;
+        let value = serde_json::from_str(&value).unwrap_or(serde_json::Value::String(value));
+        config.insert(key, value);
+    }
+    let mut policy = ruchedb::PolicyRegistry::new()
+        .get_action(name, &config)
+        .context("--policy")?;
+    let candidates: Vec<ruchedb::Candidate> = response
+        .hits
+        .iter()
+        .map(ruchedb::Candidate::from_hit)
+        .collect();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut ctx = ruchedb::PolicyContext::new(&mut rng);
+    let (ranking, chosen) = if candidates.is_empty() {
+        (Vec::new(), None)
+    } else {
+        let ranking = policy
+            .rank(&candidates, &ctx)?
+            .into_iter()
+            .map(|(c, score)| (c.clone(), score))
+            .collect();
+        let chosen = policy.select(&candidates, &mut ctx)?.clone();
+        (ranking, Some(chosen))
+    };
+    Ok(PolicyChoice {
+        name: name.to_string(),
+        ranking,
+        chosen,
     })
 }
 
@@ -479,19 +591,27 @@ pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
     }
     let mut out = std::io::stdout().lock();
     if let Some(tenant) = &args.tenant {
-        let (rules, chunks) = if milvus {
-            let (rules, chunks) = crate::milvus::counts(config, &args.dir, tenant)?;
-            (rules as usize, chunks as usize)
+        let counts: Vec<(Kind, u64)> = if milvus {
+            crate::milvus::counts(config, &args.dir, tenant)?
         } else {
-            open(config, &args.dir)?.tenant_counts(tenant)
+            let engine = open(config, &args.dir)?;
+            Kind::ALL
+                .into_iter()
+                .map(|kind| (kind, engine.tenant_count(tenant, kind) as u64))
+                .collect()
         };
         if args.json {
-            let line = serde_json::json!({"tenant": tenant, "rules": rules, "chunks": chunks});
-            output::write_line(&mut out, &line)?;
+            let mut line = serde_json::Map::new();
+            line.insert("tenant".into(), tenant.clone().into());
+            for (kind, n) in &counts {
+                line.insert(kind.plural().into(), (*n).into());
+            }
+            output::write_line(&mut out, &serde_json::Value::Object(line))?;
         } else {
             writeln!(out, "tenant:     {tenant}")?;
-            writeln!(out, "rules:      {rules}")?;
-            writeln!(out, "chunks:     {chunks}")?;
+            for (kind, n) in &counts {
+                writeln!(out, "{:<11} {n}", format!("{}:", kind.plural()))?;
+            }
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -502,6 +622,8 @@ pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
         writeln!(out, "index:      {}", args.dir.display())?;
         writeln!(out, "rules:      {}", stats.rules)?;
         writeln!(out, "chunks:     {}", stats.chunks)?;
+        writeln!(out, "scenarios:  {}", stats.scenarios)?;
+        writeln!(out, "tools:      {}", stats.tools)?;
         writeln!(out, "tenants:    {}", stats.tenants)?;
         writeln!(out, "entities:   {}", stats.entities)?;
         match (&stats.dimensions, &stats.model_id) {
@@ -517,6 +639,8 @@ pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
         for (name, graph) in [
             ("rule graph", stats.rule_graph),
             ("chunk graph", stats.chunk_graph),
+            ("scenario graph", stats.scenario_graph),
+            ("tool graph", stats.tool_graph),
         ] {
             writeln!(
                 out,
@@ -537,12 +661,21 @@ pub fn export(config: &Config, args: &ExportArgs) -> Result<ExitCode> {
     let engine = open(config, &args.dir)?;
     let kinds = match args.kind {
         Some(kind) => vec![kind.into()],
-        None => vec![Kind::Rule, Kind::Chunk],
+        None => Kind::ALL.to_vec(),
     };
     let mut out = BufWriter::new(std::io::stdout().lock());
     for kind in kinds {
         for doc in engine.export(kind, None)? {
-            output::write_line(&mut out, &serde_json::to_value(doc)?)?;
+            let mut line = serde_json::to_value(doc)?;
+            // Scenarios and tools have the same required fields: without `--kind`, their
+            // lines say which they are, for `ruche index --records`.
+            if args.kind.is_none()
+                && matches!(kind, Kind::Scenario | Kind::Tool)
+                && let Some(object) = line.as_object_mut()
+            {
+                object.insert(input::KIND_FIELD.into(), kind.as_str().into());
+            }
+            output::write_line(&mut out, &line)?;
         }
     }
     out.flush()?;
@@ -610,10 +743,7 @@ pub fn reembed(config: &Config, args: &ReembedArgs) -> Result<ExitCode> {
 
 /// The configured fusion of a kind, which `--fusion-param` alone modifies.
 pub fn fusion_base(config: &Config, kind: Kind) -> ruchedb::FusionSpec {
-    match kind {
-        Kind::Rule => config.fusion.rules,
-        Kind::Chunk => config.fusion.chunks,
-    }
+    config.fusion.spec(kind)
 }
 
 pub fn feedback(config: &Config, args: &FeedbackArgs) -> Result<ExitCode> {

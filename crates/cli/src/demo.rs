@@ -16,15 +16,15 @@ use crate::output;
 const RULES: &str = include_str!("../../../index_data/rules.toml");
 const CHUNKS: &str = include_str!("../../../index_data/chunks.jsonl");
 const QUERIES: &str = include_str!("../../../index_data/queries.jsonl");
+const SCENARIOS: &str = include_str!("../../../index_data/scenarios.toml");
+const TOOLS: &str = include_str!("../../../index_data/tools.toml");
 
-fn parse_rules() -> Result<Vec<ruchedb::Rule>> {
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct RulesFile {
-        rules: Vec<ruchedb::Rule>,
-    }
-    let file: RulesFile = toml::from_str(RULES).context("index_data/rules.toml")?;
-    Ok(file.rules)
+/// The `[[KEY]]` entries of a bundled TOML file.
+fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, key: &str, name: &str) -> Result<Vec<T>> {
+    let mut file: std::collections::BTreeMap<String, Vec<T>> =
+        toml::from_str(text).with_context(|| format!("index_data/{name}"))?;
+    file.remove(key)
+        .with_context(|| format!("index_data/{name}: no [[{key}]]"))
 }
 
 fn parse_jsonl<T: serde::de::DeserializeOwned>(text: &str, name: &str) -> Result<Vec<T>> {
@@ -38,8 +38,10 @@ fn parse_jsonl<T: serde::de::DeserializeOwned>(text: &str, name: &str) -> Result
 }
 
 pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
-    let rules = parse_rules()?;
+    let rules: Vec<ruchedb::Rule> = parse_toml(RULES, "rules", "rules.toml")?;
     let chunks: Vec<ruchedb::Chunk> = parse_jsonl(CHUNKS, "index_data/chunks.jsonl")?;
+    let scenarios: Vec<ruchedb::Scenario> = parse_toml(SCENARIOS, "scenarios", "scenarios.toml")?;
+    let tools: Vec<ruchedb::Tool> = parse_toml(TOOLS, "tools", "tools.toml")?;
     let queries: Vec<QueryLine> = parse_jsonl(QUERIES, "index_data/queries.jsonl")?;
 
     let temp;
@@ -62,9 +64,11 @@ pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
     writeln!(out, "# ruche demo")?;
     writeln!(
         out,
-        "Indexing {} rules and {} chunks of the sample corpus (a customer-support agent) into {}",
+        "Indexing {} rules, {} chunks, {} scenarios and {} tools of the sample corpus (a customer-support agent) into {}",
         rules.len(),
         chunks.len(),
+        scenarios.len(),
+        tools.len(),
         dir.display()
     )?;
     let engine = Engine::builder()
@@ -73,14 +77,18 @@ pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
         .create(&dir)?;
     engine.upsert_rules(rules)?;
     engine.upsert_chunks(chunks)?;
+    engine.upsert_scenarios(scenarios)?;
+    engine.upsert_tools(tools)?;
     engine.commit()?;
     engine.sync_graph()?;
     let stats = engine.stats();
     writeln!(
         out,
-        "Indexed: {} rules, {} chunks, {} tenants; vectors: {}\n",
+        "Indexed: {} rules, {} chunks, {} scenarios, {} tools, {} tenants; vectors: {}\n",
         stats.rules,
         stats.chunks,
+        stats.scenarios,
+        stats.tools,
         stats.tenants,
         match (&stats.dimensions, &stats.model_id) {
             (Some(dim), Some(model)) => format!("{dim} dimensions ({model})"),
@@ -113,6 +121,10 @@ pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
         }
         writeln!(out, "query: {:?} [{}]", query.text, context.join(", "))?;
         output::write_table(&mut out, &response, true)?;
+        // Tools found, then a policy chooses one: the two calls of an agent's tool use.
+        if request.kind() == ruchedb::Kind::Tool {
+            crate::commands::apply_policy("greedy", &[], 0, &response)?.write(&mut out)?;
+        }
         writeln!(out)?;
     }
     out.flush()?;

@@ -6,7 +6,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
-use ruchedb::{Chunk, Document, FusionSpec, Kind, Rule, SearchRequest, SelectionConfig, Timestamp};
+use ruchedb::{
+    Chunk, Document, FusionSpec, Kind, Rule, Scenario, SearchRequest, SelectionConfig, Timestamp,
+    Tool,
+};
 
 use crate::args::{FusionArgs, OnOff};
 use serde::Deserialize;
@@ -107,36 +110,16 @@ pub trait Record {
     fn key(&self) -> (Kind, String, String);
 }
 
-impl Record for Rule {
+impl<T: Clone + Into<Document>> Record for T {
     fn check(&self) -> ruchedb::Result<()> {
-        self.validate()
+        self.clone().into().validate()
     }
     fn key(&self) -> (Kind, String, String) {
-        (Kind::Rule, self.tenant_id.clone(), self.id.clone())
-    }
-}
-
-impl Record for Chunk {
-    fn check(&self) -> ruchedb::Result<()> {
-        self.validate()
-    }
-    fn key(&self) -> (Kind, String, String) {
-        (Kind::Chunk, self.tenant_id.clone(), self.id.clone())
-    }
-}
-
-impl Record for Document {
-    fn check(&self) -> ruchedb::Result<()> {
-        match self {
-            Document::Rule(rule) => rule.validate(),
-            Document::Chunk(chunk) => chunk.validate(),
-        }
-    }
-    fn key(&self) -> (Kind, String, String) {
+        let doc: Document = self.clone().into();
         (
-            self.kind(),
-            self.tenant_id().to_string(),
-            self.id().to_string(),
+            doc.kind(),
+            doc.tenant_id().to_string(),
+            doc.id().to_string(),
         )
     }
 }
@@ -166,50 +149,103 @@ fn checked<T: Record>(path: &Path, items: Vec<(usize, T)>) -> Result<Vec<T>> {
     Ok(out)
 }
 
-/// Reads rules from JSONL, or from a `.toml` file holding `[[rules]]` entries.
-pub fn read_rules(path: &Path) -> Result<Vec<Rule>> {
+/// Reads documents of one kind from JSONL, or from a `.toml` file holding `[[KEY]]`
+/// entries (`[[rules]]`, `[[scenarios]]`, `[[tools]]`: the kind's plural name).
+fn read_kind<T>(path: &Path, kind: Kind) -> Result<Vec<Document>>
+where
+    T: DeserializeOwned + Clone + Into<Document>,
+{
     if path.extension().is_some_and(|ext| ext == "toml") {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct RulesFile {
-            rules: Vec<Rule>,
-        }
+        let key = kind.plural();
         let mut text = String::new();
         open(path)?.read_to_string(&mut text)?;
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        let file: RulesFile =
+        // The tables first, so that a file of another kind is named as such.
+        let tables: toml::Table =
+            toml::from_str(text).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
+        if let Some(other) = tables.keys().find(|name| *name != key) {
+            bail!(
+                "{}: unknown table `{other}` (this file holds [[{key}]])",
+                path.display()
+            );
+        }
+        let mut file: BTreeMap<String, Vec<T>> =
             toml::from_str(text).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
         // TOML errors name their own line; records are numbered by their entry.
-        let items = file.rules.into_iter().enumerate().map(|(i, r)| (i + 1, r));
-        return checked(path, items.collect()).map_err(|err| {
+        let items = file.remove(key).unwrap_or_default().into_iter().enumerate();
+        let items = items.map(|(i, item)| (i + 1, item.into())).collect();
+        return checked(path, items).map_err(|err| {
             anyhow::anyhow!(
                 "{}",
-                err.to_string().replace(": line ", ": [[rules]] entry ")
+                err.to_string()
+                    .replace(": line ", &format!(": [[{key}]] entry "))
             )
         });
     }
-    checked(path, read_numbered(path)?)
+    let items: Vec<(usize, T)> = read_numbered(path)?;
+    checked(
+        path,
+        items
+            .into_iter()
+            .map(|(line, item)| (line, item.into()))
+            .collect(),
+    )
 }
 
-pub fn read_chunks(path: &Path) -> Result<Vec<Chunk>> {
-    checked(path, read_numbered(path)?)
+/// Reads documents of `kind` from JSONL or TOML (see [`read_kind`]).
+pub fn read_documents(path: &Path, kind: Kind) -> Result<Vec<Document>> {
+    match kind {
+        Kind::Rule => read_kind::<Rule>(path, kind),
+        Kind::Chunk => read_kind::<Chunk>(path, kind),
+        Kind::Scenario => read_kind::<Scenario>(path, kind),
+        Kind::Tool => read_kind::<Tool>(path, kind),
+    }
 }
 
-/// Rules and chunks mixed, one JSON object per line, as `ruche export` writes them: a
-/// line with `content` is a chunk, one with `condition` a rule.
+/// The `kind` field that `ruche export` writes on the lines of kinds that cannot be told
+/// apart by their fields (scenarios and tools).
+pub const KIND_FIELD: &str = "kind";
+
+/// Documents of every kind mixed, one JSON object per line, as `ruche export` writes
+/// them: a line with `content` is a chunk, one with `condition` a rule, and a line with
+/// `"kind"` is of that kind (the field is then not part of the record).
 pub fn read_records(path: &Path) -> Result<Vec<Document>> {
     let raw: Vec<(usize, serde_json::Value)> = read_numbered(path)?;
     let mut items = Vec::with_capacity(raw.len());
-    for (line_no, value) in raw {
-        let is_chunk = value.get("content").is_some();
-        let is_rule = value.get("condition").is_some();
+    for (line_no, mut value) in raw {
+        let named = match value.as_object_mut().and_then(|o| o.remove(KIND_FIELD)) {
+            Some(serde_json::Value::String(name)) => Some(name.parse::<Kind>().map_err(|err| {
+                anyhow::anyhow!("{}: line {line_no}: field `kind`: {err}", path.display())
+            })?),
+            Some(other) => bail!(
+                "{}: line {line_no}: field `kind`: expected a kind name, got {other}",
+                path.display()
+            ),
+            None => None,
+        };
+        let kind = match named {
+            Some(kind) => Ok(kind),
+            None => match (
+                value.get("condition").is_some(),
+                value.get("content").is_some(),
+            ) {
+                (true, false) => Ok(Kind::Rule),
+                (false, true) => Ok(Kind::Chunk),
+                _ => Err(
+                    "neither a rule (`condition`) nor a chunk (`content`), and no `kind`"
+                        .to_string(),
+                ),
+            },
+        };
         let text = value.to_string();
-        let doc = match (is_rule, is_chunk) {
-            (true, false) => parse_line::<Rule>(&text).map(Document::Rule),
-            (false, true) => parse_line::<Chunk>(&text).map(Document::Chunk),
-            _ => Err("neither a rule (`condition`) nor a chunk (`content`)".to_string()),
-        }
-        .map_err(|err| anyhow::anyhow!("{}: line {line_no}: {err}", path.display()))?;
+        let doc = kind
+            .and_then(|kind| match kind {
+                Kind::Rule => parse_line::<Rule>(&text).map(Document::Rule),
+                Kind::Chunk => parse_line::<Chunk>(&text).map(Document::Chunk),
+                Kind::Scenario => parse_line::<Scenario>(&text).map(Document::Scenario),
+                Kind::Tool => parse_line::<Tool>(&text).map(Document::Tool),
+            })
+            .map_err(|err| anyhow::anyhow!("{}: line {line_no}: {err}", path.display()))?;
         items.push((line_no, doc));
     }
     checked(path, items)

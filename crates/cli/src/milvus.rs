@@ -70,8 +70,7 @@ pub fn index(
     dir: &Path,
     explicit: Option<EmbedderSpec>,
     collection_per_tenant: bool,
-    rules: Vec<ruchedb::Rule>,
-    chunks: Vec<ruchedb::Chunk>,
+    docs: Vec<ruchedb::Document>,
 ) -> Result<usize> {
     use ruchedb::ErrorKind;
     use ruchedb_milvus::MilvusIndex;
@@ -86,14 +85,7 @@ pub fn index(
             index
         }
         Err(err) if matches!(err.kind(), ErrorKind::IndexNotFound { .. }) => {
-            let first_vector = rules
-                .iter()
-                .find_map(|r| r.embedding.as_ref().map(Vec::len))
-                .or_else(|| {
-                    chunks
-                        .iter()
-                        .find_map(|c| c.embedding.as_ref().map(Vec::len))
-                });
+            let first_vector = docs.iter().find_map(|d| d.embedding().map(<[f32]>::len));
             let mut options = options(config);
             options.embedder = explicit.unwrap_or(if first_vector.is_some() {
                 EmbedderSpec::None
@@ -106,8 +98,7 @@ pub fn index(
         }
         Err(err) => return Err(err.into()),
     };
-    index.upsert_rules(rules)?;
-    index.upsert_chunks(chunks)?;
+    index.upsert(docs)?;
     Ok(index.commit()?)
 }
 
@@ -117,8 +108,7 @@ pub fn index(
     dir: &Path,
     _explicit: Option<EmbedderSpec>,
     _collection_per_tenant: bool,
-    _rules: Vec<ruchedb::Rule>,
-    _chunks: Vec<ruchedb::Chunk>,
+    _docs: Vec<ruchedb::Document>,
 ) -> Result<usize> {
     open_milvus(config, dir).map(|_| 0)
 }
@@ -161,15 +151,15 @@ pub fn delete(
 
 /// `ruche stats milvus://... --tenant T`: the tenant's counts.
 #[cfg(feature = "milvus")]
-pub fn counts(config: &Config, dir: &Path, tenant: &str) -> Result<(u64, u64)> {
+pub fn counts(config: &Config, dir: &Path, tenant: &str) -> Result<Vec<(Kind, u64)>> {
     let index = ruchedb_milvus::MilvusIndex::open(&dir.to_string_lossy(), options(config))?;
-    Ok((
-        index.count(Kind::Rule, tenant)?,
-        index.count(Kind::Chunk, tenant)?,
-    ))
+    Kind::ALL
+        .into_iter()
+        .map(|kind| Ok((kind, index.count(kind, tenant)?)))
+        .collect()
 }
 
 #[cfg(not(feature = "milvus"))]
-pub fn counts(config: &Config, dir: &Path, _tenant: &str) -> Result<(u64, u64)> {
-    open_milvus(config, dir).map(|_| (0, 0))
+pub fn counts(config: &Config, dir: &Path, _tenant: &str) -> Result<Vec<(Kind, u64)>> {
+    open_milvus(config, dir).map(|_| Vec::new())
 }

@@ -73,24 +73,41 @@ pub fn hit_json(hit: &Hit, explain: bool) -> Value {
                     object.insert("created_at".into(), json!(created_at.to_string()));
                 }
             }
+            Document::Scenario(scenario) => {
+                object.insert("name".into(), json!(scenario.name));
+                object.insert("description".into(), json!(scenario.description));
+                let steps: Vec<&str> = scenario.steps.iter().map(|s| s.id.as_str()).collect();
+                object.insert("steps".into(), json!(steps));
+            }
+            Document::Tool(tool) => {
+                object.insert("name".into(), json!(tool.name));
+                object.insert("description".into(), json!(tool.description));
+                if !tool.parameters.is_null() {
+                    object.insert("parameters".into(), tool.parameters.clone());
+                }
+            }
         }
     }
     Value::Object(object)
 }
 
-/// What matched the query best in the vector leg, in words: a rule's pattern (quoted),
-/// its text, or its patterns as a whole.
+/// What matched the query best in the vector leg, in words: a rule's pattern or
+/// another kind's example (quoted), its text, or its examples as a whole.
 fn matched_vector(hit: &Hit) -> Option<String> {
     let matched = hit.breakdown.vector_match?;
-    Some(match (matched, hit.document.as_ref()) {
-        (VectorMatch::Pattern(i), Document::Rule(rule)) => {
-            format!("pattern {}: \"{}\"", i + 1, rule.patterns.get(i)?)
-        }
-        (VectorMatch::Centroid, _) => {
-            "the rule as a whole (centroid of its text and patterns)".into()
-        }
-        (VectorMatch::Text, Document::Rule(_)) => "the condition and action".into(),
-        _ => return None,
+    let doc = hit.document.as_ref();
+    let (example, text) = match doc {
+        Document::Rule(_) => ("pattern", "the condition and action"),
+        Document::Scenario(_) | Document::Tool(_) => ("example", "the name and description"),
+        Document::Chunk(_) => return None,
+    };
+    Some(match matched {
+        VectorMatch::Pattern(i) => format!("{example} {}: \"{}\"", i + 1, doc.examples().get(i)?),
+        VectorMatch::Centroid => format!(
+            "the {} as a whole (centroid of its text and {example}s)",
+            doc.kind()
+        ),
+        VectorMatch::Text => text.into(),
     })
 }
 
@@ -170,6 +187,8 @@ pub fn write_table(
         let text = match hit.document.as_ref() {
             Document::Rule(rule) => format!("when {} → {}", rule.condition, rule.action),
             Document::Chunk(chunk) => chunk.content.clone(),
+            Document::Scenario(s) => format!("{}: {}", s.name, s.description),
+            Document::Tool(t) => format!("{}: {}", t.name, t.description),
         };
         writeln!(
             out,

@@ -61,6 +61,7 @@ pub(crate) fn expression(query: &RetrievalQuery<'_>) -> String {
                 query.now.unix_millis()
             ));
         }
+        Kind::Scenario | Kind::Tool => clauses.push("enabled == true".to_string()),
     }
     clauses.join(" and ")
 }

@@ -426,7 +426,7 @@ impl MilvusIndex {
         let collections = Collections::new(&self.location.name, &self.meta);
         self.runtime.block_on(async {
             let mut deleted = 0;
-            for kind in [Kind::Rule, Kind::Chunk] {
+            for kind in Kind::ALL {
                 let pair = collections.pair(kind, tenant);
                 if !store::exists(&self.client, &self.location, &pair.docs).await? {
                     continue;

@@ -191,6 +191,8 @@ pub(crate) fn doc_key(kind: Kind, tenant: &str, id: &str) -> String {
     bytes.push(match kind {
         Kind::Rule => b'r',
         Kind::Chunk => b'c',
+        Kind::Scenario => b's',
+        Kind::Tool => b't',
     });
     bytes.extend_from_slice(tenant.as_bytes());
     bytes.push(0);
@@ -569,6 +571,27 @@ impl FilterRow {
                     expires_at: chunk.expires_at.map_or(0, |t| t.unix_millis()),
                 }
             }
+            Document::Scenario(_) | Document::Tool(_) => {
+                let (enabled, tags) = match doc {
+                    Document::Scenario(s) => (s.enabled, s.tags.clone()),
+                    Document::Tool(t) => (t.enabled, t.tags.clone()),
+                    _ => unreachable!("matched above"),
+                };
+                FilterRow {
+                    doc_key: key,
+                    tenant: doc.tenant_id().to_string(),
+                    agent: doc.agent_id().unwrap_or_default().to_string(),
+                    scenario: String::new(),
+                    step: String::new(),
+                    context: String::new(),
+                    enabled,
+                    tags,
+                    priority: 0,
+                    importance: 0,
+                    created_at: 0,
+                    expires_at: 0,
+                }
+            }
         }
     }
 }
@@ -597,11 +620,7 @@ fn filter_columns(rows: &[&FilterRow]) -> Vec<FieldData> {
 
 /// The document as stored: the record, without vectors.
 fn document_json(doc: &Document) -> String {
-    match doc {
-        Document::Rule(rule) => serde_json::to_string(rule),
-        Document::Chunk(chunk) => serde_json::to_string(chunk),
-    }
-    .unwrap_or_default()
+    serde_json::to_string(doc).unwrap_or_default()
 }
 
 fn parse_document(kind: Kind, text: &str) -> ruchedb::Result<Document> {
@@ -613,6 +632,8 @@ fn parse_document(kind: Kind, text: &str) -> ruchedb::Result<Document> {
     Ok(match kind {
         Kind::Rule => Document::Rule(serde_json::from_str(text).map_err(corrupt)?),
         Kind::Chunk => Document::Chunk(serde_json::from_str(text).map_err(corrupt)?),
+        Kind::Scenario => Document::Scenario(serde_json::from_str(text).map_err(corrupt)?),
+        Kind::Tool => Document::Tool(serde_json::from_str(text).map_err(corrupt)?),
     })
 }
 

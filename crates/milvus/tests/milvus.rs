@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use ruchedb::{
     Chunk, Config, EmbedderSpec, Engine, ErrorKind, Kind, RankPlan, RetrievalQuery, Retriever,
-    Rule, Scope, SearchRequest, Timestamp, rank,
+    Rule, Scenario, Scope, SearchRequest, Timestamp, Tool, rank,
 };
 use ruchedb_milvus::{MilvusIndex, MilvusOptions};
 
@@ -523,4 +523,78 @@ fn a_server_that_is_down_is_a_typed_error() {
         matches!(missing.kind(), ErrorKind::IndexNotFound { .. }),
         "{missing:?}"
     );
+}
+
+#[test]
+fn scenarios_and_tools_rank_behind_the_gate_with_their_filters() {
+    let index = fresh(MilvusOptions::default());
+    index
+        .upsert(vec![
+            Scenario::new(
+                "returns",
+                "Returns and refunds",
+                "The customer wants to send an item back or get their money back",
+            )
+            .with_examples([
+                "I want to return the boots I bought",
+                "how do I get a refund?",
+            ])
+            .into(),
+            Scenario::new(
+                "damaged_item",
+                "Damaged delivery",
+                "An item arrived broken, damaged in transit or defective",
+            )
+            .with_examples(["my tent arrived with a broken pole"])
+            .into(),
+            Scenario::new("retired", "Old flow", "Return an item by fax")
+                .with_examples(["I want to return my boots by fax"])
+                .with_enabled(false)
+                .into(),
+            Tool::new("track", "track_order", "Look up where a shipped order is")
+                .with_examples(["where is my package?"])
+                .into(),
+            Tool::new(
+                "reset",
+                "send_password_reset",
+                "Email a password reset link",
+            )
+            .with_examples(["I forgot my password"])
+            .with_agent("web-bot")
+            .into(),
+        ])
+        .unwrap();
+    index.commit().unwrap();
+    let response = index
+        .search(&SearchRequest::scenarios(
+            "my new tent came with a snapped pole",
+        ))
+        .unwrap();
+    assert_eq!(ids(&response), ["damaged_item"]);
+    let response = index
+        .search(&SearchRequest::scenarios(
+            "who won the football game last night",
+        ))
+        .unwrap();
+    assert!(response.hits.is_empty(), "{:?}", ids(&response));
+    let fax = index
+        .search(&SearchRequest::scenarios("I want to return my boots by fax").min_relevance(0.0))
+        .unwrap();
+    assert!(!ids(&fax).contains(&"retired"), "{:?}", ids(&fax));
+    let tools = index
+        .search(&SearchRequest::tools("where is my package?"))
+        .unwrap();
+    assert_eq!(ids(&tools), ["track"]);
+    for (agent, expected) in [("web-bot", true), ("voice-bot", false)] {
+        let response = index
+            .search(
+                &SearchRequest::tools("I forgot my password")
+                    .agent(agent)
+                    .min_relevance(0.0),
+            )
+            .unwrap();
+        assert_eq!(ids(&response).contains(&"reset"), expected, "{agent}");
+    }
+    assert_eq!(index.count(Kind::Scenario, "default").unwrap(), 3);
+    assert_eq!(index.count(Kind::Tool, "default").unwrap(), 2);
 }

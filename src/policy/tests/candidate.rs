@@ -79,9 +79,46 @@ fn json_accepts_action_type_and_defaults() {
 }
 
 #[test]
-fn json_rejects_unknown_fields_and_missing_action() {
-    assert!(serde_json::from_value::<Candidate>(json!({"action": "code", "code": "x"})).is_err());
-    assert!(serde_json::from_value::<Candidate>(json!({"confidence": 0.9})).is_err());
+fn seed_002_free_form_dicts_keep_their_other_fields_in_the_payload() {
+    // The seed's candidates, as it writes them.
+    let parsed: Candidate = serde_json::from_value(json!(
+        {"action": "final", "code": "FINAL('42')", "confidence": 0.3}
+    ))
+    .unwrap();
+    assert_eq!(
+        parsed,
+        Candidate::new("final")
+            .with_payload(json!({"code": "FINAL('42')"}))
+            .with_confidence(0.3)
+    );
+    // Beside an object payload, they join it.
+    let merged: Candidate = serde_json::from_value(json!(
+        {"action": "code", "payload": {"a": 1}, "b": 2}
+    ))
+    .unwrap();
+    assert_eq!(merged.payload(), &json!({"a": 1, "b": 2}));
+}
+
+#[test]
+fn json_rejects_a_missing_action_and_fields_that_cannot_join_the_payload() {
+    for (value, expected) in [
+        (json!({"confidence": 0.9}), "missing field `action`"),
+        (json!({"action": "a", "action_type": "b"}), "not both"),
+        (
+            json!({"action": "a", "payload": {"x": 1}, "x": 2}),
+            "both in `payload` and beside it",
+        ),
+        (
+            json!({"action": "a", "payload": [1], "x": 2}),
+            "not an object",
+        ),
+        (json!({"action": "a", "confidence": "high"}), "invalid type"),
+    ] {
+        let err = serde_json::from_value::<Candidate>(value.clone())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(expected), "{value}: {err}");
+    }
 }
 
 #[test]

@@ -305,3 +305,178 @@ fn demo_finds_the_refund_rule_for_a_paraphrase() {
         "{first}\n{text}"
     );
 }
+
+const SCENARIOS_TOML: &str = r#"
+[[scenarios]]
+id = "returns"
+name = "Returns and refunds"
+description = "The customer wants to send an item back or get their money back"
+examples = ["I want to return the boots I bought", "how do I get a refund for my order?"]
+steps = [{ id = "confirm", description = "Confirm the return" }]
+
+[[scenarios]]
+id = "damaged_item"
+name = "Damaged delivery"
+description = "An item arrived broken, damaged in transit or defective"
+examples = ["my tent arrived with a broken pole", "the stove is dented"]
+"#;
+
+const TOOLS_JSONL: &str = r#"{"id": "track", "name": "track_order", "description": "Look up where a shipped order is and when it arrives", "examples": ["where is my package?"], "parameters": {"type": "object", "required": ["order_id"]}}
+{"id": "refund", "name": "issue_refund", "description": "Refund a payment to the customer", "examples": ["I want my money back"]}
+"#;
+
+#[test]
+fn scenarios_and_tools_are_indexed_searched_exported_and_chosen_by_a_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenarios = write(dir.path(), "scenarios.toml", SCENARIOS_TOML);
+    let tools = write(dir.path(), "tools.jsonl", TOOLS_JSONL);
+    let index = dir.path().join("index").to_str().unwrap().to_string();
+    let output = ruche(&[
+        "index",
+        &index,
+        "--scenarios",
+        &scenarios,
+        "--tools",
+        &tools,
+        "--quiet",
+    ]);
+    assert_code(&output, 0);
+    assert!(
+        stdout(&output).contains("0 rules, 0 chunks, 2 scenarios and 2 tools"),
+        "{}",
+        stdout(&output)
+    );
+
+    // The scenario a message activates; none (exit 1, no hits) when none fits.
+    let response = json(&[
+        "search",
+        &index,
+        "--kind",
+        "scenarios",
+        "my new tent came with a snapped pole",
+        "--json",
+    ]);
+    let hits = response["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{response}");
+    assert_eq!(hits[0]["id"], "damaged_item");
+    let output = ruche(&[
+        "search",
+        &index,
+        "--kind",
+        "scenarios",
+        "who won the football game last night",
+        "--json",
+    ]);
+    assert_code(&output, 1);
+    let none: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(none["hits"], serde_json::json!([]));
+    assert!(none["abstained"].is_string(), "{none}");
+
+    // Tools, then a policy's choice among them.
+    let response = json(&[
+        "search",
+        &index,
+        "--kind",
+        "tools",
+        "where is my package?",
+        "--policy",
+        "greedy",
+        "--json",
+    ]);
+    assert_eq!(response["hits"][0]["id"], "track");
+    assert_eq!(response["policy"]["name"], "greedy");
+    assert_eq!(response["policy"]["chosen"]["id"], "track");
+    assert_eq!(response["policy"]["chosen"]["action"], "track_order");
+    let output = ruche(&[
+        "search",
+        &index,
+        "--kind",
+        "tools",
+        "I want my money back",
+        "--policy",
+        "sampling",
+        "--policy-param",
+        "temperature=0.5",
+    ]);
+    assert_code(&output, 0);
+    assert!(
+        stdout(&output).contains("policy sampling: chose refund (issue_refund)"),
+        "{}",
+        stdout(&output)
+    );
+    let output = ruche(&[
+        "search", &index, "--kind", "tools", "refund", "--policy", "roulette",
+    ]);
+    assert_code(&output, 2);
+    assert!(stderr(&output).contains("roulette"), "{}", stderr(&output));
+
+    // Stats count each kind; export and --records bring everything back as it was.
+    let stats = json(&["stats", &index, "--json"]);
+    assert_eq!(
+        (stats["scenarios"].as_u64(), stats["tools"].as_u64()),
+        (Some(2), Some(2))
+    );
+    let exported = ruche(&["export", &index]);
+    assert_code(&exported, 0);
+    let lines = stdout(&exported);
+    assert!(lines.contains(r#""kind":"scenario""#), "{lines}");
+    let records = write(dir.path(), "all.jsonl", &lines);
+    let copy = dir.path().join("copy").to_str().unwrap().to_string();
+    assert_code(&ruche(&["index", &copy, "--records", &records, "-q"]), 0);
+    let again = ruche(&["export", &copy]);
+    assert_eq!(stdout(&again), lines);
+    let tool = json(&["get", &copy, "--kind", "tools", "track"]);
+    assert_eq!(tool["parameters"]["required"][0], "order_id");
+}
+
+#[test]
+fn a_bad_scenario_or_tool_names_its_file_entry_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index").to_str().unwrap().to_string();
+    let bad_toml = write(
+        dir.path(),
+        "bad.toml",
+        "[[scenarios]]\nid = \"a\"\nname = \"n\"\ndescription = \"d\"\n\n[[scenarios]]\nid = \"b\"\nname = \"n\"\ndescription = \" \"\n",
+    );
+    let output = ruche(&["index", &index, "--scenarios", &bad_toml]);
+    assert_code(&output, 2);
+    let err = stderr(&output);
+    assert!(
+        err.contains("bad.toml") && err.contains("scenario `b`: `description`"),
+        "{err}"
+    );
+    let wrong_table = write(
+        dir.path(),
+        "wrong.toml",
+        "[[rules]]\nid = \"r\"\ncondition = \"c\"\naction = \"a\"\n",
+    );
+    let output = ruche(&["index", &index, "--tools", &wrong_table]);
+    assert_code(&output, 2);
+    assert!(
+        stderr(&output).contains("unknown table `rules`"),
+        "{}",
+        stderr(&output)
+    );
+    let bad_line = write(
+        dir.path(),
+        "tools.jsonl",
+        "{\"id\": \"t\", \"name\": \"n\", \"description\": \"d\"}\n{\"id\": \"u\", \"name\": \"n\", \"description\": \"d\", \"parameters\": 3}\n",
+    );
+    let output = ruche(&["index", &index, "--tools", &bad_line]);
+    assert_code(&output, 2);
+    let err = stderr(&output);
+    assert!(
+        err.contains("line 2") && err.contains("`parameters`"),
+        "{err}"
+    );
+    let no_kind = write(
+        dir.path(),
+        "records.jsonl",
+        "{\"id\": \"t\", \"name\": \"n\", \"description\": \"d\"}\n",
+    );
+    let output = ruche(&["index", &index, "--records", &no_kind]);
+    assert_code(&output, 2);
+    assert!(stderr(&output).contains("no `kind`"), "{}", stderr(&output));
+    // Nothing was created by the failed imports.
+    assert!(!Path::new(&index).join("store").exists());
+}
