@@ -149,6 +149,36 @@ pub enum ErrorKind {
     },
 }
 
+impl ErrorKind {
+    /// The variant's name (`InvalidInput`, `NotFound`, `Locked`, ...): stable, for
+    /// bindings and protocols that report the kind as text.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ErrorKind::Io { .. } => "Io",
+            ErrorKind::Locked { .. } => "Locked",
+            ErrorKind::IndexNotFound { .. } => "IndexNotFound",
+            ErrorKind::IndexExists { .. } => "IndexExists",
+            ErrorKind::NotAnIndex { .. } => "NotAnIndex",
+            ErrorKind::IncompatibleFormat { .. } => "IncompatibleFormat",
+            ErrorKind::Corrupt { .. } => "Corrupt",
+            ErrorKind::Storage { .. } => "Storage",
+            ErrorKind::DimensionMismatch { .. } => "DimensionMismatch",
+            ErrorKind::NonFiniteScore { .. } => "NonFiniteScore",
+            ErrorKind::UnsortedScores { .. } => "UnsortedScores",
+            ErrorKind::InvalidInput { .. } => "InvalidInput",
+            ErrorKind::InvalidConfig { .. } => "InvalidConfig",
+            ErrorKind::UnknownName { .. } => "UnknownName",
+            ErrorKind::DuplicateId { .. } => "DuplicateId",
+            ErrorKind::Parse { .. } => "Parse",
+            ErrorKind::EmptyCandidates => "EmptyCandidates",
+            ErrorKind::NotFound { .. } => "NotFound",
+            ErrorKind::Embedder { .. } => "Embedder",
+            ErrorKind::Unavailable { .. } => "Unavailable",
+            ErrorKind::Backend { .. } => "Backend",
+        }
+    }
+}
+
 impl Error {
     /// Creates an error of the given kind without a source (for retrievers and
     /// backends outside this crate).

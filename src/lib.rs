@@ -143,7 +143,7 @@ pub use crate::query::{
     FoundBy, FusionSummary, Hit, LegContributions, ScoreBreakdown, SearchRequest, SearchResponse,
     SelectionSummary, Timings, VectorMatch,
 };
-pub use crate::rank::{RankPlan, Ranked, Selection, rank, search_with};
+pub use crate::rank::{RankPlan, Ranked, Selection, rank, search_with, text_to_embed};
 pub use crate::relevance::{
     Calibration, EmbedderFamily, GateDecision, GateSummary, KindRelevance, LegsRan, RelevanceConfig,
 };

@@ -19,7 +19,7 @@ const RETIRED: &str = "store.old";
 const COMPLETE: &str = "COMPACT_COMPLETE";
 
 impl Engine {
-    /// Buffers the deletion of every committed document of `tenant`, rules and chunks;
+    /// Buffers the deletion of every committed document of `tenant`, of every kind;
     /// returns how many. Deleted documents leave searches at the next commit, and the
     /// disk at the next [`Engine::compact`].
     pub fn delete_tenant(&self, tenant: &str) -> usize {

@@ -330,8 +330,9 @@ impl Inner {
             }
             (None, Some(embedder)) if text_present => {
                 self.counters.embedded_texts.fetch_add(1, Ordering::Relaxed);
+                let text = crate::rank::text_to_embed(&request.text);
                 embedder
-                    .embed_batch(&[request.text.as_str()])?
+                    .embed_batch(&[text.as_ref()])?
                     .pop()
                     .unwrap_or_default()
             }

@@ -169,17 +169,22 @@ impl Candidate {
     /// # }
     /// ```
     pub fn from_hit(hit: &crate::Hit) -> Candidate {
-        use crate::Document;
-        let action_type = match hit.document.as_ref() {
-            Document::Tool(tool) => tool.name.clone(),
+        Candidate::from_document(&hit.id, &hit.document, hit.score)
+    }
+
+    /// The candidate of a document scored `score` (what [`Candidate::from_hit`] makes of
+    /// a hit, for hits that crossed a process or language boundary).
+    pub fn from_document(id: &str, document: &crate::Document, score: f64) -> Candidate {
+        let action_type = match document {
+            crate::Document::Tool(tool) => tool.name.clone(),
             other => other.kind().as_str().to_string(),
         };
         Candidate {
-            id: Some(hit.id.clone()),
+            id: Some(id.to_string()),
             action_type,
-            payload: serde_json::to_value(hit.document.as_ref()).unwrap_or(Value::Null),
+            payload: serde_json::to_value(document).unwrap_or(Value::Null),
             confidence: None,
-            score: Some(hit.score),
+            score: Some(score),
         }
     }
 

@@ -213,6 +213,34 @@ fn is_long_number(word: &str) -> bool {
 /// A code has at least 4 characters and 2 digits, and is not a quantity with a unit or
 /// an ordinal (`10am`, `15kg`, `23rd`). Names with a single digit (`HNF4A`, `Rac1`,
 /// `PD-1`) are not codes: they name families of things that many documents discuss.
+/// The word tokens that the query's codes are made of (`NW-15699`: `nw`, `15699`), one
+/// per occurrence: coverage leaves them out. A code says which instance the query is
+/// about, not what it is about: a document that holds it passes the gate by the code
+/// itself, and one that does not (a rule, a tool, a note about another order) is no less
+/// about the query's words for it.
+pub(crate) fn words_of_codes(
+    words: &mut TextAnalyzer,
+    ident: &mut TextAnalyzer,
+    text: &str,
+) -> Vec<String> {
+    tokens(ident, text)
+        .into_iter()
+        .filter(|token| is_code(token))
+        .flat_map(|code| tokens(words, &code))
+        .collect()
+}
+
+/// Removes one occurrence of `token` from `pool`; whether there was one.
+pub(crate) fn take_one(pool: &mut Vec<String>, token: &str) -> bool {
+    match pool.iter().position(|t| t == token) {
+        Some(at) => {
+            pool.swap_remove(at);
+            true
+        }
+        None => false,
+    }
+}
+
 pub(crate) fn is_code(token: &str) -> bool {
     if token.chars().count() < 4 || token.bytes().filter(u8::is_ascii_digit).count() < 2 {
         return false;

@@ -299,3 +299,26 @@ fn invalid_scenarios_and_tools_are_refused_naming_the_field() {
     let err = engine.upsert_scenarios([twice]).unwrap_err();
     assert!(err.to_string().contains("appears twice"), "{err}");
 }
+
+#[test]
+fn an_identifier_no_tool_holds_does_not_hide_the_tool_the_message_is_about() {
+    let engine = engine();
+    for message in [
+        "where is my package NW-15699?",
+        "when will order NW-15699 arrive",
+    ] {
+        let plain = engine
+            .search(&SearchRequest::tools(message.replace("NW-15699", "")))
+            .unwrap();
+        let with_code = engine.search(&SearchRequest::tools(message)).unwrap();
+        assert_eq!(ids(&with_code.hits).first(), Some(&"track"), "{message}");
+        // The code counts for nothing against the tool: same relevance as without it.
+        let relevance = |r: &ruchedb::SearchResponse| r.hits[0].breakdown.relevance.unwrap();
+        assert!(
+            (relevance(&plain) - relevance(&with_code)).abs() < 0.05,
+            "{message}: {} vs {}",
+            relevance(&plain),
+            relevance(&with_code)
+        );
+    }
+}

@@ -66,7 +66,7 @@ fn engine_search_is_the_pipeline_over_the_local_retriever() {
         let by_engine = engine.search(&request).unwrap();
         let vector = (!request.text().trim().is_empty()).then(|| {
             let mut v = embedder
-                .embed_batch(&[request.text()])
+                .embed_batch(&[ruchedb::text_to_embed(request.text()).as_ref()])
                 .unwrap()
                 .pop()
                 .unwrap();

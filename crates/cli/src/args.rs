@@ -63,6 +63,18 @@ pub enum Command {
     Eval(EvalArgs),
     /// Index the bundled sample corpus into a fresh directory and run example queries.
     Demo(DemoArgs),
+    /// Serve the index to an agent over the Model Context Protocol (stdio): search rules,
+    /// memory, scenarios and tools; remember, add and disable rules, forget, feedback.
+    Mcp(McpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The index directory (created beforehand, e.g. with `ruche index`).
+    pub dir: PathBuf,
+    /// Offer only the tools that read (search, find, stats).
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

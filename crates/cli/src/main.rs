@@ -8,6 +8,7 @@ mod commands;
 mod demo;
 mod eval;
 mod input;
+mod mcp;
 mod milvus;
 mod output;
 mod progress;
@@ -92,5 +93,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Select => commands::select(),
         Command::Eval(args) => eval::run(&config, &args),
         Command::Demo(args) => demo::run(&config, &args),
+        Command::Mcp(args) => mcp::run(&config, &args),
     }
 }

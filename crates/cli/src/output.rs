@@ -91,6 +91,38 @@ pub fn hit_json(hit: &Hit, explain: bool) -> Value {
     Value::Object(object)
 }
 
+/// Why a hit passed the relevance gate, in words.
+fn gate_reason(hit: &Hit) -> String {
+    let b = &hit.breakdown;
+    match (b.gate, b.relevance) {
+        (GateDecision::ExactCode, _) => format!(
+            "contains {} code(s) of the query (+{:.3})",
+            b.codes_matched,
+            b.code_term.unwrap_or(0.0)
+        ),
+        (GateDecision::Relevant, Some(r)) => format!("relevance {r:.3}"),
+        (GateDecision::Linked, _) => format!(
+            "linked to an entity of the query (graph {:.3} of the best)",
+            b.graph_normalized
+        ),
+        (_, Some(r)) => format!("relevance {r:.3} (gate off)"),
+        (_, None) => "no query: gate off".into(),
+    }
+}
+
+/// A short why for a hit (the MCP server's results): why it passed the gate, what
+/// matched, and through which entity when the graph leg found it.
+pub fn why(hit: &Hit) -> String {
+    let mut parts = vec![gate_reason(hit)];
+    if let Some(matched) = matched_vector(hit) {
+        parts.push(format!("matched {}", shorten(&matched, 80)));
+    }
+    if let Some(path) = &hit.breakdown.graph_path {
+        parts.push(format!("through {path}"));
+    }
+    parts.join("; ")
+}
+
 /// What matched the query best in the vector leg, in words: a rule's pattern or
 /// another kind's example (quoted), its text, or its examples as a whole.
 fn matched_vector(hit: &Hit) -> Option<String> {
@@ -229,23 +261,10 @@ pub fn write_table(
                 write!(out, "  importance {i:.3}  recency {t:.3}")?;
             }
             writeln!(out)?;
-            let gate = match (b.gate, b.relevance) {
-                (GateDecision::ExactCode, _) => format!(
-                    "contains {} code(s) of the query (+{:.3})",
-                    b.codes_matched,
-                    b.code_term.unwrap_or(0.0)
-                ),
-                (GateDecision::Relevant, Some(r)) => format!("relevance {r:.3}"),
-                (GateDecision::Linked, _) => format!(
-                    "linked to an entity of the query (graph {:.3} of the best)",
-                    b.graph_normalized
-                ),
-                (_, Some(r)) => format!("relevance {r:.3} (gate off)"),
-                (_, None) => "no query: gate off".into(),
-            };
             write!(
                 out,
-                "    passed: {gate}  text coverage {:.3}",
+                "    passed: {}  text coverage {:.3}",
+                gate_reason(hit),
                 b.text_coverage
             )?;
             if let Some(matched) = matched_vector(hit) {

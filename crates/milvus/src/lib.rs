@@ -468,7 +468,7 @@ impl MilvusIndex {
                 given.to_vec()
             }
             (None, Some(embedder)) if !request.text().trim().is_empty() => embedder
-                .embed_batch(&[request.text()])?
+                .embed_batch(&[ruchedb::text_to_embed(request.text()).as_ref()])?
                 .pop()
                 .unwrap_or_default(),
             _ => return Ok(None),

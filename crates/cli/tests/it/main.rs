@@ -2,4 +2,5 @@
 
 mod cli;
 mod cli_more;
+mod mcp;
 mod trust;

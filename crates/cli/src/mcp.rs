@@ -1,0 +1,575 @@
+//! `ruche mcp DIR`: the index as a Model Context Protocol server on stdio.
+//!
+//! One JSON-RPC message per line on stdout (rmcp's stdio transport), logs on stderr. The
+//! server holds no lock between calls: each call opens the index, does its work and
+//! closes it (waiting for another process's lock as `--wait` says), so a CLI import or
+//! another agent can write between two calls. With `--read-only`, only the tools that
+//! read are offered.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Result;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use ruchedb::{Chunk, Config, Document, Engine, Hit, Kind, Rule, Scope, SearchRequest};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::args::McpArgs;
+
+/// The server: where the index is, how to open it, which tools it offers.
+#[derive(Clone)]
+struct Server {
+    dir: Arc<PathBuf>,
+    config: Arc<Config>,
+    read_only: bool,
+    /// Calls run one at a time: each opens the index, which one process can hold once.
+    serial: Arc<std::sync::Mutex<()>>,
+}
+
+pub fn run(config: &Config, args: &McpArgs) -> Result<std::process::ExitCode> {
+    if !args.dir.join("store").exists() {
+        anyhow::bail!(
+            "{}: no index here (create one with `ruche index`)",
+            args.dir.display()
+        );
+    }
+    let server = Server {
+        dir: Arc::new(args.dir.clone()),
+        config: Arc::new(config.clone()),
+        read_only: args.read_only,
+        serial: Arc::new(std::sync::Mutex::new(())),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|err| anyhow::anyhow!("MCP handshake failed: {err}"))?;
+        running.waiting().await?;
+        anyhow::Ok(())
+    })?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// What a tool call asks, parsed from its arguments.
+enum Call {
+    Search(SearchArgs, Kind),
+    Remember(RememberArgs),
+    AddRule(AddRuleArgs),
+    DisableRule(IdArgs),
+    Forget(ForgetArgs),
+    Feedback(FeedbackArgs),
+    Stats(StatsArgs),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    #[serde(alias = "query")]
+    message: String,
+    scenario: Option<String>,
+    step: Option<String>,
+    context: Option<String>,
+    tenant: Option<String>,
+    agent: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+    top_k: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RememberArgs {
+    content: String,
+    id: Option<String>,
+    context: Option<String>,
+    importance: Option<u8>,
+    tenant: Option<String>,
+    agent: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AddRuleArgs {
+    id: String,
+    condition: String,
+    action: String,
+    #[serde(default)]
+    priority: i32,
+    scenario: Option<String>,
+    step: Option<String>,
+    #[serde(default)]
+    patterns: Vec<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+    tenant: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdArgs {
+    id: String,
+    tenant: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForgetArgs {
+    kind: String,
+    id: String,
+    tenant: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeedbackArgs {
+    query_id: String,
+    useful: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatsArgs {
+    tenant: Option<String>,
+}
+
+/// One tool: its name, what it does (for a model to choose well), its arguments'
+/// schema, and whether it writes.
+struct Spec {
+    name: &'static str,
+    description: &'static str,
+    schema: Value,
+    writes: bool,
+}
+
+const TENANT: &str = "The tenant (default \"default\"): each tenant's data is separate.";
+
+fn specs() -> Vec<Spec> {
+    let tenant = json!({"type": "string", "description": TENANT});
+    let agent = json!({"type": "string", "description": "Only documents for this agent (and those for every agent)."});
+    let tags = json!({"type": "array", "items": {"type": "string"}, "description": "Only documents that carry every one of these tags."});
+    let top_k = json!({"type": "integer", "minimum": 1, "maximum": 100, "description": "At most this many results (default: as many as stand out)."});
+    vec![
+        Spec {
+            name: "search_rules",
+            description: "Find the rules (\"when CONDITION, do ACTION\" guidance) that apply to a user message, best first. Global rules always apply; pass the active scenario (and step) to include the rules scoped to it. Returns nothing when no rule is relevant: then act without a rule. Each result has the rule's condition, action, priority, a score and why it matched.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string", "description": "The user's message, as they wrote it."},
+                    "scenario": {"type": "string", "description": "The active scenario's id (see find_scenario)."},
+                    "step": {"type": "string", "description": "The active step of that scenario."},
+                    "tenant": tenant, "agent": agent, "tags": tags, "top_k": top_k,
+                },
+                "required": ["message"],
+            }),
+            writes: false,
+        },
+        Spec {
+            name: "search_memory",
+            description: "Search memory and knowledge (chunks) for what is relevant to a question, best first: facts about the user, past conversations, knowledge-base excerpts. Identifiers (order numbers, error codes) are matched exactly. Returns nothing when nothing relevant is stored.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to look for, in words or with identifiers."},
+                    "context": {"type": "string", "description": "Only memory of this context (a user, a conversation)."},
+                    "tenant": tenant, "agent": agent, "tags": tags, "top_k": top_k,
+                },
+                "required": ["query"],
+            }),
+            writes: false,
+        },
+        Spec {
+            name: "find_scenario",
+            description: "Which scenario (conversation flow, such as returns and refunds) a user message should activate. Usually one result, none when no scenario fits. Each result has the scenario's steps; pass its id to search_rules as `scenario`.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string", "description": "The user's message."},
+                    "tenant": tenant, "agent": agent, "tags": tags, "top_k": top_k,
+                },
+                "required": ["message"],
+            }),
+            writes: false,
+        },
+        Spec {
+            name: "find_tools",
+            description: "Which of the agent's registered tools fit a user message, best first, with each tool's parameters (a JSON schema). None when no tool fits.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string", "description": "The user's message or the task."},
+                    "tenant": tenant, "agent": agent, "tags": tags, "top_k": top_k,
+                },
+                "required": ["message"],
+            }),
+            writes: false,
+        },
+        Spec {
+            name: "remember",
+            description: "Store a piece of memory (a fact, a preference, what was agreed) so that search_memory finds it later. Give an id to update an earlier memory; without one a new id is made and returned.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string", "description": "The memory, as a self-contained sentence."},
+                    "id": {"type": "string", "description": "The memory's id (replaces a memory with the same id)."},
+                    "context": {"type": "string", "description": "Who or what it is about: a user, a conversation."},
+                    "importance": {"type": "integer", "minimum": 1, "maximum": 10, "description": "1 to 10, 5 is neutral."},
+                    "tenant": tenant, "agent": agent,
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["content"],
+            }),
+            writes: true,
+        },
+        Spec {
+            name: "add_rule",
+            description: "Add or replace a rule: when CONDITION, do ACTION. Example messages (patterns) make it match paraphrases. Priority (higher wins) only orders rules that are relevant.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "condition": {"type": "string", "description": "When the rule applies, in words."},
+                    "action": {"type": "string", "description": "What the agent does then."},
+                    "priority": {"type": "integer", "description": "Default 0; higher wins among relevant rules."},
+                    "scenario": {"type": "string", "description": "Only while this scenario is active."},
+                    "step": {"type": "string", "description": "Only at this step of the scenario."},
+                    "patterns": {"type": "array", "items": {"type": "string"}, "description": "Example user messages that should match."},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "tenant": tenant,
+                },
+                "required": ["id", "condition", "action"],
+            }),
+            writes: true,
+        },
+        Spec {
+            name: "disable_rule",
+            description: "Disable a rule so that it never matches (it is kept and can be re-added).",
+            schema: json!({
+                "type": "object",
+                "properties": {"id": {"type": "string"}, "tenant": tenant},
+                "required": ["id"],
+            }),
+            writes: true,
+        },
+        Spec {
+            name: "forget",
+            description: "Delete a rule, a memory chunk, a scenario or a tool by id.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "kind": {"type": "string", "enum": ["rule", "chunk", "scenario", "tool"]},
+                    "id": {"type": "string"},
+                    "tenant": tenant,
+                },
+                "required": ["kind", "id"],
+            }),
+            writes: true,
+        },
+        Spec {
+            name: "feedback",
+            description: "Say whether the results of a search (by the query_id it returned) were useful: it tunes how much each kind of matching counts for later searches of that tenant. Counts once per query.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "query_id": {"type": "string"},
+                    "useful": {"type": "boolean"},
+                },
+                "required": ["query_id", "useful"],
+            }),
+            writes: true,
+        },
+        Spec {
+            name: "stats",
+            description: "How many rules, memory chunks, scenarios and tools the index holds (of one tenant, or in all).",
+            schema: json!({
+                "type": "object",
+                "properties": {"tenant": tenant},
+            }),
+            writes: false,
+        },
+    ]
+}
+
+impl Server {
+    fn offered(&self) -> impl Iterator<Item = Spec> + '_ {
+        specs()
+            .into_iter()
+            .filter(|spec| !(self.read_only && spec.writes))
+    }
+
+    /// Parses a call's arguments; the error is for the client (invalid params).
+    fn parse(&self, name: &str, arguments: JsonObject) -> Result<Call, String> {
+        let spec = self
+            .offered()
+            .find(|spec| spec.name == name)
+            .ok_or_else(|| {
+                if self.read_only && specs().iter().any(|spec| spec.name == name) {
+                    format!("`{name}` writes, and this server is read-only")
+                } else {
+                    format!("no tool `{name}`")
+                }
+            })?;
+        let value = Value::Object(arguments);
+        fn args<T: serde::de::DeserializeOwned>(name: &str, value: Value) -> Result<T, String> {
+            serde_json::from_value(value).map_err(|err| format!("`{name}`: {err}"))
+        }
+        Ok(match spec.name {
+            "search_rules" => Call::Search(args(name, value)?, Kind::Rule),
+            "search_memory" => Call::Search(args(name, value)?, Kind::Chunk),
+            "find_scenario" => Call::Search(args(name, value)?, Kind::Scenario),
+            "find_tools" => Call::Search(args(name, value)?, Kind::Tool),
+            "remember" => Call::Remember(args(name, value)?),
+            "add_rule" => Call::AddRule(args(name, value)?),
+            "disable_rule" => Call::DisableRule(args(name, value)?),
+            "forget" => Call::Forget(args(name, value)?),
+            "feedback" => Call::Feedback(args(name, value)?),
+            _ => Call::Stats(args(name, value)?),
+        })
+    }
+
+    /// Runs a call against the index, opened for this call only.
+    fn execute(&self, call: Call) -> ruchedb::Result<Value> {
+        let _serial = self.serial.lock().unwrap_or_else(|p| p.into_inner());
+        let engine = crate::commands::builder(&self.config).open(self.dir.as_path())?;
+        let result = execute_on(&engine, call);
+        engine.close()?;
+        result
+    }
+}
+
+fn tenant(tenant: Option<String>) -> String {
+    tenant.unwrap_or_else(|| ruchedb::DEFAULT_TENANT.to_string())
+}
+
+fn execute_on(engine: &Engine, call: Call) -> ruchedb::Result<Value> {
+    match call {
+        Call::Search(args, kind) => search(engine, args, kind),
+        Call::Remember(args) => {
+            let id = args.id.unwrap_or_else(|| {
+                let now = ruchedb::Timestamp::now();
+                format!("mem-{}", now.unix_millis())
+            });
+            let mut chunk = Chunk::new(&id, args.content)
+                .with_tenant(tenant(args.tenant))
+                .with_created_at(ruchedb::Timestamp::now());
+            chunk.context_id = args.context;
+            chunk.agent_id = args.agent;
+            chunk.importance = args.importance;
+            if !args.tags.is_empty() {
+                chunk = chunk.with_metadata("tags", args.tags);
+            }
+            engine.upsert_chunks([chunk])?;
+            engine.commit()?;
+            Ok(json!({"remembered": id}))
+        }
+        Call::AddRule(args) => {
+            let scope = match (args.scenario, args.step) {
+                (None, None) => Scope::Global,
+                (Some(scenario), None) => Scope::scenario(scenario),
+                (Some(scenario), Some(step)) => Scope::step(scenario, step),
+                (None, Some(_)) => {
+                    return Err(ruchedb::Error::invalid_input(
+                        "a `step` needs its `scenario`",
+                    ));
+                }
+            };
+            let rule = Rule::new(&args.id, args.condition, args.action)
+                .with_priority(args.priority)
+                .with_scope(scope)
+                .with_patterns(args.patterns)
+                .with_tags(args.tags)
+                .with_tenant(tenant(args.tenant));
+            engine.upsert_rules([rule])?;
+            engine.commit()?;
+            Ok(json!({"added": args.id}))
+        }
+        Call::DisableRule(args) => {
+            let tenant = tenant(args.tenant);
+            let Some(Document::Rule(rule)) = engine.get(Kind::Rule, &tenant, &args.id)? else {
+                return Err(not_found(Kind::Rule, &tenant, &args.id));
+            };
+            engine.upsert_rules([rule.with_enabled(false)])?;
+            engine.commit()?;
+            Ok(json!({"disabled": args.id}))
+        }
+        Call::Forget(args) => {
+            let kind: Kind = args.kind.parse()?;
+            let tenant = tenant(args.tenant);
+            if engine.get(kind, &tenant, &args.id)?.is_none() {
+                return Err(not_found(kind, &tenant, &args.id));
+            }
+            engine.delete(kind, &tenant, &args.id);
+            engine.commit()?;
+            Ok(json!({"forgot": args.id, "kind": kind.as_str()}))
+        }
+        Call::Feedback(args) => {
+            let window = engine.feedback(&args.query_id, args.useful)?;
+            Ok(json!({"recorded": args.query_id, "records": window.entries().len()}))
+        }
+        Call::Stats(args) => {
+            let mut counts = serde_json::Map::new();
+            let stats = engine.stats();
+            for kind in Kind::ALL {
+                let n = match &args.tenant {
+                    Some(tenant) => engine.tenant_count(tenant, kind),
+                    None => match kind {
+                        Kind::Rule => stats.rules,
+                        Kind::Chunk => stats.chunks,
+                        Kind::Scenario => stats.scenarios,
+                        Kind::Tool => stats.tools,
+                    },
+                };
+                counts.insert(kind.plural().into(), n.into());
+            }
+            if args.tenant.is_none() {
+                counts.insert("tenants".into(), stats.tenants.into());
+            }
+            Ok(Value::Object(counts))
+        }
+    }
+}
+
+fn not_found(kind: Kind, tenant: &str, id: &str) -> ruchedb::Error {
+    ruchedb::Error::new(ruchedb::ErrorKind::NotFound {
+        what: format!("{kind} `{id}` of tenant `{tenant}`"),
+    })
+}
+
+fn search(engine: &Engine, args: SearchArgs, kind: Kind) -> ruchedb::Result<Value> {
+    let mut request = SearchRequest::new(kind, args.message).tenant(tenant(args.tenant));
+    if let Some(agent) = args.agent {
+        request = request.agent(agent);
+    }
+    if let Some(scenario) = args.scenario {
+        request = request.scenario(scenario);
+    }
+    if let Some(step) = args.step {
+        request = request.step(step);
+    }
+    if let Some(context) = args.context {
+        request = request.context(context);
+    }
+    for tag in args.tags {
+        request = request.tag(tag);
+    }
+    if let Some(k) = args.top_k {
+        request = request.top_k(k.clamp(1, 100));
+    }
+    let response = engine.search(&request)?;
+    let results: Vec<Value> = response.hits.iter().map(result_json).collect();
+    let mut out = json!({
+        "query_id": response.query_id,
+        "results": results,
+    });
+    if let Some(reason) = response.gate.abstention_reason() {
+        out["nothing_relevant"] = reason.into();
+    }
+    Ok(out)
+}
+
+/// A hit as a model reads it: the document's own fields, its score and a short why.
+fn result_json(hit: &Hit) -> Value {
+    let mut out = match hit.document.as_ref() {
+        Document::Rule(rule) => json!({
+            "id": rule.id, "condition": rule.condition, "action": rule.action,
+            "priority": rule.priority, "scope": rule.scope.name(),
+        }),
+        Document::Chunk(chunk) => {
+            let mut out = json!({"id": chunk.id, "content": chunk.content});
+            if let Some(importance) = chunk.importance {
+                out["importance"] = importance.into();
+            }
+            if let Some(created_at) = chunk.created_at {
+                out["created_at"] = created_at.to_string().into();
+            }
+            if let Some(context) = &chunk.context_id {
+                out["context"] = context.clone().into();
+            }
+            out
+        }
+        Document::Scenario(scenario) => json!({
+            "id": scenario.id, "name": scenario.name, "description": scenario.description,
+            "steps": scenario.steps,
+        }),
+        Document::Tool(tool) => json!({
+            "id": tool.id, "name": tool.name, "description": tool.description,
+            "parameters": tool.parameters,
+        }),
+    };
+    out["score"] = ((hit.score * 1000.0).round() / 1000.0).into();
+    out["why"] = crate::output::why(hit).into();
+    out
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("ruche", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(
+            "An agent's rules, memory, scenarios and tools, searched by meaning and by exact \
+             identifiers. Search rules with the user's message before acting; search memory \
+             for facts; an empty result means nothing relevant is stored."
+                .to_string(),
+        );
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools = self
+            .offered()
+            .map(|spec| {
+                let schema = match spec.schema {
+                    Value::Object(schema) => schema,
+                    _ => JsonObject::new(),
+                };
+                Tool::new(spec.name, spec.description, Arc::new(schema)).with_annotations(
+                    ToolAnnotations::new()
+                        .read_only(!spec.writes)
+                        .destructive(spec.name == "forget"),
+                )
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let call = self
+            .parse(&request.name, request.arguments.unwrap_or_default())
+            .map_err(|message| McpError::invalid_params(message, None))?;
+        let server = self.clone();
+        let result = tokio::task::spawn_blocking(move || server.execute(call))
+            .await
+            .map_err(|err| McpError::internal_error(err.to_string(), None))?;
+        Ok(match result {
+            Ok(value) => CallToolResult::structured(value),
+            // The engine's errors (an invalid record, an unknown id, a locked index) are
+            // the tool's result: the model reads them and can correct its call.
+            Err(err) => CallToolResult::structured_error(json!({
+                "error": err.to_string(),
+                "kind": err.kind().name(),
+            })),
+        }
+        .into())
+    }
+}
