@@ -146,7 +146,9 @@ class Index:
                strategy_params: Optional[Mapping[str, Any]] = None,
                fusion: Optional[str] = None,
                fusion_params: Optional[Mapping[str, Any]] = None,
-               adaptive: Optional[bool] = None, now: Any = None) -> dict:
+               adaptive: Optional[bool] = None,
+               chunk_weights: Optional[Mapping[str, float]] = None,
+               now: Any = None) -> dict:
         """Searches documents of `kind`. Returns a dict: `query_id`, `hits` (each with
         `id`, `score`, `breakdown` and `document`), `abstained` (why nothing passed the
         relevance gate, or None), `selection`, `fusion`, `gate`, `timings`."""
@@ -169,6 +171,8 @@ class Index:
             request["strategy_params"] = dict(strategy_params)
         if fusion_params:
             request["fusion_params"] = dict(fusion_params)
+        if chunk_weights:
+            request["chunk_weights"] = dict(chunk_weights)
         response = json.loads(self._engine.search(json.dumps(request)))
         response["kind"] = request["kind"]
         return response

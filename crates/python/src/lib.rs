@@ -114,6 +114,7 @@ struct RequestArgs {
     #[serde(default)]
     fusion_params: Map<String, Value>,
     adaptive: Option<bool>,
+    chunk_weights: Option<ruchedb::ChunkWeights>,
     now: Option<Timestamp>,
 }
 
@@ -176,6 +177,9 @@ impl RequestArgs {
         }
         if let Some(adaptive) = self.adaptive {
             r = r.adaptive(adaptive);
+        }
+        if let Some(weights) = self.chunk_weights {
+            r = r.chunk_weights(weights);
         }
         if let Some(now) = self.now {
             r = r.now(now);

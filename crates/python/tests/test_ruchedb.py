@@ -89,6 +89,15 @@ def test_memory_filters_identifiers_and_importance(index):
     assert index.search_memory("how should we contact them", context="nobody")["hits"] == []
 
 
+def test_chunk_weights_are_taken(index):
+    # Importance alone decides among what passed the gate.
+    response = index.search_memory("", top_k=2, chunk_weights={
+        "relevance_weight": 0.0, "importance_weight": 1.0, "recency_weight": 0.0})
+    assert ids(response)[0] == "m1"
+    with pytest.raises(RucheError):
+        index.search_memory("x", chunk_weights={"gravity": 1.0})
+
+
 def test_selection_and_fusion_settings_are_taken(index):
     response = index.search_rules("refund", strategy="fixed_k", strategy_params={"k": 1},
                                   min_relevance=0)
