@@ -419,26 +419,26 @@ fn execute_on(engine: &Engine, call: Call) -> ruchedb::Result<Value> {
             let window = engine.feedback(&args.query_id, args.useful)?;
             Ok(json!({"recorded": args.query_id, "records": window.entries().len()}))
         }
-        Call::Stats(args) => {
-            let mut counts = serde_json::Map::new();
-            let stats = engine.stats();
-            for kind in Kind::ALL {
-                let n = match &args.tenant {
-                    Some(tenant) => engine.tenant_count(tenant, kind),
-                    None => match kind {
-                        Kind::Rule => stats.rules,
-                        Kind::Chunk => stats.chunks,
-                        Kind::Scenario => stats.scenarios,
-                        Kind::Tool => stats.tools,
-                    },
-                };
-                counts.insert(kind.plural().into(), n.into());
+        Call::Stats(args) => Ok(match &args.tenant {
+            Some(tenant) => {
+                let mut counts = serde_json::Map::new();
+                counts.insert("tenant".into(), tenant.clone().into());
+                for kind in Kind::ALL {
+                    counts.insert(
+                        kind.plural().into(),
+                        engine.tenant_count(tenant, kind).into(),
+                    );
+                }
+                Value::Object(counts)
             }
-            if args.tenant.is_none() {
-                counts.insert("tenants".into(), stats.tenants.into());
+            None => {
+                let stats = engine.stats();
+                json!({
+                    "rules": stats.rules, "chunks": stats.chunks, "scenarios": stats.scenarios,
+                    "tools": stats.tools, "tenants": stats.tenants,
+                })
             }
-            Ok(Value::Object(counts))
-        }
+        }),
     }
 }
 

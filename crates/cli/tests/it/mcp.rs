@@ -208,6 +208,14 @@ fn an_agent_host_lists_and_calls_every_tool_over_stdio() {
         (Some(3), Some(1))
     );
 
+    let (mine, _) = mcp.call("stats", json!({"tenant": "default"}));
+    assert_eq!(
+        (mine["tenant"].as_str(), mine["rules"].as_u64()),
+        (Some("default"), Some(3))
+    );
+    let (theirs, _) = mcp.call("stats", json!({"tenant": "acme"}));
+    assert_eq!(theirs["rules"], 0);
+
     let (_, error) = mcp.call("forget", json!({"kind": "chunk", "id": memory_id}));
     assert!(!error);
     let (stats, _) = mcp.call("stats", json!({}));
