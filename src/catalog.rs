@@ -314,7 +314,9 @@ impl Catalog {
         self.digest
     }
 
-    pub(crate) fn insert(&mut self, doc_id: DocId, entry: Entry) {
+    /// Adds a live document version, with the entities it mentions (what
+    /// [`crate::graph::entities_of`] gave when it was written).
+    pub(crate) fn insert(&mut self, doc_id: DocId, entry: Entry, entities: Vec<String>) {
         self.digest ^= version_hash(doc_id, entry.seq);
         let (kind, tenant) = (entry.doc.kind(), entry.doc.tenant_id().to_string());
         self.add_tokens(kind, &tenant, entry.tokens, true);
@@ -322,7 +324,7 @@ impl Catalog {
             self.digest ^= version_hash(doc_id, old.seq);
             self.graph.remove(doc_id, &old.doc);
         }
-        self.graph.insert(doc_id, &entry.doc);
+        self.graph.insert(doc_id, &entry.doc, entities);
         let doc = &entry.doc;
         let ids = &mut self.ids[doc.kind().index()];
         match ids.get_mut(doc.tenant_id()) {

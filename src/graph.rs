@@ -13,8 +13,9 @@
 //! beyond `max_fanout` documents it is no bridge at all) and by `decay` per hop. A
 //! document's score is the sum of its paths' weights.
 //!
-//! The graph lives in memory beside the catalog and is derived from the stored records
-//! (rebuilt at open, updated at commit), so it is always the committed state's.
+//! Each document's entity list is stored beside the document, in the same commit batch
+//! (`store/entities.rs`); the graph lives in memory beside the catalog, built from the
+//! stored lists at open and updated at commit, so it is always the committed state's.
 
 use std::collections::HashMap;
 
@@ -209,8 +210,9 @@ pub(crate) struct GraphHit {
 }
 
 impl EntityGraph {
-    pub(crate) fn insert(&mut self, doc_id: DocId, doc: &Document) {
-        let entities = entities_of(doc);
+    /// Links a document to the entities it mentions (`entities`: [`entities_of`] the
+    /// document, as stored).
+    pub(crate) fn insert(&mut self, doc_id: DocId, doc: &Document, entities: Vec<String>) {
         let scope = self
             .scopes
             .entry((doc.kind(), doc.tenant_id().to_string()))
@@ -483,7 +485,8 @@ mod tests {
             Chunk::new("refund", "refund notes"),
         ];
         for (i, chunk) in docs.into_iter().enumerate() {
-            graph.insert(DocId::new(i as u64), &Document::Chunk(chunk));
+            let doc = Document::Chunk(chunk);
+            graph.insert(DocId::new(i as u64), &doc, entities_of(&doc));
         }
         let found = graph.query_entities(
             Kind::Chunk,
@@ -530,7 +533,8 @@ mod tests {
         // 60 documents mention the region: more than max_fanout.
         docs.extend((0..60).map(|i| Chunk::new(format!("r{i}"), "Shipping to EU-0001 is slow.")));
         for (i, chunk) in docs.into_iter().enumerate() {
-            graph.insert(DocId::new(i as u64), &Document::Chunk(chunk));
+            let doc = Document::Chunk(chunk);
+            graph.insert(DocId::new(i as u64), &doc, entities_of(&doc));
         }
         let config = GraphConfig::default();
         let hits = graph.search(

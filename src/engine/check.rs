@@ -118,15 +118,16 @@ impl Engine {
                 return Ok(report);
             }
         };
-        let catalog = match super::maintain::load_catalog(&store) {
-            Ok(catalog) => catalog,
+        let loaded = match super::maintain::load_catalog(&store, true) {
+            Ok(loaded) => loaded,
             Err(err) => {
                 report.damaged("store/db", err, false);
                 check_text(dir, config, None, &mut report);
                 return Ok(report);
             }
         };
-        let found = manifest_of(&store, &catalog);
+        let catalog = &loaded.catalog;
+        let found = manifest_of(&store, catalog);
         match recorded.map(|recorded| manifest::verify(&recorded, &found)) {
             Some(Err(err)) => report.damaged("store/db", err, false),
             _ => report.ok(format!(
@@ -140,6 +141,7 @@ impl Engine {
             Some((found.seq, catalog.len() as u64)),
             &mut report,
         );
+        check_entities(&loaded, &mut report);
         for kind in Kind::ALL {
             let part = format!("graph checkpoint ({kind}s)");
             match check_graph(&store, kind) {
@@ -173,6 +175,8 @@ impl Engine {
                 for kind in Kind::ALL {
                     store.clear_checkpoint(kind)?;
                 }
+                // Derived again from the documents at the open below.
+                store.clear_entity_lists()?;
             }
             remove_dir(&dir.join(TEXT_DIR))?;
             let path = manifest::path(dir);
@@ -186,6 +190,9 @@ impl Engine {
             report
                 .repaired
                 .push("graph checkpoints dropped: the graphs are rebuilt from the store".into());
+            report
+                .repaired
+                .push("entity lists derived again from the documents".into());
             report.repaired.push("MANIFEST rewritten".to_string());
         }
         // Opening rebuilds the text index and writes the manifest; closing checkpoints
@@ -244,6 +251,39 @@ fn check_text(dir: &Path, config: &Config, store: Option<(u64, u64)>, report: &m
             "text/: change {seq}, {} documents, checksums match",
             text.num_docs()
         )),
+    }
+}
+
+/// Checks the stored entity lists: one per document, each what the document's text
+/// gives. An index written before the store kept them has none (the next open stores
+/// them), which is no damage.
+fn check_entities(loaded: &super::maintain::Loaded, report: &mut CheckReport) {
+    const PART: &str = "entity graph (store/db)";
+    let docs = loaded.catalog.len();
+    let (missing, mismatched) = (loaded.derived.len(), loaded.mismatched.len());
+    let (entity_docs, entities) = loaded.catalog.graph.size();
+    if missing > 0 && missing < docs {
+        report.damaged(
+            PART,
+            format!("{missing} of {docs} documents have no stored entity list"),
+            true,
+        );
+    } else if mismatched > 0 {
+        report.damaged(
+            PART,
+            format!(
+                "{mismatched} of {docs} documents have a stored entity list that differs from their text's"
+            ),
+            true,
+        );
+    } else if missing > 0 {
+        report.ok(format!(
+            "{PART}: written before entity lists were stored; the next open stores them"
+        ));
+    } else {
+        report.ok(format!(
+            "{PART}: {entity_docs} documents, {entities} entities, every list matches its document"
+        ));
     }
 }
 

@@ -24,41 +24,79 @@ use crate::{Error, Kind, Result};
 /// Vectors inserted into a graph per round of the worker.
 const INSERT_BATCH: usize = 2_048;
 
-/// Reads every live document and its vectors from the store.
-pub(super) fn load_catalog(store: &Store) -> Result<Catalog> {
+/// The catalog as the store holds it, and how its entity graph was found.
+pub(super) struct Loaded {
+    pub(super) catalog: Catalog,
+    /// Documents whose entity lists the store did not hold (an index written before
+    /// it kept them, or lists a repair dropped): derived from the documents, to store.
+    pub(super) derived: Vec<(DocId, Vec<String>)>,
+    /// With `verify`: the documents whose stored lists differ from what their text
+    /// gives now.
+    pub(super) mismatched: Vec<DocId>,
+}
+
+/// Reads every live document, its vectors and its entities from the store; with
+/// `verify`, derives every document's entities again to compare them with the stored
+/// ones (`ruche check`).
+pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
     use rayon::prelude::*;
     let phase = std::time::Instant::now();
     let records = store.read_all()?;
+    let mut stored = store.entity_lists()?;
     tracing::debug!(
         elapsed_ms = phase.elapsed().as_millis() as u64,
         "store read"
     );
     let phase = std::time::Instant::now();
-    let entries: Vec<(DocId, Entry)> = records
-        .into_par_iter()
+    let with_lists: Vec<_> = records
+        .into_iter()
         .map(|(doc, record, vectors)| {
+            let list = stored.remove(&doc);
+            (doc, record, vectors, list)
+        })
+        .collect();
+    type Built = (DocId, Entry, Vec<String>, bool, bool);
+    let entries: Vec<Built> = with_lists
+        .into_par_iter()
+        .map(|(doc, record, vectors, list)| {
             let seq = record.seq;
-            Ok((
-                doc,
-                Entry {
-                    doc: Arc::new(record.into_document()?),
-                    seq,
-                    vectors: vectors.as_ref().and_then(Vectors::from_stored),
-                    // Read from the text index once it is open (`fill_tokens`).
-                    tokens: [0, 0],
-                },
-            ))
+            let document = record.into_document()?;
+            let (entities, derived, mismatched) = match list {
+                Some(list) => {
+                    let mismatched = verify && crate::graph::entities_of(&document) != list;
+                    (list, false, mismatched)
+                }
+                None => (crate::graph::entities_of(&document), true, false),
+            };
+            let entry = Entry {
+                doc: Arc::new(document),
+                seq,
+                vectors: vectors.as_ref().and_then(Vectors::from_stored),
+                // Read from the text index once it is open (`fill_tokens`).
+                tokens: [0, 0],
+            };
+            Ok((doc, entry, entities, derived, mismatched))
         })
         .collect::<Result<_>>()?;
-    let mut catalog = Catalog::default();
-    for (doc, entry) in entries {
-        catalog.insert(doc, entry);
+    let mut loaded = Loaded {
+        catalog: Catalog::default(),
+        derived: Vec::new(),
+        mismatched: Vec::new(),
+    };
+    for (doc, entry, entities, derived, mismatched) in entries {
+        if derived {
+            loaded.derived.push((doc, entities.clone()));
+        }
+        if mismatched {
+            loaded.mismatched.push(doc);
+        }
+        loaded.catalog.insert(doc, entry, entities);
     }
     tracing::debug!(
         elapsed_ms = phase.elapsed().as_millis() as u64,
         "catalog built"
     );
-    Ok(catalog)
+    Ok(loaded)
 }
 
 /// Copies each live document's token counts from the text index into the catalog,

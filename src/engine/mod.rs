@@ -343,12 +343,19 @@ impl Engine {
         }
 
         let phase = std::time::Instant::now();
-        let catalog = maintain::load_catalog(&store)?;
+        let maintain::Loaded {
+            catalog, derived, ..
+        } = maintain::load_catalog(&store, false)?;
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             docs = catalog.len(),
             "catalog loaded"
         );
+        if !derived.is_empty() {
+            // Written before the store kept entity lists, or dropped by a repair.
+            store.add_entity_lists(&derived)?;
+            tracing::info!(documents = derived.len(), "entity lists stored");
+        }
         // The store must hold at least what the manifest says was committed: sled drops
         // what it cannot read, so a damaged store can open with less and no error.
         let found = manifest_of(&store, &catalog);

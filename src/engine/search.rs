@@ -64,6 +64,9 @@ impl Retriever for Inner {
     }
 }
 
+/// The fewest documents in a search's scope for which its two legs run on two threads.
+const PARALLEL_LEGS_FROM: u64 = 2_000;
+
 impl Inner {
     fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
         let started = Instant::now();
@@ -118,26 +121,39 @@ impl Inner {
                 .map(|entry| entry.doc.id())
         };
 
-        let stage = Instant::now();
-        let vector_hits = match query.vector {
-            Some(vector) => {
-                self.vectors
-                    .search(
-                        &catalog,
-                        &filter,
-                        vector,
-                        query.limit,
-                        retrieval.exact_scan_threshold,
-                    )
-                    .0
-            }
-            None => Vec::new(),
+        // The two legs run side by side (each times itself); a small scope is not worth
+        // the hand-off to another thread.
+        let vector_leg = || {
+            let stage = Instant::now();
+            let hits = match query.vector {
+                Some(vector) => {
+                    self.vectors
+                        .search(
+                            &catalog,
+                            &filter,
+                            vector,
+                            query.limit,
+                            retrieval.exact_scan_threshold,
+                        )
+                        .0
+                }
+                None => Vec::new(),
+            };
+            (hits, micros(stage))
         };
-        let vector_us = micros(stage);
-
-        let stage = Instant::now();
-        let text_hits = self.text.search(&text_query, query.limit, &accept)?;
-        let text_us = micros(stage);
+        let text_leg = || {
+            let stage = Instant::now();
+            let hits = self.text.search(&text_query, query.limit, &accept);
+            (hits, micros(stage))
+        };
+        let side_by_side =
+            query.vector.is_some() && !text_query.is_empty() && scope.docs >= PARALLEL_LEGS_FROM;
+        let ((vector_hits, vector_us), (text_hits, text_us)) = if side_by_side {
+            rayon::join(vector_leg, text_leg)
+        } else {
+            (vector_leg(), text_leg())
+        };
+        let text_hits = text_hits?;
 
         // The graph leg, when the query names an entity the tenant's graph knows.
         let graph = &self.config.graph;

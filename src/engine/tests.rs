@@ -144,3 +144,126 @@ fn a_damaged_graph_checkpoint_is_detected_and_rebuilt() {
         "rebuilt from the store"
     );
 }
+
+/// Ids of the hits the graph leg found for `text`.
+fn graph_hits(engine: &Engine, text: &str) -> Vec<String> {
+    engine
+        .search(&SearchRequest::chunks(text).top_k(5))
+        .unwrap()
+        .hits
+        .into_iter()
+        .filter(|h| h.breakdown.found_by.graph)
+        .map(|h| h.id)
+        .collect()
+}
+
+#[test]
+fn entity_lists_are_stored_with_their_documents_checked_and_repaired() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let memory = [
+        (0, "Order NW-15699 (tent) was placed by CUST-48213."),
+        (1, "CUST-48213 prefers to be contacted by email."),
+        (2, "Order NW-20417 was placed by CUST-77120."),
+    ];
+    let notes = memory.map(|(i, text)| {
+        let mut note = chunk(i);
+        note.content = text.to_string();
+        note
+    });
+    let question = "how should we contact the buyer of NW-15699?";
+    {
+        let engine = Engine::builder().create(&path).unwrap();
+        engine.upsert_chunks(notes.clone()).unwrap();
+        engine.commit().unwrap();
+        engine.delete(Kind::Chunk, "default", "c002");
+        engine.commit().unwrap();
+        assert_eq!(graph_hits(&engine, question), ["c000", "c001"]);
+        engine.close().unwrap();
+    }
+    let stored = |path: &Path| {
+        let store = Store::open(&path.join(STORE_DIR), false, 1 << 20).unwrap();
+        let mut lists: Vec<(u64, Vec<String>)> = store
+            .entity_lists()
+            .unwrap()
+            .into_iter()
+            .map(|(doc, list)| (doc.as_u64(), list))
+            .collect();
+        lists.sort();
+        lists
+    };
+    // Written by the commits, the deleted note's list gone with it.
+    let lists = stored(&path);
+    assert_eq!(lists.len(), 2, "{lists:?}");
+    assert!(lists[0].1.contains(&"nw-15699".to_string()));
+    assert!(lists[1].1.contains(&"cust-48213".to_string()));
+    let report = Engine::check(&path, &Config::default()).unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert!(
+        report
+            .intact
+            .iter()
+            .any(|line| line.starts_with("entity graph (store/db): 2 documents")),
+        "{report:?}"
+    );
+
+    // An open builds the graph from the stored lists, not from the texts: a list
+    // changed behind the engine's back shows in the graph leg, and `check` finds it.
+    {
+        let store = Store::open(&path.join(STORE_DIR), false, 1 << 20).unwrap();
+        let (doc, mut list) = lists[1].clone();
+        list.push("zq-90210".to_string());
+        store
+            .add_entity_lists(&[(crate::id::DocId::new(doc), list)])
+            .unwrap();
+    }
+    {
+        let engine = Engine::builder().open(&path).unwrap();
+        // Hop 1 to the note, hop 2 through its customer to the order.
+        assert_eq!(
+            graph_hits(&engine, "what about ZQ-90210?"),
+            ["c001", "c000"]
+        );
+    }
+    let report = Engine::check(&path, &Config::default()).unwrap();
+    let damage = report
+        .damaged
+        .iter()
+        .find(|d| d.part == "entity graph (store/db)")
+        .unwrap_or_else(|| panic!("{report:?}"));
+    assert!(damage.rebuildable && damage.problem.contains("1 of 2 documents"));
+    assert!(!report.store_damaged());
+    Engine::repair(&path, Config::default()).unwrap();
+    assert!(
+        Engine::check(&path, &Config::default())
+            .unwrap()
+            .is_intact()
+    );
+    assert_eq!(stored(&path), lists, "derived again from the documents");
+    {
+        let engine = Engine::builder().open(&path).unwrap();
+        assert!(graph_hits(&engine, "what about ZQ-90210?").is_empty());
+        assert_eq!(graph_hits(&engine, question), ["c000", "c001"]);
+    }
+
+    // An index written before the store kept the lists: `check` says so without
+    // calling it damage, and the next open stores them.
+    Store::open(&path.join(STORE_DIR), false, 1 << 20)
+        .unwrap()
+        .clear_entity_lists()
+        .unwrap();
+    let report = Engine::check(&path, &Config::default()).unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert!(
+        report
+            .intact
+            .iter()
+            .any(|line| line.contains("the next open stores them")),
+        "{report:?}"
+    );
+    {
+        let engine = Engine::builder().open(&path).unwrap();
+        assert_eq!(graph_hits(&engine, question), ["c000", "c001"]);
+    }
+    assert_eq!(stored(&path), lists);
+}

@@ -211,7 +211,7 @@ impl Engine {
                 if let Some((doc, record, vectors)) = &change.written {
                     let mut entry = entry_of(record, Some(vectors))?;
                     entry.tokens = tokens.get(doc).copied().unwrap_or_default();
-                    catalog.insert(*doc, entry);
+                    catalog.insert(*doc, entry, change.entities.clone());
                 }
             }
             inner.text.reload()
@@ -300,6 +300,7 @@ impl Inner {
                     changes.push(Change {
                         seq,
                         written: Some((new_doc, record, vectors)),
+                        entities: crate::graph::entities_of(&doc),
                         removed: previous,
                     });
                     overlay.insert(key, Some(new_doc));
@@ -310,6 +311,7 @@ impl Inner {
                     changes.push(Change {
                         seq,
                         written: None,
+                        entities: Vec::new(),
                         removed: Some(previous),
                     });
                     overlay.insert(key, None);

@@ -10,12 +10,14 @@
 //! | `m`    | `m` + name                                  | meta value (see `meta.rs`) |
 //! | `b`    | `b` + block number (u64 BE, DocId >> 6)     | a block of documents (`block.rs`) |
 //! | `l`    | `l` + last sequence number of a commit (u64 BE) | bincode `Vec<(seq, LogEntry)>` |
+//! | `e`    | `e` + block number (u64 BE)                 | the entities of the block's documents (`entities.rs`) |
 
 use crate::{Error, Result};
 
 pub(crate) const META: u8 = b'm';
 pub(crate) const BLOCK: u8 = b'b';
 pub(crate) const LOG: u8 = b'l';
+pub(crate) const ENTITIES: u8 = b'e';
 
 pub(crate) fn meta_key(name: &str) -> Vec<u8> {
     let mut key = Vec::with_capacity(1 + name.len());
@@ -26,6 +28,10 @@ pub(crate) fn meta_key(name: &str) -> Vec<u8> {
 
 pub(crate) fn block_key(block_no: u64) -> [u8; 9] {
     prefixed_u64(BLOCK, block_no)
+}
+
+pub(crate) fn entities_key(block_no: u64) -> [u8; 9] {
+    prefixed_u64(ENTITIES, block_no)
 }
 
 pub(crate) fn log_key(seq: u64) -> [u8; 9] {

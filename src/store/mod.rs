@@ -6,6 +6,7 @@
 //! returns, a crash loses nothing of it.
 
 mod block;
+mod entities;
 mod keys;
 mod meta;
 mod record;
@@ -26,6 +27,8 @@ pub(crate) struct Change {
     pub(crate) seq: u64,
     /// The version written, with its vectors.
     pub(crate) written: Option<(DocId, DocRecord, StoredVectors)>,
+    /// The entities the version written mentions ([`crate::graph::entities_of`]).
+    pub(crate) entities: Vec<String>,
     /// The version removed (replaced or deleted).
     pub(crate) removed: Option<DocId>,
 }
@@ -187,6 +190,63 @@ impl Store {
             .collect()
     }
 
+    /// The stored entity lists of every document that has them.
+    pub(crate) fn entity_lists(&self) -> Result<std::collections::HashMap<DocId, Vec<String>>> {
+        let mut lists = std::collections::HashMap::new();
+        for item in self.main.scan_prefix([keys::ENTITIES]) {
+            let (_, bytes) = item.map_err(sled_err)?;
+            for (doc, entities) in entities::decode(&bytes)? {
+                lists.insert(DocId::new(doc), entities);
+            }
+        }
+        Ok(lists)
+    }
+
+    /// Stores the entity lists of documents written before the store kept them (or
+    /// whose lists were dropped by a repair), in one durable batch.
+    pub(crate) fn add_entity_lists(&self, lists: &[(DocId, Vec<String>)]) -> Result<()> {
+        let mut blocks: BTreeMap<u64, entities::EntityBlock> = BTreeMap::new();
+        for (doc, entities) in lists {
+            let block_no = block::block_of(*doc);
+            if let std::collections::btree_map::Entry::Vacant(slot) = blocks.entry(block_no) {
+                slot.insert(self.entity_block(block_no)?);
+            }
+            if let Some(block) = blocks.get_mut(&block_no) {
+                block.insert(doc.as_u64(), entities.clone());
+            }
+        }
+        let mut batch = sled::Batch::default();
+        for (block_no, block) in blocks {
+            batch.insert(&keys::entities_key(block_no), entities::encode(&block));
+        }
+        self.main.apply_batch(batch).map_err(sled_err)?;
+        self.db.flush().map_err(sled_err)?;
+        Ok(())
+    }
+
+    fn entity_block(&self, block_no: u64) -> Result<entities::EntityBlock> {
+        match self
+            .main
+            .get(keys::entities_key(block_no))
+            .map_err(sled_err)?
+        {
+            Some(bytes) => entities::decode(&bytes),
+            None => Ok(entities::EntityBlock::new()),
+        }
+    }
+
+    /// Drops every stored entity list (the next open derives them again).
+    pub(crate) fn clear_entity_lists(&self) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for item in self.main.scan_prefix([keys::ENTITIES]) {
+            let (key, _) = item.map_err(sled_err)?;
+            batch.remove(key);
+        }
+        self.main.apply_batch(batch).map_err(sled_err)?;
+        self.db.flush().map_err(sled_err)?;
+        Ok(())
+    }
+
     /// Writes a new store at `path` holding only what is live now: the meta, every
     /// document block (with its vectors as stored) and the feedback window. Not copied:
     /// the change log (derived indexes are rebuilt from the documents), the graph
@@ -302,6 +362,15 @@ impl Store {
             }
             Ok(())
         };
+        // The entity blocks beside them.
+        let mut entity_blocks: BTreeMap<u64, entities::EntityBlock> = BTreeMap::new();
+        let load_entities =
+            |block_no: u64, blocks: &mut BTreeMap<u64, entities::EntityBlock>| -> Result<()> {
+                if let std::collections::btree_map::Entry::Vacant(slot) = blocks.entry(block_no) {
+                    slot.insert(self.entity_block(block_no)?);
+                }
+                Ok(())
+            };
         let mut log = Vec::with_capacity(changes.len());
         for change in changes {
             if let Some(removed) = change.removed {
@@ -310,6 +379,10 @@ impl Store {
                 if let Some(entries) = blocks.get_mut(&block_no) {
                     entries.retain(|e| e.doc != removed);
                 }
+                load_entities(block_no, &mut entity_blocks)?;
+                if let Some(lists) = entity_blocks.get_mut(&block_no) {
+                    lists.remove(&removed.as_u64());
+                }
             }
             match &change.written {
                 Some((doc, record, vectors)) => {
@@ -317,6 +390,10 @@ impl Store {
                     load(block_no, &mut blocks)?;
                     if let Some(entries) = blocks.get_mut(&block_no) {
                         entries.push(BlockEntry::new(*doc, record, vectors));
+                    }
+                    load_entities(block_no, &mut entity_blocks)?;
+                    if let Some(lists) = entity_blocks.get_mut(&block_no) {
+                        lists.insert(doc.as_u64(), change.entities.clone());
                     }
                     log.push((
                         change.seq,
@@ -345,6 +422,14 @@ impl Store {
             } else {
                 entries.sort_by_key(|e| e.doc);
                 batch.insert(&keys::block_key(block_no), block::encode(&entries));
+            }
+        }
+        for (block_no, lists) in entity_blocks {
+            let key = keys::entities_key(block_no);
+            if lists.is_empty() {
+                batch.remove(&key);
+            } else {
+                batch.insert(&key, entities::encode(&lists));
             }
         }
         batch.insert(&keys::log_key(last_seq), record::encode(&log));
