@@ -6,7 +6,13 @@
 //! naming it (`Order NW-15699 (tent) was placed by CUST-48213.`) and a few other notes.
 //! A two-hop query names only an order ("how should we contact the customer of order
 //! NW-15699?"): the preference note shares no word with it. An identifier query asks
-//! about one order: the order note should come first.
+//! about one order: the order note should come first. Every order note names one of five
+//! warehouses (a crowded entity), and a third of the orders share a shipment note with
+//! another customer's order (a bridge that leads astray).
+//!
+//! The last configuration switches seed 004's feedback factors on and first answers 100
+//! other two-hop queries, marking each useful when the preference note is in its top 3
+//! (what an agent that acted on the answer would report), then measures the same 300.
 
 use ruchedb::{Chunk, Config, Engine, SearchRequest, Timestamp};
 
@@ -72,11 +78,14 @@ fn main() -> ruchedb::Result<()> {
         );
         for k in 0..1 + rng.next() % 2 {
             let order = format!("NW-{}", 15_000 + c * 2 + k as usize);
+            // Every order ships from one of five warehouses: an entity hundreds of
+            // notes share, which must not bridge to them all.
+            let warehouse = format!("WH-{}", 1_001 + rng.next() % 5);
             chunks.push(
                 Chunk::new(
                     format!("order-{c}-{k}"),
                     format!(
-                        "Order {order} ({}) was placed by {customer}.",
+                        "Order {order} ({}) was placed by {customer}, shipped from {warehouse}.",
                         rng.pick(&ITEMS)
                     ),
                 )
@@ -96,36 +105,76 @@ fn main() -> ruchedb::Result<()> {
             );
         }
     }
+    // A third of the orders travel with another customer's order in one shipment: a
+    // note that names both is a bridge to a stranger's order.
+    for i in (0..orders.len().saturating_sub(1)).step_by(3) {
+        let j = (i + 1 + (rng.next() % 50) as usize) % orders.len();
+        chunks.push(Chunk::new(
+            format!("shipment-{i}"),
+            format!(
+                "Orders {} and {} were consolidated into shipment SHP-{}.",
+                orders[i].0,
+                orders[j].0,
+                70_000 + i
+            ),
+        ));
+    }
     let queries: Vec<usize> = (0..300)
         .map(|_| (rng.next() % orders.len() as u64) as usize)
         .collect();
+    let training: Vec<usize> = (0..100)
+        .map(|_| (rng.next() % orders.len() as u64) as usize)
+        .collect();
+    let preference_of = |customer: &str| {
+        chunks
+            .iter()
+            .find(|c| c.id.starts_with("pref-") && c.content.starts_with(customer))
+            .map(|c| c.id.clone())
+            .unwrap_or_default()
+    };
+    let two_hop = |order: &str| {
+        SearchRequest::chunks(format!(
+            "how should we contact the customer of order {order}?"
+        ))
+        .now(now)
+        .top_k(10)
+    };
     println!(
         "{} chunks, {customers} customers, {} orders, 300 queries",
         chunks.len(),
         orders.len()
     );
-    for (graph_on, adaptive) in [(false, false), (true, false), (true, true)] {
+    let modes = [
+        (false, false, false),
+        (true, false, false),
+        (true, true, false),
+        (true, false, true),
+    ];
+    for (graph_on, adaptive, feedback) in modes {
         let mut config = Config::default();
         config.graph.enabled = graph_on;
         config.fusion.adaptive = adaptive;
+        config.fusion.feedback = feedback;
         let engine = Engine::builder().config(config).temporary()?;
         engine.upsert_chunks(chunks.clone())?;
         engine.commit()?;
+        if feedback {
+            for &q in &training {
+                let (order, customer) = &orders[q];
+                let response = engine.search(&two_hop(order))?;
+                let pref = preference_of(customer);
+                let useful = response.hits.iter().take(3).any(|h| h.id == pref);
+                if !response.hits.is_empty() {
+                    engine.feedback(&response.query_id, useful)?;
+                }
+            }
+        }
         let (mut top3, mut top10, mut first) = (0, 0, 0);
         for &q in &queries {
             let (order, customer) = &orders[q];
-            let pref = chunks
-                .iter()
-                .find(|c| c.id.starts_with("pref-") && c.content.starts_with(customer.as_str()))
-                .map(|c| c.id.clone())
-                .unwrap_or_default();
-            let request = SearchRequest::chunks(format!(
-                "how should we contact the customer of order {order}?"
-            ))
-            .now(now)
-            .top_k(10);
+            let pref = preference_of(customer);
             let hits: Vec<String> = engine
-                .search(&request)?
+                .search(&two_hop(order))?
                 .hits
                 .into_iter()
                 .map(|h| h.id)
@@ -145,9 +194,14 @@ fn main() -> ruchedb::Result<()> {
         }
         let n = queries.len() as f64;
         println!(
-            "graph {}{}: two-hop preference note in the top 3 {:.3}, top 10 {:.3}; identifier lookups first {:.3}",
+            "graph {}{}{}: two-hop preference note in the top 3 {:.3}, top 10 {:.3}; identifier lookups first {:.3}",
             if graph_on { "on " } else { "off" },
             if adaptive { ", adaptive weights" } else { "" },
+            if feedback {
+                ", feedback factors after 100 answers"
+            } else {
+                ""
+            },
             top3 as f64 / n,
             top10 as f64 / n,
             first as f64 / n
