@@ -290,6 +290,14 @@ impl Catalog {
             .sum()
     }
 
+    /// The names of the tenants with live documents (a name once per kind it has).
+    pub(crate) fn tenant_names(&self) -> impl Iterator<Item = &str> {
+        self.by_tenant
+            .iter()
+            .flat_map(HashMap::keys)
+            .map(String::as_str)
+    }
+
     pub(crate) fn tenants(&self) -> usize {
         self.by_tenant
             .iter()

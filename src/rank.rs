@@ -463,6 +463,28 @@ pub fn search_with(
     family: EmbedderFamily,
     factors: Option<LegFactors>,
 ) -> Result<SearchResponse> {
+    search_with_id(
+        retriever,
+        config,
+        request,
+        vector,
+        family,
+        factors,
+        &|base, _| base,
+    )
+}
+
+/// [`search_with`], with the response's query id made by `query_id` from a unique,
+/// time-ordered base id and the top hit.
+pub(crate) fn search_with_id(
+    retriever: &(impl Retriever + ?Sized),
+    config: &Config,
+    request: &SearchRequest,
+    vector: Option<&[f32]>,
+    family: EmbedderFamily,
+    factors: Option<LegFactors>,
+    query_id: &dyn Fn(String, Option<&Hit>) -> String,
+) -> Result<SearchResponse> {
     let started = Instant::now();
     validate(request)?;
     let now = request.now.unwrap_or_else(Timestamp::now);
@@ -478,7 +500,7 @@ pub fn search_with(
     plan.now = now;
     let retrieved_graph_entities = retrieved.graph_entities;
     let ranked = rank(retrieved.candidates, &plan)?;
-    let query_id = next_query_id();
+    let query_id = query_id(next_query_id(), ranked.hits.first());
     let selection = &ranked.selection;
     tracing::info!(
         target: "ruchedb::select",

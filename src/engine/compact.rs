@@ -58,7 +58,9 @@ impl Engine {
             .commit_lock
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        self.inner.store.copy_live_into(&dest.join(STORE_DIR))?;
+        self.inner
+            .store
+            .copy_live_into(&dest.join(STORE_DIR), &|_| true)?;
         let found = super::manifest_of(&self.inner.store, &self.inner.read_catalog());
         manifest::write(dest, &found)
     }
@@ -82,7 +84,17 @@ impl Engine {
             if staging.exists() {
                 std::fs::remove_dir_all(&staging).map_err(|err| Error::io_at(&staging, err))?;
             }
-            engine.inner.store.copy_live_into(&staging)?;
+            // The feedback of a tenant that has no document left goes with it.
+            let live: std::collections::HashSet<String> = engine
+                .inner
+                .read_catalog()
+                .tenant_names()
+                .map(str::to_string)
+                .collect();
+            engine
+                .inner
+                .store
+                .copy_live_into(&staging, &|tenant| live.contains(tenant))?;
             sync_dir(&staging)?;
             let marker = dir.join(COMPLETE);
             std::fs::File::create(&marker)

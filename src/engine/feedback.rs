@@ -1,19 +1,14 @@
 //! Feedback (seed 004): which leg found the top hit of useful answers.
 
-use std::sync::atomic::Ordering;
-
 use super::{Engine, Inner};
 use crate::feedback::FeedbackWindow;
 use crate::fusion::{LegFactors, Legs};
-use crate::query::FoundBy;
+use crate::query::{FoundBy, Hit};
 use crate::{Error, ErrorKind, Kind, Result};
 
-/// Query log entries kept for feedback (the most recent searches with hits).
-const QUERY_LOG_KEEP: usize = 10_000;
-/// The query log is pruned every this many searches.
-const QUERY_LOG_PRUNE_EVERY: u64 = 1_000;
-/// Query log entries buffered in memory before they are written.
-const QUERY_LOG_BATCH: usize = 256;
+/// Feedback marks kept (query ids that were given feedback); an id older than the
+/// oldest mark dropped is refused, so that its feedback never counts twice.
+const MARKS_KEEP: usize = 10_000;
 
 const TEXT_BIT: u8 = 1;
 const VECTOR_BIT: u8 = 2;
@@ -62,27 +57,63 @@ impl Engine {
     /// that found its top hit; returns the feedback window of the search's tenant and
     /// kind after the record.
     ///
-    /// Each tenant has a window per kind (the last 100 records), persisted: one tenant's
-    /// feedback never weighs another's searches, nor feedback on memory the rules'. With `fusion.feedback` on, a leg with at
-    /// least 10 records gets its weight multiplied by `0.2 + useful_rate * 1.6` in that
-    /// tenant's later searches.
+    /// The query id carries what feedback needs (the legs that found the top hit, the
+    /// search's kind and tenant, and a checksum), so a search writes nothing and its
+    /// feedback can be given by another process, or after a restart. Each tenant has a
+    /// window per kind (the last 100 records), persisted: one tenant's feedback never
+    /// weighs another's searches, nor feedback on memory the rules'. With
+    /// `fusion.feedback` on, a leg with at least 10 records gets its weight multiplied
+    /// by `0.2 + useful_rate * 1.6` in that tenant's later searches.
     ///
     /// A query's feedback counts once: giving the same answer again changes nothing,
     /// and a contradicting answer is an error.
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::NotFound`] when the query id is unknown (never issued, or older than
-    /// the last 10,000 searches with hits); [`ErrorKind::InvalidInput`] when the query
-    /// already has the other answer; storage errors.
+    /// [`ErrorKind::NotFound`] when the query id is not one this index can credit (never
+    /// issued, altered, of a search without hits, of a tenant the index no longer holds,
+    /// or older than the last 10,000 queries given feedback);
+    /// [`ErrorKind::InvalidInput`] when the query already has the other answer; storage
+    /// errors.
     pub fn feedback(&self, query_id: &str, useful: bool) -> Result<FeedbackWindow> {
         let inner = &self.inner;
         let mut windows = inner.lock_feedback();
-        let logged = inner.logged_query(query_id)?.ok_or_else(|| {
+        let not_found = |why: &str| {
             Error::new(ErrorKind::NotFound {
-                what: format!("query `{query_id}` (no search with hits has this id)"),
+                what: format!("query `{query_id}` ({why})"),
             })
-        })?;
+        };
+        let logged = match SignedId::parse(query_id) {
+            Some(signed) => {
+                if inner
+                    .store
+                    .marks_horizon()?
+                    .is_some_and(|h| query_id <= h.as_str())
+                {
+                    return Err(not_found(
+                        "older than the last 10,000 queries given feedback",
+                    ));
+                }
+                let tenant = inner
+                    .tenant_of_hash(signed.tenant_hash, &windows)
+                    .ok_or_else(|| not_found("its tenant has no documents here"))?;
+                // A mark (the legs byte), if feedback was given before.
+                let legs = match inner.store.logged_query(query_id)? {
+                    Some(bytes) => LoggedQuery::decode(&bytes)?.legs,
+                    None => signed.legs,
+                };
+                LoggedQuery {
+                    legs,
+                    tenant,
+                    signed: true,
+                }
+            }
+            // Ids of searches logged by earlier versions.
+            None => match inner.store.logged_query(query_id)? {
+                Some(bytes) => LoggedQuery::decode(&bytes)?,
+                None => return Err(not_found("no search with hits has this id")),
+            },
+        };
         let legs = logged.legs;
         let kind = kind_of_bits(legs);
         let key = window_key(&logged.tenant, kind);
@@ -107,11 +138,12 @@ impl Engine {
         let marked = LoggedQuery {
             legs: legs | GIVEN_BIT | if useful { USEFUL_BIT } else { 0 },
             tenant: logged.tenant.clone(),
+            signed: logged.signed,
         };
-        inner.flush_query_log()?;
         inner
             .store
             .log_queries(&[(query_id.to_string(), marked.encode())])?;
+        inner.store.prune_query_log(MARKS_KEEP)?;
         window.record(found_by, useful);
         inner.store.save_feedback(&key, window.entries())?;
         Ok(window.clone())
@@ -143,6 +175,8 @@ impl Engine {
 struct LoggedQuery {
     legs: u8,
     tenant: String,
+    /// The id carries the tenant: the mark keeps the legs byte alone.
+    signed: bool,
 }
 
 impl LoggedQuery {
@@ -150,7 +184,7 @@ impl LoggedQuery {
     /// were logged).
     fn encode(&self) -> Vec<u8> {
         let mut bytes = vec![self.legs];
-        if self.tenant != crate::DEFAULT_TENANT {
+        if !self.signed && self.tenant != crate::DEFAULT_TENANT {
             bytes.extend_from_slice(self.tenant.as_bytes());
         }
         bytes
@@ -165,7 +199,11 @@ impl LoggedQuery {
         } else {
             String::from_utf8(tenant.to_vec()).map_err(|_| Error::corrupt("query log entry"))?
         };
-        Ok(LoggedQuery { legs, tenant })
+        Ok(LoggedQuery {
+            legs,
+            tenant,
+            signed: false,
+        })
     }
 }
 
@@ -183,69 +221,101 @@ impl Inner {
             .unwrap_or_default()
     }
 
-    /// Logs the legs that found a response's top hit and its tenant, for later
-    /// feedback. Buffered in memory and written to the store in batches, at commits and
-    /// at close.
-    pub(crate) fn log_query(
+    /// The tenant whose name hashes to `hash`: one with documents, or with a window.
+    fn tenant_of_hash(
         &self,
-        query_id: &str,
-        tenant: &str,
-        kind: Kind,
-        found_by: FoundBy,
-    ) -> Result<()> {
+        hash: u64,
+        windows: &std::collections::HashMap<String, FeedbackWindow>,
+    ) -> Option<String> {
+        let catalog = self.read_catalog();
+        let from_windows = windows
+            .keys()
+            .map(|key| key.split('\u{0}').next().unwrap_or(key));
+        catalog
+            .tenant_names()
+            .chain(from_windows)
+            .chain([crate::DEFAULT_TENANT])
+            .find(|tenant| tenant_hash(tenant) == hash)
+            .map(str::to_string)
+    }
+}
+
+/// The hash of a tenant's name a query id carries.
+fn tenant_hash(tenant: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(tenant.as_bytes())
+}
+
+/// Seeds the checksum of query ids (so that an id from another program does not pass).
+const ID_SEED: u64 = 0x7275_6368_655f_6964;
+
+/// What a query id of a search with hits carries: `BASE-LLTTTTTTTTTTTTTTTTCCCCCCCC`,
+/// the unique time-ordered base id, then in hex the legs and kind bits of the query log
+/// (one byte), the hash of the tenant (8 bytes) and a checksum of all that (4 bytes).
+struct SignedId {
+    legs: u8,
+    tenant_hash: u64,
+}
+
+impl SignedId {
+    /// The id of a search whose top hit `found_by` found.
+    fn sign(base: &str, tenant: &str, kind: Kind, found_by: FoundBy) -> String {
         let legs = (u8::from(found_by.text) * TEXT_BIT)
             | (u8::from(found_by.vector) * VECTOR_BIT)
             | (u8::from(found_by.graph) * GRAPH_BIT)
             | kind_bits(kind);
-        let entry = LoggedQuery {
-            legs,
-            tenant: tenant.to_string(),
+        let body = format!("{base}-{legs:02x}{:016x}", tenant_hash(tenant));
+        let check = xxhash_rust::xxh3::xxh3_64_with_seed(body.as_bytes(), ID_SEED) as u32;
+        format!("{body}{check:08x}")
+    }
+
+    /// The signed part of `id`, if it has one and its checksum matches.
+    fn parse(id: &str) -> Option<SignedId> {
+        let (base, signed) = id.rsplit_once('-')?;
+        if !base.starts_with('q') || signed.len() != 26 || !signed.is_ascii() {
+            return None;
+        }
+        let legs = u8::from_str_radix(&signed[..2], 16).ok()?;
+        let tenant_hash = u64::from_str_radix(&signed[2..18], 16).ok()?;
+        let check = u32::from_str_radix(&signed[18..], 16).ok()?;
+        let body = &id[..id.len() - 8];
+        let expected = xxhash_rust::xxh3::xxh3_64_with_seed(body.as_bytes(), ID_SEED) as u32;
+        (check == expected && legs & (GIVEN_BIT | USEFUL_BIT) == 0)
+            .then_some(SignedId { legs, tenant_hash })
+    }
+}
+
+/// The query id of a search of `kind` in `tenant`: signed when it has a top hit.
+pub(crate) fn query_id(base: String, tenant: &str, kind: Kind, top: Option<&Hit>) -> String {
+    match top {
+        Some(hit) => SignedId::sign(&base, tenant, kind, hit.breakdown.found_by),
+        None => base,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_carry_legs_kind_and_tenant_and_refuse_alteration() {
+        let found_by = FoundBy {
+            text: true,
+            vector: false,
+            graph: true,
         };
-        let mut pending = self.lock_query_log();
-        pending.push((query_id.to_string(), entry.encode()));
-        if pending.len() >= QUERY_LOG_BATCH {
-            self.flush_query_log_locked(&mut pending)?;
+        let id = SignedId::sign("q0190000000-00000001-000002", "acme", Kind::Chunk, found_by);
+        let parsed = SignedId::parse(&id).unwrap();
+        assert_eq!(parsed.legs, TEXT_BIT | GRAPH_BIT | CHUNK_BIT);
+        assert_eq!(kind_of_bits(parsed.legs), Kind::Chunk);
+        assert_eq!(parsed.tenant_hash, tenant_hash("acme"));
+        // Any changed character, or a cut, fails the checksum or the shape.
+        for at in 0..id.len() {
+            let mut altered = id.clone().into_bytes();
+            altered[at] = if altered[at] == b'0' { b'1' } else { b'0' };
+            let altered = String::from_utf8(altered).unwrap();
+            assert!(SignedId::parse(&altered).is_none(), "{altered}");
         }
-        Ok(())
-    }
-
-    /// Writes the buffered query log entries to the store.
-    pub(crate) fn flush_query_log(&self) -> Result<()> {
-        let mut pending = self.lock_query_log();
-        self.flush_query_log_locked(&mut pending)
-    }
-
-    fn flush_query_log_locked(&self, pending: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
-        if pending.is_empty() {
-            return Ok(());
-        }
-        self.store.log_queries(pending)?;
-        let added = pending.len() as u64;
-        let before = self.queries_logged.fetch_add(added, Ordering::Relaxed);
-        pending.clear();
-        // Prune whenever the count crosses a multiple of QUERY_LOG_PRUNE_EVERY.
-        if before / QUERY_LOG_PRUNE_EVERY != (before + added) / QUERY_LOG_PRUNE_EVERY {
-            self.store.prune_query_log(QUERY_LOG_KEEP)?;
-        }
-        Ok(())
-    }
-
-    /// What was logged for a query id, buffered or stored.
-    fn logged_query(&self, query_id: &str) -> Result<Option<LoggedQuery>> {
-        let buffered = self
-            .lock_query_log()
-            .iter()
-            .rev()
-            .find(|(id, _)| id == query_id)
-            .map(|(_, entry)| entry.clone());
-        let bytes = match buffered {
-            Some(bytes) => Some(bytes),
-            None => self.store.logged_query(query_id)?,
-        };
-        bytes.map(|b| LoggedQuery::decode(&b)).transpose()
-    }
-
-    fn lock_query_log(&self) -> std::sync::MutexGuard<'_, Vec<(String, Vec<u8>)>> {
-        self.query_log.lock().unwrap_or_else(|p| p.into_inner())
+        assert!(SignedId::parse(&id[..id.len() - 1]).is_none());
+        assert!(SignedId::parse("q-never-issued").is_none());
     }
 }

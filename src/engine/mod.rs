@@ -101,9 +101,6 @@ pub(crate) struct Inner {
     pub(crate) commit_lock: Mutex<()>,
     pub(crate) counters: Counters,
     pub(crate) worker: WorkerSignal,
-    pub(crate) queries_logged: AtomicU64,
-    /// Query log entries not yet written to the store.
-    pub(crate) query_log: Mutex<Vec<(String, Vec<u8>)>>,
     /// The feedback windows, by tenant: one tenant's feedback never weighs another's
     /// searches.
     pub(crate) feedback: Mutex<std::collections::HashMap<String, crate::feedback::FeedbackWindow>>,
@@ -411,8 +408,6 @@ impl Engine {
             commit_lock: Mutex::new(()),
             counters,
             worker: WorkerSignal::starting(),
-            queries_logged: AtomicU64::new(0),
-            query_log: Mutex::new(Vec::new()),
             feedback: Mutex::new(feedback),
             _lock_file: lock_file,
             _temp_dir: temp_dir,
@@ -575,7 +570,6 @@ impl Engine {
     ///
     /// Storage errors; the index stays consistent (what was committed is kept).
     pub fn close(mut self) -> Result<()> {
-        self.inner.flush_query_log()?;
         self.inner.wait_for_worker();
         self.stop_worker();
         maintain::checkpoint_all(&self.inner, true)?;
@@ -597,9 +591,6 @@ impl Drop for Engine {
             return;
         }
         self.stop_worker();
-        if let Err(err) = self.inner.flush_query_log() {
-            tracing::warn!(error = %err, "could not store the query log at close");
-        }
         if let Err(err) = maintain::checkpoint_all(&self.inner, false) {
             tracing::warn!(error = %err, "could not store the graph checkpoint at close");
         }

@@ -9,7 +9,7 @@ use super::{Engine, Inner};
 use crate::catalog::Catalog;
 use crate::id::DocId;
 use crate::query::{SearchRequest, SearchResponse, VectorMatch};
-use crate::rank::{search_with, validate};
+use crate::rank::{search_with_id, validate};
 use crate::relevance::{EmbedderFamily, LegsRan};
 use crate::retrieve::{PerLeg, RetrievalQuery, Retrieved, RetrievedDoc, Retriever};
 use crate::vector::metric;
@@ -81,24 +81,21 @@ impl Inner {
             .fusion
             .feedback
             .then(|| self.feedback_factors(&request.tenant_id, request.kind));
-        let mut response = search_with(
+        // The query id carries what feedback needs: a search writes nothing.
+        let query_id = |base: String, top: Option<&crate::query::Hit>| {
+            super::feedback::query_id(base, &request.tenant_id, request.kind, top)
+        };
+        let mut response = search_with_id(
             self,
             &self.config,
             request,
             query_vector.as_deref(),
             family,
             factors,
+            &query_id,
         )?;
         response.vector_leg_skipped = vector_skipped;
         response.timings.embed_us = embed_us;
-        if let Some(top) = response.hits.first() {
-            self.log_query(
-                &response.query_id,
-                &request.tenant_id,
-                request.kind,
-                top.breakdown.found_by,
-            )?;
-        }
         response.timings.total_us = micros(started);
         Ok(response)
     }

@@ -165,7 +165,6 @@ impl Engine {
         if ops.is_empty() {
             return Ok(0);
         }
-        inner.flush_query_log()?;
         let phase = std::time::Instant::now();
         let (applied, next_doc) = inner.resolve(ops)?;
         if applied.is_empty() {

@@ -33,13 +33,17 @@ pub(crate) struct Change {
     pub(crate) removed: Option<DocId>,
 }
 
+/// The key of the feedback tree under which the marks' horizon is kept.
+const HORIZON: &[u8] = b"horizon";
+
 /// The sled database of one index.
 pub(crate) struct Store {
     db: sled::Db,
     main: sled::Tree,
     /// Embeddings by model and text hash (`model id` + 0 + xxh3-128 of the text, BE).
     embed_cache: sled::Tree,
-    /// Recent searches: query id to the legs that found the top hit.
+    /// Feedback marks: query id to the legs that found the top hit and the answer given
+    /// (and, in indexes written by earlier versions, recent searches).
     queries: sled::Tree,
     /// The feedback window (`window` to bincode entries).
     feedback: sled::Tree,
@@ -248,11 +252,16 @@ impl Store {
     }
 
     /// Writes a new store at `path` holding only what is live now: the meta, every
-    /// document block (with its vectors as stored) and the feedback window. Not copied:
-    /// the change log (derived indexes are rebuilt from the documents), the graph
-    /// checkpoints (rebuilt), the embedding cache (it holds vectors of deleted texts) and
-    /// the query log. Nothing deleted survives in the copy.
-    pub(crate) fn copy_live_into(&self, path: &Path) -> Result<()> {
+    /// document block (with its vectors as stored) and its entity lists, the feedback
+    /// windows of the tenants `keep_tenant` keeps and the feedback marks. Not copied: the
+    /// change log (derived indexes are rebuilt from the documents), the graph checkpoints
+    /// (rebuilt), the embedding cache (it holds vectors of deleted texts) and the search
+    /// log of earlier versions. Nothing deleted survives in the copy.
+    pub(crate) fn copy_live_into(
+        &self,
+        path: &Path,
+        keep_tenant: &dyn Fn(&str) -> bool,
+    ) -> Result<()> {
         let target = Store::open(path, true, 16 << 20)?;
         let mut batch = sled::Batch::default();
         let mut pending = 0;
@@ -272,12 +281,32 @@ impl Store {
             }
         }
         target.main.apply_batch(batch).map_err(sled_err)?;
-        if let Some(window) = self.feedback.get(b"window").map_err(sled_err)? {
-            target
-                .feedback
-                .insert(b"window", window)
-                .map_err(sled_err)?;
+        // The feedback windows of the tenants `keep_tenant` keeps (of every kind), the
+        // marks' horizon, and the marks (ids and a legs byte: no text), so that feedback
+        // given before still counts once.
+        let mut batch = sled::Batch::default();
+        for item in self.feedback.iter() {
+            let (key, value) = item.map_err(sled_err)?;
+            let tenant = match key.as_ref() {
+                b"window" => Some(crate::DEFAULT_TENANT.to_string()),
+                other => other.strip_prefix(b"w").map(|rest| {
+                    let name = rest.split(|&b| b == 0).next().unwrap_or(rest);
+                    String::from_utf8_lossy(name).into_owned()
+                }),
+            };
+            if tenant.is_none_or(|tenant| keep_tenant(&tenant)) {
+                batch.insert(key, value);
+            }
         }
+        target.feedback.apply_batch(batch).map_err(sled_err)?;
+        let mut batch = sled::Batch::default();
+        for item in self.queries.iter() {
+            let (key, value) = item.map_err(sled_err)?;
+            if value.len() == 1 {
+                batch.insert(key, value);
+            }
+        }
+        target.queries.apply_batch(batch).map_err(sled_err)?;
         target.db.flush().map_err(sled_err)?;
         Ok(())
     }
@@ -550,34 +579,56 @@ impl Store {
         self.embed_cache.apply_batch(batch).map_err(sled_err)
     }
 
-    /// Records which legs found the top hit of searches (not flushed: a crash may lose
-    /// the most recent entries, which only makes feedback on them fail).
+    /// Records feedback marks (query id to the legs that found its top hit, with the
+    /// answer given), durably.
     pub(crate) fn log_queries(&self, entries: &[(String, Vec<u8>)]) -> Result<()> {
         let mut batch = sled::Batch::default();
         for (query_id, entry) in entries {
             batch.insert(query_id.as_bytes(), entry.as_slice());
         }
-        self.queries.apply_batch(batch).map_err(sled_err)
+        self.queries.apply_batch(batch).map_err(sled_err)?;
+        self.db.flush().map_err(sled_err)?;
+        Ok(())
     }
 
-    /// What was logged for a query id.
+    /// The mark (or, for an index written by an earlier version, the log entry) of a
+    /// query id.
     pub(crate) fn logged_query(&self, query_id: &str) -> Result<Option<Vec<u8>>> {
         let value = self.queries.get(query_id.as_bytes()).map_err(sled_err)?;
         Ok(value.map(|v| v.to_vec()))
     }
 
-    /// Keeps the `keep` most recent query log entries (ids sort by time).
+    /// Keeps the `keep` most recent marks (ids sort by time), and remembers the newest
+    /// id dropped as the horizon below which feedback is refused.
     pub(crate) fn prune_query_log(&self, keep: usize) -> Result<()> {
         let len = self.queries.len();
         if len <= keep {
             return Ok(());
         }
         let mut batch = sled::Batch::default();
+        let mut newest = None;
         for item in self.queries.iter().take(len - keep) {
             let (key, _) = item.map_err(sled_err)?;
+            newest = Some(key.clone());
             batch.remove(key);
         }
-        self.queries.apply_batch(batch).map_err(sled_err)
+        self.queries.apply_batch(batch).map_err(sled_err)?;
+        if let Some(newest) = newest {
+            self.feedback.insert(HORIZON, newest).map_err(sled_err)?;
+        }
+        self.db.flush().map_err(sled_err)?;
+        Ok(())
+    }
+
+    /// The newest query id whose mark was dropped, if any.
+    pub(crate) fn marks_horizon(&self) -> Result<Option<String>> {
+        self.feedback
+            .get(HORIZON)
+            .map_err(sled_err)?
+            .map(|bytes| {
+                String::from_utf8(bytes.to_vec()).map_err(|_| Error::corrupt("feedback horizon"))
+            })
+            .transpose()
     }
 
     /// The stored feedback windows, by window key (a tenant for its rules, the tenant
@@ -623,7 +674,15 @@ impl Store {
 
     /// Removes every stored feedback window, durably.
     pub(crate) fn clear_feedback(&self) -> Result<()> {
-        self.feedback.clear().map_err(sled_err)?;
+        // The marks' horizon stays: ids older than it still cannot count again.
+        let mut batch = sled::Batch::default();
+        for item in self.feedback.iter() {
+            let (key, _) = item.map_err(sled_err)?;
+            if key.as_ref() != HORIZON {
+                batch.remove(key);
+            }
+        }
+        self.feedback.apply_batch(batch).map_err(sled_err)?;
         self.db.flush().map_err(sled_err)?;
         Ok(())
     }

@@ -267,3 +267,109 @@ fn reset_clears_the_window() {
     );
     assert_close(weights_used(&engine), (0.7, 0.3));
 }
+
+#[test]
+fn a_search_writes_nothing_its_id_carries_what_feedback_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = create(dir.path(), true);
+    engine.close().unwrap();
+    let store_bytes = |dir: &Path| {
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir.join("store"))
+            .unwrap()
+            .map(|entry| {
+                let path = entry.unwrap().path();
+                let bytes = if path.is_file() {
+                    std::fs::read(&path).unwrap()
+                } else {
+                    Vec::new()
+                };
+                (path.display().to_string(), bytes)
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    // Searches in one handle, dropped (a process that searched and exited)...
+    let engine = open(dir.path(), true);
+    let before = store_bytes(dir.path());
+    let ids: Vec<String> = (0..20).map(|_| search(&engine).query_id).collect();
+    drop(engine);
+    assert!(
+        store_bytes(dir.path()) == before,
+        "searches wrote to the store"
+    );
+
+    // ...and feedback in another: each id counts once.
+    let engine = open(dir.path(), true);
+    for id in &ids {
+        engine.feedback(id, true).unwrap();
+        engine.feedback(id, true).unwrap();
+        assert!(engine.feedback(id, false).is_err());
+    }
+    let window = engine.feedback_window("default", ruchedb::Kind::Rule);
+    assert_eq!(window.len(), 20);
+    let text = window.stats(Leg::Text);
+    assert_eq!((text.useful, text.total), (20, 20));
+    assert_eq!(
+        window.stats(Leg::Vector).total,
+        0,
+        "the text leg alone found them"
+    );
+    drop(engine);
+    // The marks outlive the handle: given again in a third, nothing changes.
+    let engine = open(dir.path(), true);
+    engine.feedback(&ids[0], true).unwrap();
+    assert_eq!(
+        engine.feedback_window("default", ruchedb::Kind::Rule).len(),
+        20
+    );
+
+    // An altered id credits nothing.
+    let id = search(&engine).query_id;
+    let mut altered = id.clone();
+    let last = altered.pop().unwrap();
+    altered.push(if last == '0' { '1' } else { '0' });
+    for bad in [altered.as_str(), &id[..id.len() - 2], "q0000-bogus"] {
+        let err = engine.feedback(bad, true).unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::NotFound { .. }),
+            "{bad}: {err}"
+        );
+    }
+    assert_eq!(
+        engine.feedback_window("default", ruchedb::Kind::Rule).len(),
+        20
+    );
+}
+
+#[test]
+fn an_id_credits_the_tenant_and_kind_it_was_searched_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = create(dir.path(), true);
+    engine
+        .upsert_rules(rules().into_iter().map(|rule| rule.with_tenant("acme")))
+        .unwrap();
+    engine.commit().unwrap();
+    let response = engine
+        .search(
+            &SearchRequest::rules("order_1234")
+                .tenant("acme")
+                .embedding(vec![0.0, 0.0, 0.0, 1.0]),
+        )
+        .unwrap();
+    assert_eq!(response.hits[0].id, "ident");
+    drop(engine);
+    let engine = open(dir.path(), true);
+    engine.feedback(&response.query_id, false).unwrap();
+    assert_eq!(engine.feedback_window("acme", ruchedb::Kind::Rule).len(), 1);
+    assert!(
+        engine
+            .feedback_window("default", ruchedb::Kind::Rule)
+            .is_empty()
+    );
+    assert!(
+        engine
+            .feedback_window("acme", ruchedb::Kind::Chunk)
+            .is_empty()
+    );
+}
