@@ -7,6 +7,8 @@
 //! postings by tenant and context to enumerate candidate sets without a full scan.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
 use crate::Kind;
@@ -15,6 +17,10 @@ use crate::id::{DocId, VectorKey};
 use crate::store::StoredVectors;
 use crate::time::Timestamp;
 use crate::vector::metric;
+
+/// A set of documents (hashed by their ids' bits, not SipHash: the hot path of every
+/// search looks documents up by id).
+pub(crate) type DocSet = FxHashSet<DocId>;
 
 /// One live document.
 #[derive(Debug)]
@@ -210,13 +216,13 @@ fn json_equals(found: &serde_json::Value, wanted: &str) -> bool {
 /// The live documents of an index.
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
-    entries: HashMap<DocId, Entry>,
+    entries: FxHashMap<DocId, Entry>,
     /// The entity graph of the live documents.
     pub(crate) graph: crate::graph::EntityGraph,
     /// Live documents by kind (index `Kind::as_u8`) and tenant.
-    by_tenant: [HashMap<String, HashSet<DocId>>; Kind::COUNT],
+    by_tenant: [HashMap<String, DocSet>; Kind::COUNT],
     /// Live chunks by tenant and context.
-    by_context: HashMap<String, HashMap<String, HashSet<DocId>>>,
+    by_context: HashMap<String, HashMap<String, DocSet>>,
     /// Live documents that have vectors, by kind and upsert sequence number.
     vectors_by_seq: [BTreeMap<u64, DocId>; Kind::COUNT],
     /// The number of live vectors of each kind.
@@ -352,7 +358,7 @@ impl Catalog {
                 set.insert(doc_id);
             }
             None => {
-                tenants.insert(doc.tenant_id().to_string(), HashSet::from([doc_id]));
+                tenants.insert(doc.tenant_id().to_string(), DocSet::from_iter([doc_id]));
             }
         }
         if let Document::Chunk(chunk) = doc.as_ref()
@@ -367,7 +373,7 @@ impl Catalog {
                     set.insert(doc_id);
                 }
                 None => {
-                    contexts.insert(context.clone(), HashSet::from([doc_id]));
+                    contexts.insert(context.clone(), DocSet::from_iter([doc_id]));
                 }
             }
         }
@@ -426,7 +432,7 @@ impl Catalog {
     }
 
     /// The smallest indexed superset of what `filter` admits, and its size.
-    pub(crate) fn superset(&self, filter: &DocFilter<'_>) -> Option<&HashSet<DocId>> {
+    pub(crate) fn superset(&self, filter: &DocFilter<'_>) -> Option<&DocSet> {
         if filter.kind == Kind::Chunk
             && let Some(context) = filter.context
         {

@@ -1,6 +1,6 @@
 //! The query pipeline: filters, both legs, fusion, weighting, order, selection.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -174,9 +174,9 @@ impl Inner {
             )
         };
 
-        let mut found: HashMap<DocId, RetrievedDoc> = HashMap::new();
+        let mut found: FxHashMap<DocId, RetrievedDoc> = FxHashMap::default();
         fn candidate<'m>(
-            found: &'m mut HashMap<DocId, RetrievedDoc>,
+            found: &'m mut FxHashMap<DocId, RetrievedDoc>,
             catalog: &Catalog,
             doc: DocId,
         ) -> Option<&'m mut RetrievedDoc> {
@@ -277,7 +277,7 @@ impl Inner {
         docs: &[Option<DocId>],
         candidates: &mut [RetrievedDoc],
     ) -> Result<()> {
-        let at: HashMap<DocId, usize> = docs
+        let at: FxHashMap<DocId, usize> = docs
             .iter()
             .enumerate()
             .filter_map(|(i, doc)| Some(((*doc)?, i)))

@@ -138,8 +138,7 @@ impl VectorIndex {
         if k == 0 {
             return (Vec::new(), plan);
         }
-        let mut best: HashMap<DocId, f32> = HashMap::new();
-        let exact = |doc: DocId, best: &mut HashMap<DocId, f32>, plan: &mut LegPlan| {
+        let exact = |doc: DocId, best: &mut Vec<(DocId, f32)>, plan: &mut LegPlan| {
             let Some(entry) = catalog.get(doc) else {
                 return;
             };
@@ -152,20 +151,23 @@ impl VectorIndex {
             plan.exact_scanned += 1;
             let dim = query.len();
             let cosine = graph::best_cosine(query, &vectors.data, dim);
-            best.insert(doc, cosine);
+            best.push((doc, cosine));
         };
         if superset.len() <= exact_threshold {
+            let mut scored = Vec::with_capacity(superset.len());
             for &doc in superset {
-                exact(doc, &mut best, &mut plan);
+                exact(doc, &mut scored, &mut plan);
             }
-            return (top_k(catalog, best, k), plan);
+            return (top_k(catalog, scored, k), plan);
         }
 
         // The tail: documents the graph does not cover yet.
         let covered = self.covered(filter.kind);
+        let mut tail = Vec::new();
         for (_, doc) in catalog.vectors_after(filter.kind, covered) {
-            exact(doc, &mut best, &mut plan);
+            exact(doc, &mut tail, &mut plan);
         }
+        let mut best: HashMap<DocId, f32> = tail.into_iter().collect();
 
         plan.used_graph = true;
         let graph = self.graph(filter.kind);
@@ -205,13 +207,12 @@ impl VectorIndex {
                 best.insert(doc, vectors.best(query).0);
             }
         }
-        (top_k(catalog, best, k), plan)
+        (top_k(catalog, best.into_iter().collect(), k), plan)
     }
 }
 
-/// The best `k` of `scores`, by cosine descending then user id.
-fn top_k(catalog: &Catalog, scores: HashMap<DocId, f32>, k: usize) -> Vec<(DocId, f32)> {
-    let mut ranked: Vec<(DocId, f32)> = scores.into_iter().collect();
+/// The best `k` of `ranked` (one entry per document), by cosine descending then user id.
+fn top_k(catalog: &Catalog, mut ranked: Vec<(DocId, f32)>, k: usize) -> Vec<(DocId, f32)> {
     if k == 0 {
         return Vec::new();
     }
