@@ -138,36 +138,21 @@ impl VectorIndex {
         if k == 0 {
             return (Vec::new(), plan);
         }
-        let exact = |doc: DocId, best: &mut Vec<(DocId, f32)>, plan: &mut LegPlan| {
-            let Some(entry) = catalog.get(doc) else {
-                return;
-            };
-            let Some(vectors) = &entry.vectors else {
-                return;
-            };
-            if !filter.matches(&entry.doc) {
-                return;
-            }
-            plan.exact_scanned += 1;
-            let dim = query.len();
-            let cosine = graph::best_cosine(query, &vectors.data, dim);
-            best.push((doc, cosine));
-        };
         if superset.len() <= exact_threshold {
-            let mut scored = Vec::with_capacity(superset.len());
-            for &doc in superset {
-                exact(doc, &mut scored, &mut plan);
-            }
+            let docs: Vec<DocId> = superset.iter().copied().collect();
+            let scored = scan(catalog, filter, query, &docs, &mut plan);
             return (top_k(catalog, scored, k), plan);
         }
 
-        // The tail: documents the graph does not cover yet.
+        // The tail: documents the graph does not cover yet (all of them while a graph
+        // checkpoint loads). Only its best `k` can be among the best `k` of all.
         let covered = self.covered(filter.kind);
-        let mut tail = Vec::new();
-        for (_, doc) in catalog.vectors_after(filter.kind, covered) {
-            exact(doc, &mut tail, &mut plan);
-        }
-        let mut best: HashMap<DocId, f32> = tail.into_iter().collect();
+        let tail: Vec<DocId> = catalog
+            .vectors_after(filter.kind, covered)
+            .map(|(_, doc)| doc)
+            .collect();
+        let tail = scan(catalog, filter, query, &tail, &mut plan);
+        let mut best: HashMap<DocId, f32> = top_k(catalog, tail, k).into_iter().collect();
 
         plan.used_graph = true;
         let graph = self.graph(filter.kind);
@@ -209,6 +194,43 @@ impl VectorIndex {
         }
         (top_k(catalog, best.into_iter().collect(), k), plan)
     }
+}
+
+/// Documents scanned per task when a scan is split between threads.
+const SCAN_CHUNK: usize = 8_192;
+
+/// The best cosine of each of `docs` that `filter` admits and that has vectors, exactly;
+/// large scans are split between threads.
+fn scan(
+    catalog: &Catalog,
+    filter: &DocFilter<'_>,
+    query: &[f32],
+    docs: &[DocId],
+    plan: &mut LegPlan,
+) -> Vec<(DocId, f32)> {
+    use rayon::prelude::*;
+    let one = |docs: &[DocId]| -> Vec<(DocId, f32)> {
+        let mut scored = Vec::with_capacity(docs.len());
+        for &doc in docs {
+            let Some(entry) = catalog.get(doc) else {
+                continue;
+            };
+            let Some(vectors) = &entry.vectors else {
+                continue;
+            };
+            if filter.matches(&entry.doc) {
+                scored.push((doc, graph::best_cosine(query, &vectors.data, query.len())));
+            }
+        }
+        scored
+    };
+    let scored = if docs.len() > SCAN_CHUNK {
+        docs.par_chunks(SCAN_CHUNK).flat_map_iter(one).collect()
+    } else {
+        one(docs)
+    };
+    plan.exact_scanned += scored.len();
+    scored
 }
 
 /// The best `k` of `ranked` (one entry per document), by cosine descending then user id.

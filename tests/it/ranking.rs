@@ -136,3 +136,23 @@ proptest! {
         prop_assert!(recall >= 0.98, "mean recall@10 {}", recall);
     }
 }
+
+/// A scan large enough to be split between threads gives the oracle's answer.
+#[test]
+fn a_large_exact_scan_matches_the_oracle() {
+    let corpus = clustered_vectors(11, 12_000, 8, 40);
+    let queries = clustered_vectors(12, 10, 8, 40);
+    let exact = engine(&corpus, usize::MAX);
+    for query in &queries {
+        let expected = oracle(&corpus, query);
+        let got = top10(&exact, query);
+        assert_eq!(got.len(), 10);
+        for ((id, score), (want_id, want_score)) in got.iter().zip(&expected) {
+            assert!(
+                (score - want_score).abs() < 1e-5,
+                "{id} {score} vs {want_id} {want_score}"
+            );
+            assert!(id == want_id || (score - want_score).abs() < 1e-6);
+        }
+    }
+}
