@@ -142,8 +142,7 @@ impl Engine {
         };
         inner
             .store
-            .log_queries(&[(query_id.to_string(), marked.encode())])?;
-        inner.store.prune_query_log(MARKS_KEEP)?;
+            .add_mark(query_id, &marked.encode(), MARKS_KEEP)?;
         window.record(found_by, useful);
         inner.store.save_feedback(&key, window.entries())?;
         Ok(window.clone())

@@ -35,6 +35,8 @@ pub(crate) struct Change {
 
 /// The key of the feedback tree under which the marks' horizon is kept.
 const HORIZON: &[u8] = b"horizon";
+/// The key of the feedback tree under which the marks are counted.
+const MARKS: &[u8] = b"marks";
 
 /// The sled database of one index.
 pub(crate) struct Store {
@@ -579,14 +581,30 @@ impl Store {
         self.embed_cache.apply_batch(batch).map_err(sled_err)
     }
 
-    /// Records feedback marks (query id to the legs that found its top hit, with the
-    /// answer given), durably.
-    pub(crate) fn log_queries(&self, entries: &[(String, Vec<u8>)]) -> Result<()> {
-        let mut batch = sled::Batch::default();
-        for (query_id, entry) in entries {
-            batch.insert(query_id.as_bytes(), entry.as_slice());
-        }
-        self.queries.apply_batch(batch).map_err(sled_err)?;
+    /// Records a feedback mark (query id to the legs that found its top hit, with the
+    /// answer given), durably, and keeps the `keep` most recent marks: the marks are
+    /// counted (a key of the feedback tree), and pruned once they exceed `keep` by a
+    /// tenth, so that a mark costs no scan of the others.
+    pub(crate) fn add_mark(&self, query_id: &str, entry: &[u8], keep: usize) -> Result<()> {
+        let is_new = self
+            .queries
+            .insert(query_id.as_bytes(), entry)
+            .map_err(sled_err)?
+            .is_none();
+        let counted = match self.feedback.get(MARKS).map_err(sled_err)? {
+            Some(bytes) => keys::decode_u64(&bytes)? + u64::from(is_new),
+            // Not counted yet (an index of an earlier version): count once.
+            None => self.queries.len() as u64,
+        };
+        let counted = if counted > (keep + keep / 10) as u64 {
+            self.prune_query_log(keep)?;
+            keep as u64
+        } else {
+            counted
+        };
+        self.feedback
+            .insert(MARKS, &counted.to_be_bytes())
+            .map_err(sled_err)?;
         self.db.flush().map_err(sled_err)?;
         Ok(())
     }
@@ -600,7 +618,7 @@ impl Store {
 
     /// Keeps the `keep` most recent marks (ids sort by time), and remembers the newest
     /// id dropped as the horizon below which feedback is refused.
-    pub(crate) fn prune_query_log(&self, keep: usize) -> Result<()> {
+    fn prune_query_log(&self, keep: usize) -> Result<()> {
         let len = self.queries.len();
         if len <= keep {
             return Ok(());
@@ -678,7 +696,7 @@ impl Store {
         let mut batch = sled::Batch::default();
         for item in self.feedback.iter() {
             let (key, _) = item.map_err(sled_err)?;
-            if key.as_ref() != HORIZON {
+            if key.as_ref() != HORIZON && key.as_ref() != MARKS {
                 batch.remove(key);
             }
         }
@@ -767,4 +785,36 @@ fn sled_error(err: sled::Error, path: &Path) -> Error {
         );
     }
     sled_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_are_pruned_to_the_newest_and_the_horizon_follows() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store"), true, 1 << 20).unwrap();
+        let id = |i: usize| format!("q{i:012x}");
+        for i in 0..30 {
+            store.add_mark(&id(i), &[4], 20).unwrap();
+            // The same mark again is no new mark.
+            store.add_mark(&id(i), &[4], 20).unwrap();
+            assert!(
+                store.queries.len() <= 22,
+                "{} marks after {i}",
+                store.queries.len()
+            );
+        }
+        // More than 22 marks are pruned to the newest 20: at the 23rd, 26th and 29th.
+        assert_eq!(store.queries.len(), 21);
+        assert_eq!(store.marks_horizon().unwrap(), Some(id(8)));
+        assert!(store.logged_query(&id(9)).unwrap().is_some());
+        assert!(store.logged_query(&id(8)).unwrap().is_none());
+        // Clearing the windows keeps the marks, their count and the horizon.
+        store.clear_feedback().unwrap();
+        assert_eq!(store.marks_horizon().unwrap(), Some(id(8)));
+        store.add_mark(&id(30), &[4], 20).unwrap();
+        assert_eq!(store.queries.len(), 22);
+    }
 }
