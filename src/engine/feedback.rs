@@ -83,7 +83,7 @@ impl Engine {
                 what: format!("query `{query_id}` ({why})"),
             })
         };
-        let logged = match SignedId::parse(query_id) {
+        let logged = match SignedId::parse(&inner.id_key, query_id) {
             Some(signed) => {
                 if inner
                     .store
@@ -244,49 +244,72 @@ fn tenant_hash(tenant: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(tenant.as_bytes())
 }
 
-/// Seeds the checksum of query ids (so that an id from another program does not pass).
-const ID_SEED: u64 = 0x7275_6368_655f_6964;
+/// The tag of a query id: HMAC-SHA-256 of its body under the index's key, truncated to
+/// 8 bytes. Without the key, an id of a search that did not happen (or of another
+/// index) cannot be made.
+fn tag(key: &[u8; 32], body: &str) -> u64 {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes any key");
+    mac.update(body.as_bytes());
+    let bytes = mac.finalize().into_bytes();
+    u64::from_be_bytes(bytes[..8].try_into().expect("32 bytes"))
+}
 
-/// What a query id of a search with hits carries: `BASE-LLTTTTTTTTTTTTTTTTCCCCCCCC`,
-/// the unique time-ordered base id, then in hex the legs and kind bits of the query log
-/// (one byte), the hash of the tenant (8 bytes) and a checksum of all that (4 bytes).
+/// The number written by at most 16 lowercase hex digits (no sign, no prefix).
+fn hex(text: &str) -> Option<u64> {
+    (text.len() <= 16 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+        .then(|| u64::from_str_radix(text, 16).ok())
+        .flatten()
+}
+
+/// What a query id of a search with hits carries: `BASE-LLTTTTTTTTTTTTTTTTSSSSSSSSSSSSSSSS`,
+/// the unique time-ordered base id, then in lowercase hex the legs and kind bits of the
+/// query (one byte), the hash of the tenant (8 bytes) and the tag of all that (8 bytes).
 struct SignedId {
     legs: u8,
     tenant_hash: u64,
 }
 
+/// The length of the signed part, in hex digits.
+const SIGNED_LEN: usize = 2 + 16 + 16;
+
 impl SignedId {
     /// The id of a search whose top hit `found_by` found.
-    fn sign(base: &str, tenant: &str, kind: Kind, found_by: FoundBy) -> String {
+    fn sign(key: &[u8; 32], base: &str, tenant: &str, kind: Kind, found_by: FoundBy) -> String {
         let legs = (u8::from(found_by.text) * TEXT_BIT)
             | (u8::from(found_by.vector) * VECTOR_BIT)
             | (u8::from(found_by.graph) * GRAPH_BIT)
             | kind_bits(kind);
         let body = format!("{base}-{legs:02x}{:016x}", tenant_hash(tenant));
-        let check = xxhash_rust::xxh3::xxh3_64_with_seed(body.as_bytes(), ID_SEED) as u32;
-        format!("{body}{check:08x}")
+        let tag = tag(key, &body);
+        format!("{body}{tag:016x}")
     }
 
-    /// The signed part of `id`, if it has one and its checksum matches.
-    fn parse(id: &str) -> Option<SignedId> {
+    /// The signed part of `id`, if it has one and its tag is the index's.
+    fn parse(key: &[u8; 32], id: &str) -> Option<SignedId> {
         let (base, signed) = id.rsplit_once('-')?;
-        if !base.starts_with('q') || signed.len() != 26 || !signed.is_ascii() {
+        if !base.starts_with('q') || signed.len() != SIGNED_LEN {
             return None;
         }
-        let legs = u8::from_str_radix(&signed[..2], 16).ok()?;
-        let tenant_hash = u64::from_str_radix(&signed[2..18], 16).ok()?;
-        let check = u32::from_str_radix(&signed[18..], 16).ok()?;
-        let body = &id[..id.len() - 8];
-        let expected = xxhash_rust::xxh3::xxh3_64_with_seed(body.as_bytes(), ID_SEED) as u32;
-        (check == expected && legs & (GIVEN_BIT | USEFUL_BIT) == 0)
+        let legs = u8::try_from(hex(&signed[..2])?).ok()?;
+        let tenant_hash = hex(&signed[2..18])?;
+        let given = hex(&signed[18..])?;
+        let body = &id[..id.len() - 16];
+        (given == tag(key, body) && legs & (GIVEN_BIT | USEFUL_BIT) == 0)
             .then_some(SignedId { legs, tenant_hash })
     }
 }
 
 /// The query id of a search of `kind` in `tenant`: signed when it has a top hit.
-pub(crate) fn query_id(base: String, tenant: &str, kind: Kind, top: Option<&Hit>) -> String {
+pub(crate) fn query_id(
+    key: &[u8; 32],
+    base: String,
+    tenant: &str,
+    kind: Kind,
+    top: Option<&Hit>,
+) -> String {
     match top {
-        Some(hit) => SignedId::sign(&base, tenant, kind, hit.breakdown.found_by),
+        Some(hit) => SignedId::sign(key, &base, tenant, kind, hit.breakdown.found_by),
         None => base,
     }
 }
@@ -302,8 +325,15 @@ mod tests {
             vector: false,
             graph: true,
         };
-        let id = SignedId::sign("q0190000000-00000001-000002", "acme", Kind::Chunk, found_by);
-        let parsed = SignedId::parse(&id).unwrap();
+        let key = [7u8; 32];
+        let id = SignedId::sign(
+            &key,
+            "q0190000000-00000001-000002",
+            "acme",
+            Kind::Chunk,
+            found_by,
+        );
+        let parsed = SignedId::parse(&key, &id).unwrap();
         assert_eq!(parsed.legs, TEXT_BIT | GRAPH_BIT | CHUNK_BIT);
         assert_eq!(kind_of_bits(parsed.legs), Kind::Chunk);
         assert_eq!(parsed.tenant_hash, tenant_hash("acme"));
@@ -312,9 +342,14 @@ mod tests {
             let mut altered = id.clone().into_bytes();
             altered[at] = if altered[at] == b'0' { b'1' } else { b'0' };
             let altered = String::from_utf8(altered).unwrap();
-            assert!(SignedId::parse(&altered).is_none(), "{altered}");
+            assert!(SignedId::parse(&key, &altered).is_none(), "{altered}");
         }
-        assert!(SignedId::parse(&id[..id.len() - 1]).is_none());
-        assert!(SignedId::parse("q-never-issued").is_none());
+        assert!(SignedId::parse(&key, &id[..id.len() - 1]).is_none());
+        assert!(SignedId::parse(&key, "q-never-issued").is_none());
+        // Another index's key refuses it; a sign in place of a digit is no hex.
+        assert!(SignedId::parse(&[8u8; 32], &id).is_none());
+        let (body, signed) = id.rsplit_once('-').unwrap();
+        let plus = format!("{body}-+{}", &signed[1..]);
+        assert!(SignedId::parse(&key, &plus).is_none());
     }
 }

@@ -101,6 +101,8 @@ pub(crate) struct Inner {
     pub(crate) commit_lock: Mutex<()>,
     pub(crate) counters: Counters,
     pub(crate) worker: WorkerSignal,
+    /// The key that signs query ids.
+    pub(crate) id_key: [u8; 32],
     /// The feedback windows, by tenant: one tenant's feedback never weighs another's
     /// searches.
     pub(crate) feedback: Mutex<std::collections::HashMap<String, crate::feedback::FeedbackWindow>>,
@@ -348,11 +350,7 @@ impl Engine {
             docs = catalog.len(),
             "catalog loaded"
         );
-        if !derived.is_empty() {
-            // Written before the store kept entity lists, or dropped by a repair.
-            store.add_entity_lists(&derived)?;
-            tracing::info!(documents = derived.len(), "entity lists stored");
-        }
+
         // The store must hold at least what the manifest says was committed: sled drops
         // what it cannot read, so a damaged store can open with less and no error.
         let found = manifest_of(&store, &catalog);
@@ -365,6 +363,14 @@ impl Engine {
             }
             None => manifest::write(dir, &found)?,
         }
+        // After the check above: a damaged store is not written to.
+        if !derived.is_empty() {
+            // Written before the store kept entity lists, or dropped by a repair.
+            store.add_entity_lists(&derived)?;
+            tracing::info!(documents = derived.len(), "entity lists stored");
+        }
+        // Indexes made before query ids were signed get their key.
+        let id_key = store.id_key()?;
         let feedback: std::collections::HashMap<String, crate::feedback::FeedbackWindow> = store
             .feedback_windows()?
             .into_iter()
@@ -408,6 +414,7 @@ impl Engine {
             commit_lock: Mutex::new(()),
             counters,
             worker: WorkerSignal::starting(),
+            id_key,
             feedback: Mutex::new(feedback),
             _lock_file: lock_file,
             _temp_dir: temp_dir,

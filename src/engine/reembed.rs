@@ -17,7 +17,7 @@ impl Engine {
     ///
     /// This is how an index changes models (an index otherwise keeps the embedder it was
     /// created with). Vectors the caller supplied are replaced by the new model's; the
-    /// feedback window is kept (the query log is not). The new
+    /// feedback windows and marks are kept. The new
     /// index is built beside the old one (`DIR.reembed`) and swapped in when complete; if
     /// the process stops before the swap, the old index is untouched.
     ///
@@ -50,6 +50,8 @@ impl Engine {
         }
         new.commit()?;
         // Feedback is about the legs, not the model: it carries over.
+        // Feedback given on the old index counts once on the new one.
+        old.inner.store.copy_marks_into(&new.inner.store)?;
         for (tenant, window) in old.inner.lock_feedback().iter() {
             new.inner.store.save_feedback(tenant, window.entries())?;
         }

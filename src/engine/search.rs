@@ -83,7 +83,7 @@ impl Inner {
             .then(|| self.feedback_factors(&request.tenant_id, request.kind));
         // The query id carries what feedback needs: a search writes nothing.
         let query_id = |base: String, top: Option<&crate::query::Hit>| {
-            super::feedback::query_id(base, &request.tenant_id, request.kind, top)
+            super::feedback::query_id(&self.id_key, base, &request.tenant_id, request.kind, top)
         };
         let mut response = search_with_id(
             self,
@@ -145,8 +145,18 @@ impl Inner {
         };
         let side_by_side =
             query.vector.is_some() && !text_query.is_empty() && scope.docs >= PARALLEL_LEGS_FROM;
+        // A thread of its own, not rayon's pool: a rayon worker waiting for a joined job
+        // steals other jobs, and one of them could be a search of this engine that waits
+        // for the catalog lock behind a commit, which waits for the read lock held here.
         let ((vector_hits, vector_us), (text_hits, text_us)) = if side_by_side {
-            rayon::join(vector_leg, text_leg)
+            std::thread::scope(|scope| {
+                let text = scope.spawn(text_leg);
+                let vector = vector_leg();
+                let text = text
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (vector, text)
+            })
         } else {
             (vector_leg(), text_leg())
         };

@@ -19,6 +19,9 @@ pub(crate) struct Meta {
     pub(crate) model_id: Option<String>,
     /// How to load the embedder again (an [`EmbedderSpec`](crate::EmbedderSpec) string).
     pub(crate) embedder: Option<String>,
+    /// The key that signs query ids (random, made with the index or at its first open
+    /// by a version that signs them).
+    pub(crate) id_key: Option<[u8; 32]>,
 }
 
 const FORMAT: &str = "format_version";
@@ -28,6 +31,7 @@ const DIMENSIONS: &str = "dimensions";
 const MODEL_ID: &str = "model_id";
 const METRIC: &str = "metric";
 const EMBEDDER: &str = "embedder";
+pub(crate) const ID_KEY: &str = "id_key";
 
 impl Meta {
     pub(crate) fn new() -> Meta {
@@ -37,6 +41,7 @@ impl Meta {
             dimensions: None,
             model_id: None,
             embedder: None,
+            id_key: Some(rand::random()),
         }
     }
 
@@ -76,12 +81,20 @@ impl Meta {
         };
         let model_id = string_of(MODEL_ID)?;
         let embedder = string_of(EMBEDDER)?;
+        let id_key = match get(ID_KEY)? {
+            Some(value) => Some(
+                <[u8; 32]>::try_from(value.as_ref())
+                    .map_err(|_| Error::corrupt(format!("`{ID_KEY}`")))?,
+            ),
+            None => None,
+        };
         Ok(Meta {
             next_doc: u64_of(NEXT_DOC)?,
             last_seq: u64_of(LAST_SEQ)?,
             dimensions,
             model_id,
             embedder,
+            id_key,
         })
     }
 
@@ -102,6 +115,9 @@ impl Meta {
         }
         if let Some(embedder) = &self.embedder {
             batch.insert(keys::meta_key(EMBEDDER), embedder.as_bytes());
+        }
+        if let Some(id_key) = &self.id_key {
+            batch.insert(keys::meta_key(ID_KEY), id_key.as_slice());
         }
     }
 }

@@ -127,6 +127,16 @@ impl Store {
     }
 
     /// Records the embedder spec of an index that has no vector space yet.
+    /// The key that signs query ids, made (and stored) if the index has none yet.
+    pub(crate) fn id_key(&self) -> Result<[u8; 32]> {
+        if let Some(key) = self.meta().id_key {
+            return Ok(key);
+        }
+        let key: [u8; 32] = rand::random();
+        self.update_meta(|meta| meta.id_key = Some(key))?;
+        Ok(key)
+    }
+
     pub(crate) fn set_embedder(&self, embedder: &str) -> Result<()> {
         self.update_meta(|meta| meta.embedder = Some(embedder.to_string()))
     }
@@ -301,14 +311,7 @@ impl Store {
             }
         }
         target.feedback.apply_batch(batch).map_err(sled_err)?;
-        let mut batch = sled::Batch::default();
-        for item in self.queries.iter() {
-            let (key, value) = item.map_err(sled_err)?;
-            if value.len() == 1 {
-                batch.insert(key, value);
-            }
-        }
-        target.queries.apply_batch(batch).map_err(sled_err)?;
+        self.copy_marks_into(&target)?;
         target.db.flush().map_err(sled_err)?;
         Ok(())
     }
@@ -630,11 +633,43 @@ impl Store {
             newest = Some(key.clone());
             batch.remove(key);
         }
-        self.queries.apply_batch(batch).map_err(sled_err)?;
+        // The horizon is durable before any mark goes: a crash in between refuses a few
+        // ids too early rather than letting one count twice.
         if let Some(newest) = newest {
             self.feedback.insert(HORIZON, newest).map_err(sled_err)?;
+            self.db.flush().map_err(sled_err)?;
         }
-        self.db.flush().map_err(sled_err)?;
+        self.queries.apply_batch(batch).map_err(sled_err)?;
+        Ok(())
+    }
+
+    /// Copies the key that signs query ids, the feedback marks (ids and a legs byte: no
+    /// text; not the search log of earlier versions), their count and their horizon into
+    /// `target`, so that ids issued here are taken there, and count once.
+    pub(crate) fn copy_marks_into(&self, target: &Store) -> Result<()> {
+        // The key alone: `target`'s other meta values are its own (or, in a copy, the
+        // copied ones, which its in-memory meta does not know yet).
+        if let Some(key) = self.meta().id_key {
+            target
+                .main
+                .insert(keys::meta_key(meta::ID_KEY), key.as_slice())
+                .map_err(sled_err)?;
+            target.lock_meta().id_key = Some(key);
+        }
+        let mut batch = sled::Batch::default();
+        for item in self.queries.iter() {
+            let (key, value) = item.map_err(sled_err)?;
+            if value.len() == 1 {
+                batch.insert(key, value);
+            }
+        }
+        target.queries.apply_batch(batch).map_err(sled_err)?;
+        for key in [HORIZON, MARKS] {
+            if let Some(value) = self.feedback.get(key).map_err(sled_err)? {
+                target.feedback.insert(key, value).map_err(sled_err)?;
+            }
+        }
+        target.db.flush().map_err(sled_err)?;
         Ok(())
     }
 

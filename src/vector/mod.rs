@@ -196,11 +196,9 @@ impl VectorIndex {
     }
 }
 
-/// Documents scanned per task when a scan is split between threads.
-const SCAN_CHUNK: usize = 8_192;
-
-/// The best cosine of each of `docs` that `filter` admits and that has vectors, exactly;
-/// large scans are split between threads.
+/// The best cosine of each of `docs` that `filter` admits and that has vectors, exactly.
+/// (Not split between rayon's threads: the caller holds the catalog's read lock, and a
+/// rayon worker waiting for its jobs may steal a search that waits behind a commit.)
 fn scan(
     catalog: &Catalog,
     filter: &DocFilter<'_>,
@@ -208,27 +206,18 @@ fn scan(
     docs: &[DocId],
     plan: &mut LegPlan,
 ) -> Vec<(DocId, f32)> {
-    use rayon::prelude::*;
-    let one = |docs: &[DocId]| -> Vec<(DocId, f32)> {
-        let mut scored = Vec::with_capacity(docs.len());
-        for &doc in docs {
-            let Some(entry) = catalog.get(doc) else {
-                continue;
-            };
-            let Some(vectors) = &entry.vectors else {
-                continue;
-            };
-            if filter.matches(&entry.doc) {
-                scored.push((doc, graph::best_cosine(query, &vectors.data, query.len())));
-            }
+    let mut scored = Vec::with_capacity(docs.len());
+    for &doc in docs {
+        let Some(entry) = catalog.get(doc) else {
+            continue;
+        };
+        let Some(vectors) = &entry.vectors else {
+            continue;
+        };
+        if filter.matches(&entry.doc) {
+            scored.push((doc, graph::best_cosine(query, &vectors.data, query.len())));
         }
-        scored
-    };
-    let scored = if docs.len() > SCAN_CHUNK {
-        docs.par_chunks(SCAN_CHUNK).flat_map_iter(one).collect()
-    } else {
-        one(docs)
-    };
+    }
     plan.exact_scanned += scored.len();
     scored
 }

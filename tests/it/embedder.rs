@@ -463,12 +463,21 @@ fn texts_without_known_tokens_get_no_vector() {
 #[test]
 fn reembed_keeps_every_document_and_changes_the_model() {
     let dir = tempfile::tempdir().unwrap();
-    drop(create_default(dir.path()));
+    let engine = create_default(dir.path());
+    // Feedback given before a reembed counts once after it (and after a compaction):
+    // the ids, their marks and the key that signs them carry over.
+    let given = search(&engine, SearchRequest::rules("refund")).query_id;
+    let pending = search(&engine, SearchRequest::rules("refund")).query_id;
+    let records = engine.feedback(&given, true).unwrap().len();
+    drop(engine);
     let index = dir.path();
 
     let n = Engine::reembed(index, &EmbedderSpec::None, Config::default()).unwrap();
     assert_eq!(n, 8);
+    Engine::compact(index, Config::default()).unwrap();
     let engine = Engine::builder().open(index).unwrap();
+    assert_eq!(engine.feedback(&given, true).unwrap().len(), records);
+    assert!(engine.feedback(&pending, true).unwrap().len() > records);
     let stats = engine.stats();
     assert_eq!((stats.rules, stats.chunks), (4, 4));
     assert_eq!(stats.model_id, None);

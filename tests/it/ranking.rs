@@ -137,7 +137,8 @@ proptest! {
     }
 }
 
-/// A scan large enough to be split between threads gives the oracle's answer.
+/// A large exact scan (12,000 documents, beyond the default threshold) gives the
+/// oracle's answer.
 #[test]
 fn a_large_exact_scan_matches_the_oracle() {
     let corpus = clustered_vectors(11, 12_000, 8, 40);
