@@ -67,6 +67,28 @@ impl Retriever for Inner {
 /// The fewest documents in a search's scope for which its two legs run on two threads.
 const PARALLEL_LEGS_FROM: u64 = 2_000;
 
+/// The threads that run a search's two legs side by side, when the search may use them.
+///
+/// A pool of its own, whose threads only ever run legs (which take no lock), and never
+/// from a thread of a rayon pool: a worker waiting for a join steals other jobs of its
+/// pool, and one of them could be a search of this engine that waits for the catalog
+/// lock behind a commit, which waits for the read lock this search holds. A search from
+/// rayon's threads runs its legs one after the other (its caller is parallel already).
+fn legs_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    if rayon::current_thread_index().is_some() {
+        return None;
+    }
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .thread_name(|i| format!("ruche-legs-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
 impl Inner {
     fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
         let started = Instant::now();
@@ -145,20 +167,9 @@ impl Inner {
         };
         let side_by_side =
             query.vector.is_some() && !text_query.is_empty() && scope.docs >= PARALLEL_LEGS_FROM;
-        // A thread of its own, not rayon's pool: a rayon worker waiting for a joined job
-        // steals other jobs, and one of them could be a search of this engine that waits
-        // for the catalog lock behind a commit, which waits for the read lock held here.
-        let ((vector_hits, vector_us), (text_hits, text_us)) = if side_by_side {
-            std::thread::scope(|scope| {
-                let text = scope.spawn(text_leg);
-                let vector = vector_leg();
-                let text = text
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                (vector, text)
-            })
-        } else {
-            (vector_leg(), text_leg())
+        let ((vector_hits, vector_us), (text_hits, text_us)) = match legs_pool() {
+            Some(pool) if side_by_side => pool.join(vector_leg, text_leg),
+            _ => (vector_leg(), text_leg()),
         };
         let text_hits = text_hits?;
 
