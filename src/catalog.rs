@@ -305,11 +305,7 @@ impl Catalog {
     }
 
     pub(crate) fn tenants(&self) -> usize {
-        self.by_tenant
-            .iter()
-            .flat_map(HashMap::keys)
-            .collect::<HashSet<_>>()
-            .len()
+        self.tenant_names().collect::<HashSet<_>>().len()
     }
 
     pub(crate) fn n_vectors(&self, kind: Kind) -> usize {
