@@ -19,6 +19,7 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::doc::Document;
@@ -188,17 +189,18 @@ struct ScopeGraph {
     /// Entity → the documents that mention it.
     docs_of: HashMap<String, Vec<DocId>>,
     /// Document → the entities it mentions.
-    entities_of: HashMap<DocId, Box<[String]>>,
+    entities_of: FxHashMap<DocId, Box<[String]>>,
     /// The longest entity, in words (how long an n-gram of the query to look up).
     longest: usize,
     /// Document → its user id (to name bridges in paths).
-    ids: HashMap<DocId, Box<str>>,
+    ids: FxHashMap<DocId, Box<str>>,
 }
 
 /// The entity graph of an index: one [`ScopeGraph`] per kind and tenant.
 #[derive(Debug, Default)]
 pub(crate) struct EntityGraph {
-    scopes: HashMap<(Kind, String), ScopeGraph>,
+    /// By kind (`Kind::index`), then tenant.
+    scopes: [HashMap<String, ScopeGraph>; Kind::COUNT],
 }
 
 /// A document the graph leg found.
@@ -213,16 +215,20 @@ impl EntityGraph {
     /// Links a document to the entities it mentions (`entities`: [`entities_of`] the
     /// document, as stored).
     pub(crate) fn insert(&mut self, doc_id: DocId, doc: &Document, entities: Vec<String>) {
-        let scope = self
-            .scopes
-            .entry((doc.kind(), doc.tenant_id().to_string()))
-            .or_default();
+        let scopes = &mut self.scopes[doc.kind().index()];
+        if !scopes.contains_key(doc.tenant_id()) {
+            scopes.insert(doc.tenant_id().to_owned(), ScopeGraph::default());
+        }
+        let Some(scope) = scopes.get_mut(doc.tenant_id()) else {
+            return;
+        };
         for entity in &entities {
-            scope
-                .docs_of
-                .entry(entity.clone())
-                .or_default()
-                .push(doc_id);
+            match scope.docs_of.get_mut(entity.as_str()) {
+                Some(docs) => docs.push(doc_id),
+                None => {
+                    scope.docs_of.insert(entity.clone(), vec![doc_id]);
+                }
+            }
             scope.longest = scope.longest.max(entity.split(' ').count());
         }
         scope
@@ -232,8 +238,8 @@ impl EntityGraph {
     }
 
     pub(crate) fn remove(&mut self, doc_id: DocId, doc: &Document) {
-        let key = (doc.kind(), doc.tenant_id().to_string());
-        let Some(scope) = self.scopes.get_mut(&key) else {
+        let scopes = &mut self.scopes[doc.kind().index()];
+        let Some(scope) = scopes.get_mut(doc.tenant_id()) else {
             return;
         };
         scope.ids.remove(&doc_id);
@@ -248,14 +254,14 @@ impl EntityGraph {
             }
         }
         if scope.entities_of.is_empty() {
-            self.scopes.remove(&key);
+            scopes.remove(doc.tenant_id());
         }
     }
 
     /// The entities of `text` the tenant's graph knows: its codes and any run of up to
     /// the longest entity's words that names one, in order of appearance.
     pub(crate) fn query_entities(&self, kind: Kind, tenant: &str, text: &str) -> Vec<String> {
-        let Some(scope) = self.scopes.get(&(kind, tenant.to_string())) else {
+        let Some(scope) = self.scopes[kind.index()].get(tenant) else {
             return Vec::new();
         };
         let mut found: Vec<String> = Vec::new();
@@ -301,7 +307,7 @@ impl EntityGraph {
         limit: usize,
         admit: &dyn Fn(DocId) -> bool,
     ) -> Vec<GraphHit> {
-        let Some(scope) = self.scopes.get(&(kind, tenant.to_string())) else {
+        let Some(scope) = self.scopes[kind.index()].get(tenant) else {
             return Vec::new();
         };
         // Rarity of an entity in (0, 1]: IDF over the scope's documents, 1 for an entity
@@ -393,7 +399,8 @@ impl EntityGraph {
     /// How many documents and entities the graph holds (for stats).
     pub(crate) fn size(&self) -> (usize, usize) {
         self.scopes
-            .values()
+            .iter()
+            .flat_map(HashMap::values)
             .fold((0, 0), |(docs, entities), scope| {
                 (
                     docs + scope.entities_of.len(),

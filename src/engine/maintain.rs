@@ -14,7 +14,7 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
 use super::{Counters, Inner};
-use crate::catalog::{Catalog, Entry, Vectors};
+use crate::catalog::{Catalog, Entry, Normalised};
 use crate::id::{DocId, VectorKey};
 use crate::store::{LogEntry, Store};
 use crate::text::TextIndex;
@@ -55,7 +55,7 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
             (doc, record, vectors, list)
         })
         .collect();
-    type Built = (DocId, Entry, Vec<String>, bool, bool);
+    type Built = (DocId, Entry, Option<Normalised>, Vec<String>, bool, bool);
     let entries: Vec<Built> = with_lists
         .into_par_iter()
         .map(|(doc, record, vectors, list)| {
@@ -68,14 +68,10 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
                 }
                 None => (crate::graph::entities_of(&document), true, false),
             };
-            let entry = Entry {
-                doc: Arc::new(document),
-                seq,
-                vectors: vectors.as_ref().and_then(Vectors::from_stored),
-                // Read from the text index once it is open (`fill_tokens`).
-                tokens: [0, 0],
-            };
-            Ok((doc, entry, entities, derived, mismatched))
+            // Tokens are read from the text index once it is open (`fill_tokens`).
+            let entry = Entry::new(document, seq);
+            let vectors = vectors.as_ref().and_then(Normalised::from_stored);
+            Ok((doc, entry, vectors, entities, derived, mismatched))
         })
         .collect::<Result<_>>()?;
     let mut loaded = Loaded {
@@ -83,14 +79,25 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
         derived: Vec::new(),
         mismatched: Vec::new(),
     };
-    for (doc, entry, entities, derived, mismatched) in entries {
+    let mut rows = [(0, 0); Kind::COUNT];
+    for (_, entry, vectors, ..) in &entries {
+        if let Some(vectors) = vectors {
+            let slot = &mut rows[entry.doc.kind().index()];
+            *slot = (slot.0 + vectors.rows.len(), vectors.dim());
+        }
+    }
+    for kind in Kind::ALL {
+        let (rows, dim) = rows[kind.index()];
+        loaded.catalog.reserve_vectors(kind, rows, dim);
+    }
+    for (doc, entry, vectors, entities, derived, mismatched) in entries {
         if derived {
             loaded.derived.push((doc, entities.clone()));
         }
         if mismatched {
             loaded.mismatched.push(doc);
         }
-        loaded.catalog.insert(doc, entry, entities);
+        loaded.catalog.insert(doc, entry, vectors, entities);
     }
     tracing::debug!(
         elapsed_ms = phase.elapsed().as_millis() as u64,
@@ -390,7 +397,7 @@ fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
 
     // Insert the next batch of the tail, in sequence order, so that the graph keeps
     // covering a prefix of the change sequence.
-    let batch: Vec<(u64, DocId, Vectors)> = {
+    let batch: Vec<(u64, DocId, Normalised)> = {
         let catalog = inner.read_catalog();
         let mut n_vectors = 0;
         let mut batch = Vec::new();
@@ -398,8 +405,8 @@ fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
             if n_vectors >= INSERT_BATCH {
                 break;
             }
-            if let Some(vectors) = catalog.get(doc).and_then(|e| e.vectors.clone()) {
-                n_vectors += vectors.len();
+            if let Some(vectors) = catalog.vectors(doc).map(|v| v.to_owned()) {
+                n_vectors += vectors.rows.len();
                 batch.push((seq, doc, vectors));
             }
         }
@@ -408,7 +415,7 @@ fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
     if let Some(&(last_seq, _, _)) = batch.last() {
         let items: Vec<(&[f32], VectorKey)> = batch
             .iter()
-            .flat_map(|(_, doc, vectors)| vectors.keyed(*doc, dim))
+            .flat_map(|(_, doc, vectors)| vectors.view().keyed(*doc, dim))
             .collect();
         graph.insert(&items);
         vectors.advance(kind, last_seq, items.len());
@@ -430,20 +437,20 @@ fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
 
 /// Builds a new graph of every live vector of `kind` and swaps it in.
 fn rebuild_graph(inner: &Inner, kind: Kind, dim: usize) {
-    let snapshot: Vec<(u64, DocId, Vectors)> = {
+    let snapshot: Vec<(u64, DocId, Normalised)> = {
         let catalog = inner.read_catalog();
         catalog
             .vectors_after(kind, 0)
-            .filter_map(|(seq, doc)| Some((seq, doc, catalog.get(doc)?.vectors.clone()?)))
+            .filter_map(|(seq, doc)| Some((seq, doc, catalog.vectors(doc)?.to_owned())))
             .collect()
     };
     let covered = snapshot.last().map_or(0, |(seq, _, _)| *seq);
-    let n_vectors: usize = snapshot.iter().map(|(_, _, v)| v.len()).sum();
+    let n_vectors: usize = snapshot.iter().map(|(_, _, v)| v.rows.len()).sum();
     let graph = Graph::new(inner.vectors.params(), n_vectors);
     for chunk in snapshot.chunks(INSERT_BATCH) {
         let items: Vec<(&[f32], VectorKey)> = chunk
             .iter()
-            .flat_map(|(_, doc, vectors)| vectors.keyed(*doc, dim))
+            .flat_map(|(_, doc, vectors)| vectors.view().keyed(*doc, dim))
             .collect();
         graph.insert(&items);
     }

@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 
 use serde::Serialize;
 
-use crate::catalog::{Catalog, Entry, Vectors};
+use crate::catalog::{Catalog, Entry, Normalised};
 use crate::config::Config;
 use crate::doc::Document;
 use crate::embed::{Embedder, EmbedderSpec};
@@ -324,27 +324,50 @@ impl Engine {
             && meta.dimensions.is_none()
             && meta.last_seq == 0
             && cfg!(feature = "bundled-model");
-        if undecided {
-            embedder = EmbedderSpec::Default.load()?;
-        }
-        if embedder.is_none()
+        // The embedder to load, if any, loads on a thread of its own while the catalog
+        // is read (the bundled model takes about 20 ms: a one-shot search waits for
+        // both, not for their sum).
+        let to_load = if undecided {
+            Some((EmbedderSpec::Default, None))
+        } else if embedder.is_none()
             && !create
             && let Some(recorded) = &meta.embedder
         {
-            embedder = recorded.parse::<EmbedderSpec>()?.load().map_err(|err| {
-                Error::new(ErrorKind::Embedder {
-                    message: format!("the index's embedder `{recorded}` cannot be loaded ({err})"),
+            Some((recorded.parse::<EmbedderSpec>()?, Some(recorded.clone())))
+        } else {
+            None
+        };
+        let phase = std::time::Instant::now();
+        let (loaded_embedder, loaded) = std::thread::scope(|scope| {
+            let loading = to_load.map(|(spec, recorded)| {
+                scope.spawn(move || {
+                    spec.load().map_err(|err| match recorded {
+                        Some(recorded) => Error::new(ErrorKind::Embedder {
+                            message: format!(
+                                "the index's embedder `{recorded}` cannot be loaded ({err})"
+                            ),
+                        }),
+                        None => err,
+                    })
                 })
-            })?;
+            });
+            let loaded = maintain::load_catalog(&store, false);
+            let loaded_embedder = loading.map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            });
+            (loaded_embedder, loaded)
+        });
+        if let Some(loaded_embedder) = loaded_embedder {
+            embedder = loaded_embedder?;
         }
         if let Some(embedder) = &embedder {
             check_embedder(embedder.as_ref(), meta.dimensions, meta.model_id.as_deref())?;
         }
-
-        let phase = std::time::Instant::now();
         let maintain::Loaded {
             catalog, derived, ..
-        } = maintain::load_catalog(&store, false)?;
+        } = loaded?;
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             docs = catalog.len(),
@@ -870,15 +893,13 @@ fn check_embedder(
     }
 }
 
-/// Builds a catalog entry from a stored record and its vectors.
+/// Builds a catalog entry from a stored record, and its normalised vectors.
 pub(crate) fn entry_of(
     record: &crate::store::DocRecord,
     vectors: Option<&crate::store::StoredVectors>,
-) -> Result<Entry> {
-    Ok(Entry {
-        doc: Arc::new(record.to_document(None)?),
-        seq: record.seq,
-        vectors: vectors.and_then(Vectors::from_stored),
-        tokens: [0, 0],
-    })
+) -> Result<(Entry, Option<Normalised>)> {
+    Ok((
+        Entry::new(record.to_document(None)?, record.seq),
+        vectors.and_then(Normalised::from_stored),
+    ))
 }

@@ -327,7 +327,7 @@ impl Inner {
         if let Some(query) = vector {
             // Every candidate's best cosine and the vector that gave it, for explain.
             for (&doc, &i) in &at {
-                if let Some(vectors) = catalog.get(doc).and_then(|e| e.vectors.as_ref()) {
+                if let Some(vectors) = catalog.vectors(doc) {
                     let (cosine, row) = vectors.best(query);
                     candidates[i].cosine = Some(cosine);
                     candidates[i].vector_match = Some(VectorMatch::from_row(row));

@@ -208,9 +208,9 @@ impl Engine {
                     catalog.remove(removed);
                 }
                 if let Some((doc, record, vectors)) = &change.written {
-                    let mut entry = entry_of(record, Some(vectors))?;
+                    let (mut entry, vectors) = entry_of(record, Some(vectors))?;
                     entry.tokens = tokens.get(doc).copied().unwrap_or_default();
-                    catalog.insert(*doc, entry, change.entities.clone());
+                    catalog.insert(*doc, entry, vectors, change.entities.clone());
                 }
             }
             inner.text.reload()
@@ -542,9 +542,9 @@ pub fn document_vectors(
                 _ => dimensions = Some(v.len()),
             }
         }
-        let rows = match crate::catalog::Vectors::from_stored(vectors) {
+        let rows = match crate::catalog::Normalised::from_stored(vectors) {
             Some(normalised) => {
-                let dim = normalised.data.len() / normalised.rows.len();
+                let dim = normalised.dim();
                 normalised
                     .rows
                     .iter()

@@ -12,7 +12,7 @@
 mod graph;
 pub(crate) mod metric;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -138,25 +138,44 @@ impl VectorIndex {
         if k == 0 {
             return (Vec::new(), plan);
         }
+        let n_docs = catalog.count(filter.kind).max(1);
+        let permissive = superset.len() * 2 >= n_docs;
         if superset.len() <= exact_threshold {
-            let docs: Vec<DocId> = superset.iter().copied().collect();
-            let scored = scan(catalog, filter, query, &docs, &mut plan);
+            // Unless the filter is selective, the whole arena is scanned in memory order
+            // (the filter checked only for documents that would enter the top `k`): a
+            // row there costs a third of a candidate looked up by id.
+            let scored = if superset.len() * 3 >= n_docs {
+                scan_arena(catalog, filter.kind, query, k, &mut plan, |entry| {
+                    filter.matches(&entry.doc)
+                })
+            } else {
+                let docs: Vec<DocId> = superset.iter().copied().collect();
+                scan(catalog, filter, query, &docs, &mut plan)
+            };
             return (top_k(catalog, scored, k), plan);
         }
 
         // The tail: documents the graph does not cover yet (all of them while a graph
         // checkpoint loads). Only its best `k` can be among the best `k` of all.
         let covered = self.covered(filter.kind);
-        let tail: Vec<DocId> = catalog
-            .vectors_after(filter.kind, covered)
-            .map(|(_, doc)| doc)
-            .collect();
-        let tail = scan(catalog, filter, query, &tail, &mut plan);
-        let mut best: HashMap<DocId, f32> = top_k(catalog, tail, k).into_iter().collect();
+        let tail = if covered == 0 {
+            scan_arena(catalog, filter.kind, query, k, &mut plan, |entry| {
+                filter.matches(&entry.doc)
+            })
+        } else {
+            let tail: Vec<DocId> = catalog
+                .vectors_after(filter.kind, covered)
+                .map(|(_, doc)| doc)
+                .collect();
+            scan(catalog, filter, query, &tail, &mut plan)
+        };
+        let mut best: FxHashMap<DocId, f32> = top_k(catalog, tail, k).into_iter().collect();
+        if covered == 0 {
+            return (top_k(catalog, best.into_iter().collect(), k), plan);
+        }
 
         plan.used_graph = true;
         let graph = self.graph(filter.kind);
-        let n_docs = catalog.count(filter.kind).max(1);
         let rows_per_doc = catalog.n_vectors(filter.kind).div_ceil(n_docs).max(1);
         let fetch = k * rows_per_doc + 8;
         let accept = |key: crate::id::VectorKey| {
@@ -164,9 +183,9 @@ impl VectorIndex {
                 .get(key.doc())
                 .is_some_and(|entry| filter.matches(&entry.doc))
         };
-        let mut from_graph = HashMap::new();
+        let mut from_graph = FxHashMap::default();
         let collect = |hits: Vec<(crate::id::VectorKey, f32)>,
-                       from_graph: &mut HashMap<DocId, f32>| {
+                       from_graph: &mut FxHashMap<DocId, f32>| {
             for (key, cosine) in hits {
                 if accept(key) {
                     let slot = from_graph.entry(key.doc()).or_insert(f32::NEG_INFINITY);
@@ -174,10 +193,9 @@ impl VectorIndex {
                 }
             }
         };
-        // A permissive filter (most documents of the kind pass) searches unfiltered and
-        // drops what the filter rejects, which keeps hnsw_rs's early exit; when too few
-        // survive, or the filter is selective, the graph search applies the filter.
-        let permissive = superset.len() * 2 >= n_docs;
+        // A permissive filter searches unfiltered and drops what the filter rejects,
+        // which keeps hnsw_rs's early exit; when too few survive, or the filter is
+        // selective, the graph search applies the filter.
         if permissive {
             collect(graph.search(query, fetch * 2, None), &mut from_graph);
         }
@@ -188,7 +206,7 @@ impl VectorIndex {
         // The graph's distance is that of the vector it reached: the document's best
         // cosine is taken over all its vectors (a rule's patterns and centroid).
         for doc in from_graph.into_keys() {
-            if let Some(vectors) = catalog.get(doc).and_then(|e| e.vectors.as_ref()) {
+            if let Some(vectors) = catalog.vectors(doc) {
                 best.insert(doc, vectors.best(query).0);
             }
         }
@@ -211,15 +229,77 @@ fn scan(
         let Some(entry) = catalog.get(doc) else {
             continue;
         };
-        let Some(vectors) = &entry.vectors else {
+        let Some(vectors) = catalog.vectors_of(entry) else {
             continue;
         };
         if filter.matches(&entry.doc) {
-            scored.push((doc, graph::best_cosine(query, &vectors.data, query.len())));
+            scored.push((doc, graph::best_cosine(query, vectors.data, query.len())));
         }
     }
     plan.exact_scanned += scored.len();
     scored
+}
+
+/// Every document of the arena of `query`'s kind scored exactly, in memory order; returns
+/// at least the best `k` of those `admit` accepts (and all that tie with the `k`-th), for
+/// [`top_k`] to order. `admit` is asked only of documents whose cosine would enter the
+/// best `k` so far, so a filter costs nothing for the rest.
+fn scan_arena(
+    catalog: &Catalog,
+    kind: Kind,
+    query: &[f32],
+    k: usize,
+    plan: &mut LegPlan,
+    admit: impl Fn(&crate::catalog::Entry) -> bool,
+) -> Vec<(DocId, f32)> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    // The best `k` admitted cosines so far (a min-heap), and every admitted candidate
+    // at or above the smallest of them.
+    let mut floor: BinaryHeap<Reverse<Cosine>> = BinaryHeap::with_capacity(k + 1);
+    let mut kept: Vec<(DocId, f32)> = Vec::with_capacity(4 * k);
+    let mut prune_at = 8 * k;
+    let dim = query.len();
+    for (doc, block) in catalog.vector_blocks(kind) {
+        plan.exact_scanned += 1;
+        let cosine = graph::best_cosine(query, block, dim);
+        if floor.len() == k && cosine < floor.peek().map_or(f32::NEG_INFINITY, |c| c.0.0) {
+            continue;
+        }
+        if !catalog.get(doc).is_some_and(&admit) {
+            continue;
+        }
+        floor.push(Reverse(Cosine(cosine)));
+        if floor.len() > k {
+            floor.pop();
+        }
+        kept.push((doc, cosine));
+        if kept.len() >= prune_at {
+            let min = floor.peek().map_or(f32::NEG_INFINITY, |c| c.0.0);
+            kept.retain(|&(_, c)| c >= min);
+            // Many ties with the floor: prune less often rather than at every push.
+            prune_at = prune_at.max(2 * kept.len());
+        }
+    }
+    kept
+}
+
+/// A cosine ordered by `total_cmp` (for the scan's heap).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Cosine(f32);
+
+impl Eq for Cosine {}
+
+impl PartialOrd for Cosine {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Cosine {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
 }
 
 /// The best `k` of `ranked` (one entry per document), by cosine descending then user id.

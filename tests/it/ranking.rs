@@ -157,3 +157,83 @@ fn a_large_exact_scan_matches_the_oracle() {
         }
     }
 }
+
+/// The exact top 10 of `live` by cosine, ties by id.
+fn oracle_of(
+    live: &std::collections::BTreeMap<String, (Vec<f32>, String)>,
+    query: &[f32],
+    context: Option<&str>,
+) -> Vec<(String, f64)> {
+    let mut scored: Vec<(String, f64)> = live
+        .iter()
+        .filter(|(_, (_, ctx))| context.is_none_or(|c| c == ctx))
+        .map(|(id, (v, _))| (id.clone(), cosine(query, v).max(0.0)))
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    scored.truncate(10);
+    scored
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    /// Model-based: exact scans (the whole kind in memory order with the filter checked
+    /// lazily, or one context's set) follow upserts, replacements and deletes, with and
+    /// without a context filter, across commits.
+    #[test]
+    fn exact_scans_follow_upserts_deletes_and_filters(
+        ops in proptest::collection::vec((0u8..4, 0usize..80), 1..300),
+        seed in 1u64..1_000_000,
+    ) {
+        let vectors = clustered_vectors(seed, ops.len(), DIM, 6);
+        let queries = clustered_vectors(seed ^ 0x5eed, 4, DIM, 6);
+        let mut config = Config::default();
+        config.pipeline.retrieval.exact_scan_threshold = usize::MAX;
+        let engine = Engine::builder().config(config).temporary().unwrap();
+        let mut live = std::collections::BTreeMap::new();
+        for (step, ((op, n), vector)) in ops.iter().zip(&vectors).enumerate() {
+            let id = format!("c{n:03}");
+            if *op == 0 {
+                engine.delete(ruchedb::Kind::Chunk, "default", &id);
+                live.remove(&id);
+            } else {
+                let context = format!("u{}", n % 3);
+                engine
+                    .upsert_chunks([Chunk::new(id.clone(), "x")
+                        .with_context(context.clone())
+                        .with_embedding(vector.clone())])
+                    .unwrap();
+                live.insert(id, (vector.clone(), context));
+            }
+            if step % 40 == 39 {
+                engine.commit().unwrap();
+            }
+        }
+        engine.commit().unwrap();
+        for query in &queries {
+            for context in [None, Some("u1")] {
+                let mut request = SearchRequest::chunks("")
+                    .embedding(query.to_vec())
+                    .chunk_weights(vector_only())
+                    .min_relevance(0.0)
+                    .top_k(10);
+                if let Some(context) = context {
+                    request = request.context(context);
+                }
+                let got: Vec<(String, f64)> = engine
+                    .search(&request)
+                    .unwrap()
+                    .hits
+                    .into_iter()
+                    .map(|h| (h.id, h.score))
+                    .collect();
+                let expected = oracle_of(&live, query, context);
+                prop_assert_eq!(got.len(), expected.len());
+                for ((id, score), (want_id, want_score)) in got.iter().zip(&expected) {
+                    prop_assert!((score - want_score).abs() < 1e-5, "{} {} vs {} {}", id, score, want_id, want_score);
+                    prop_assert!(id == want_id || (score - want_score).abs() < 1e-6);
+                }
+            }
+        }
+    }
+}
