@@ -526,7 +526,7 @@ impl Catalog {
     pub(crate) fn insert(
         &mut self,
         doc_id: DocId,
-        mut entry: Entry,
+        entry: Entry,
         vectors: Option<Normalised>,
         entities: Vec<String>,
     ) {
@@ -534,9 +534,21 @@ impl Catalog {
             // The same version again: the old one goes first (its vectors' span with it).
             self.remove(doc_id);
         }
+        self.graph.insert(doc_id, &entry.doc, entities);
+        self.insert_unlinked(doc_id, entry, vectors);
+    }
+
+    /// [`Catalog::insert`] without the entity graph, for a new version (an open builds
+    /// the graph beside it, then sets [`Catalog::graph`]).
+    pub(crate) fn insert_unlinked(
+        &mut self,
+        doc_id: DocId,
+        mut entry: Entry,
+        vectors: Option<Normalised>,
+    ) {
+        debug_assert!(!self.entries.contains_key(&doc_id));
         self.digest ^= version_hash(doc_id, entry.seq);
         self.add_tokens(entry.doc.kind(), entry.doc.tenant_id(), entry.tokens, true);
-        self.graph.insert(doc_id, &entry.doc, entities);
         let doc = &entry.doc;
         let ids = &mut self.ids[doc.kind().index()];
         match ids.get_mut(doc.tenant_id()) {

@@ -90,6 +90,9 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
         let (rows, dim) = rows[kind.index()];
         loaded.catalog.reserve_vectors(kind, rows, dim);
     }
+    // The entity graph is built on another thread while the rest of the catalog is.
+    let mut links = Vec::with_capacity(entries.len());
+    let mut rest = Vec::with_capacity(entries.len());
     for (doc, entry, vectors, entities, derived, mismatched) in entries {
         if derived {
             loaded.derived.push((doc, entities.clone()));
@@ -97,8 +100,25 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
         if mismatched {
             loaded.mismatched.push(doc);
         }
-        loaded.catalog.insert(doc, entry, vectors, entities);
+        links.push((doc, Arc::clone(&entry.doc), entities));
+        rest.push((doc, entry, vectors));
     }
+    let catalog = &mut loaded.catalog;
+    let (graph, ()) = rayon::join(
+        move || {
+            let mut graph = crate::graph::EntityGraph::default();
+            for (doc, document, entities) in links {
+                graph.insert(doc, &document, entities);
+            }
+            graph
+        },
+        || {
+            for (doc, entry, vectors) in rest {
+                catalog.insert_unlinked(doc, entry, vectors);
+            }
+        },
+    );
+    loaded.catalog.graph = graph;
     tracing::debug!(
         elapsed_ms = phase.elapsed().as_millis() as u64,
         "catalog built"
