@@ -14,9 +14,9 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
 use super::{Counters, Inner};
-use crate::catalog::{Catalog, Entry, Normalised};
+use crate::catalog::{Catalog, Entry, Normalised, Placed};
 use crate::id::{DocId, VectorKey};
-use crate::store::{LogEntry, Store};
+use crate::store::{LogEntry, Store, StoredVectors};
 use crate::text::TextIndex;
 use crate::vector::{Graph, Manifest};
 use crate::{Error, Kind, Result};
@@ -55,7 +55,6 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
             (doc, record, vectors, list)
         })
         .collect();
-    type Built = (DocId, Entry, Option<Normalised>, Vec<String>, bool, bool);
     let entries: Vec<Built> = with_lists
         .into_par_iter()
         .map(|(doc, record, vectors, list)| {
@@ -70,7 +69,6 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
             };
             // Tokens are read from the text index once it is open (`fill_tokens`).
             let entry = Entry::new(document, seq);
-            let vectors = vectors.as_ref().and_then(Normalised::from_stored);
             Ok((doc, entry, vectors, entities, derived, mismatched))
         })
         .collect::<Result<_>>()?;
@@ -79,21 +77,16 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
         derived: Vec::new(),
         mismatched: Vec::new(),
     };
-    let mut rows = [(0, 0); Kind::COUNT];
-    for (_, entry, vectors, ..) in &entries {
-        if let Some(vectors) = vectors {
-            let slot = &mut rows[entry.doc.kind().index()];
-            *slot = (slot.0 + vectors.rows.len(), vectors.dim());
-        }
-    }
-    for kind in Kind::ALL {
-        let (rows, dim) = rows[kind.index()];
-        loaded.catalog.reserve_vectors(kind, rows, dim);
-    }
+    let mut placed = place_vectors(&mut loaded.catalog, &entries, store.dimensions());
+    // The decoded vectors are in the arenas now: free them on every thread, not one.
+    let mut entries = entries;
+    entries.par_iter_mut().for_each(|entry| entry.2 = None);
     // The entity graph is built on another thread while the rest of the catalog is.
     let mut links = Vec::with_capacity(entries.len());
     let mut rest = Vec::with_capacity(entries.len());
-    for (doc, entry, vectors, entities, derived, mismatched) in entries {
+    for ((doc, entry, _, entities, derived, mismatched), placed) in
+        entries.into_iter().zip(placed.drain(..))
+    {
         if derived {
             loaded.derived.push((doc, entities.clone()));
         }
@@ -101,7 +94,7 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
             loaded.mismatched.push(doc);
         }
         links.push((doc, Arc::clone(&entry.doc), entities));
-        rest.push((doc, entry, vectors));
+        rest.push((doc, entry, placed));
     }
     let catalog = &mut loaded.catalog;
     let (graph, ()) = rayon::join(
@@ -113,8 +106,8 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
             graph
         },
         || {
-            for (doc, entry, vectors) in rest {
-                catalog.insert_unlinked(doc, entry, vectors);
+            for (doc, entry, placed) in rest {
+                catalog.insert_placed(doc, entry, placed);
             }
         },
     );
@@ -124,6 +117,63 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
         "catalog built"
     );
     Ok(loaded)
+}
+
+/// A document read at open: its entry, stored vectors and entity list, whether that list
+/// was derived (not stored) and whether it differs from the text's.
+type Built = (DocId, Entry, Option<StoredVectors>, Vec<String>, bool, bool);
+
+/// Normalises the vectors of `entries` straight into one arena per kind, allocated once
+/// and filled in parallel (each document writes its own disjoint rows), and gives the
+/// arenas to `catalog`; returns where each entry's rows are.
+fn place_vectors(
+    catalog: &mut Catalog,
+    entries: &[Built],
+    dim: Option<usize>,
+) -> Vec<Option<Placed>> {
+    use rayon::prelude::*;
+    let mut placed: Vec<Option<Placed>> = entries.iter().map(|_| None).collect();
+    let Some(dim) = dim.filter(|&dim| dim > 0) else {
+        return placed;
+    };
+    for kind in Kind::ALL {
+        let with_vectors: Vec<(usize, &StoredVectors)> = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, entry, ..))| entry.doc.kind() == kind)
+            .filter_map(|(i, (_, _, vectors, ..))| Some((i, vectors.as_ref()?)))
+            .collect();
+        let capacities: Vec<usize> = with_vectors
+            .iter()
+            .map(|(_, vectors)| Normalised::capacity(vectors))
+            .collect();
+        let total: usize = capacities.iter().sum();
+        if total == 0 || u32::try_from(total).is_err() {
+            continue;
+        }
+        let mut data = vec![0.0f32; total * dim];
+        let mut slices = Vec::with_capacity(with_vectors.len());
+        let mut rest = data.as_mut_slice();
+        for capacity in &capacities {
+            let (head, tail) = rest.split_at_mut(capacity * dim);
+            slices.push(head);
+            rest = tail;
+        }
+        let rows: Vec<Vec<u16>> = with_vectors
+            .par_iter()
+            .zip(slices.into_par_iter())
+            .map(|((_, vectors), out)| Normalised::normalise_into(vectors, dim, out))
+            .collect();
+        let mut start = 0u32;
+        for (((i, _), rows), capacity) in with_vectors.iter().zip(rows).zip(&capacities) {
+            if !rows.is_empty() {
+                placed[*i] = Some(Placed { start, rows });
+            }
+            start += *capacity as u32;
+        }
+        catalog.adopt_arena(kind, dim, data);
+    }
+    placed
 }
 
 /// Copies each live document's token counts from the text index into the catalog,
