@@ -592,6 +592,7 @@ impl Catalog {
         entry: Entry,
         vectors: Option<Normalised>,
     ) {
+        self.remove_unlinked(doc_id);
         let kind_idx = entry.doc.kind().index();
         let vectors = vectors.and_then(|vectors| {
             let slot = self.arenas[kind_idx].push(doc_id, &vectors)?;
@@ -606,6 +607,7 @@ impl Catalog {
     /// [`Catalog::insert_unlinked`] of a document whose rows are already in the arena
     /// adopted by [`Catalog::adopt_arena`].
     pub(crate) fn insert_placed(&mut self, doc_id: DocId, entry: Entry, placed: Option<Placed>) {
+        self.remove_unlinked(doc_id);
         let kind_idx = entry.doc.kind().index();
         let vectors = placed.and_then(|placed| {
             let slot = self.arenas[kind_idx].place(doc_id, placed.start, placed.rows.len())?;
@@ -617,8 +619,16 @@ impl Catalog {
         self.link(doc_id, entry, vectors);
     }
 
+    /// A version inserted again (never by the engine: a damaged store could list one
+    /// twice) replaces the first, whose span dies with it. Before the new span exists:
+    /// removing may compact the arena.
+    fn remove_unlinked(&mut self, doc_id: DocId) {
+        if self.entries.contains_key(&doc_id) {
+            self.remove(doc_id);
+        }
+    }
+
     fn link(&mut self, doc_id: DocId, mut entry: Entry, vectors: Option<Vectors>) {
-        debug_assert!(!self.entries.contains_key(&doc_id));
         self.digest ^= version_hash(doc_id, entry.seq);
         self.add_tokens(entry.doc.kind(), entry.doc.tenant_id(), entry.tokens, true);
         let doc = &entry.doc;

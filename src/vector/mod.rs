@@ -256,14 +256,20 @@ fn scan_arena(
     use std::collections::BinaryHeap;
     // The best `k` admitted cosines so far (a min-heap), and every admitted candidate
     // at or above the smallest of them.
-    let mut floor: BinaryHeap<Reverse<Cosine>> = BinaryHeap::with_capacity(k + 1);
-    let mut kept: Vec<(DocId, f32)> = Vec::with_capacity(4 * k);
+    // (Sized by what a scan can keep, not by `k`: a request may ask for a million.)
+    let room = k.min(catalog.count(kind)).min(4_096);
+    let mut floor: BinaryHeap<Reverse<Cosine>> = BinaryHeap::with_capacity(room + 1);
+    let mut kept: Vec<(DocId, f32)> = Vec::with_capacity(4 * room);
     let mut prune_at = 8 * k;
     let dim = query.len();
     for (doc, block) in catalog.vector_blocks(kind) {
         plan.exact_scanned += 1;
         let cosine = graph::best_cosine(query, block, dim);
-        if floor.len() == k && cosine < floor.peek().map_or(f32::NEG_INFINITY, |c| c.0.0) {
+        if floor.len() == k
+            && floor
+                .peek()
+                .is_some_and(|min| cosine.total_cmp(&min.0.0).is_lt())
+        {
             continue;
         }
         if !catalog.get(doc).is_some_and(&admit) {
@@ -276,7 +282,7 @@ fn scan_arena(
         kept.push((doc, cosine));
         if kept.len() >= prune_at {
             let min = floor.peek().map_or(f32::NEG_INFINITY, |c| c.0.0);
-            kept.retain(|&(_, c)| c >= min);
+            kept.retain(|&(_, c)| c.total_cmp(&min).is_ge());
             // Many ties with the floor: prune less often rather than at every push.
             prune_at = prune_at.max(2 * kept.len());
         }
