@@ -576,23 +576,8 @@ impl Catalog {
         vectors: Option<Normalised>,
         entities: Vec<String>,
     ) {
-        if self.entries.contains_key(&doc_id) {
-            // The same version again: the old one goes first (its vectors' span with it).
-            self.remove(doc_id);
-        }
+        self.remove_existing(doc_id);
         self.graph.insert(doc_id, &entry.doc, entities);
-        self.insert_unlinked(doc_id, entry, vectors);
-    }
-
-    /// [`Catalog::insert`] without the entity graph, for a new version (an open builds
-    /// the graph beside it, then sets [`Catalog::graph`]).
-    pub(crate) fn insert_unlinked(
-        &mut self,
-        doc_id: DocId,
-        entry: Entry,
-        vectors: Option<Normalised>,
-    ) {
-        self.remove_unlinked(doc_id);
         let kind_idx = entry.doc.kind().index();
         let vectors = vectors.and_then(|vectors| {
             let slot = self.arenas[kind_idx].push(doc_id, &vectors)?;
@@ -604,10 +589,11 @@ impl Catalog {
         self.link(doc_id, entry, vectors);
     }
 
-    /// [`Catalog::insert_unlinked`] of a document whose rows are already in the arena
-    /// adopted by [`Catalog::adopt_arena`].
+    /// [`Catalog::insert`] of a document whose rows are already in the arena adopted by
+    /// [`Catalog::adopt_arena`], without the entity graph (an open builds the graph
+    /// beside the catalog, then sets [`Catalog::graph`]).
     pub(crate) fn insert_placed(&mut self, doc_id: DocId, entry: Entry, placed: Option<Placed>) {
-        self.remove_unlinked(doc_id);
+        self.remove_existing(doc_id);
         let kind_idx = entry.doc.kind().index();
         let vectors = placed.and_then(|placed| {
             let slot = self.arenas[kind_idx].place(doc_id, placed.start, placed.rows.len())?;
@@ -619,10 +605,10 @@ impl Catalog {
         self.link(doc_id, entry, vectors);
     }
 
-    /// A version inserted again (never by the engine: a damaged store could list one
-    /// twice) replaces the first, whose span dies with it. Before the new span exists:
-    /// removing may compact the arena.
-    fn remove_unlinked(&mut self, doc_id: DocId) {
+    /// A version inserted again replaces the first, whose span dies with it (the engine
+    /// never does it; a damaged store could list a version twice). Called before the
+    /// new span exists: removing may compact the arena.
+    fn remove_existing(&mut self, doc_id: DocId) {
         if self.entries.contains_key(&doc_id) {
             self.remove(doc_id);
         }

@@ -145,9 +145,7 @@ impl VectorIndex {
             // (the filter checked only for documents that would enter the top `k`): a
             // row there costs a third of a candidate looked up by id.
             let scored = if superset.len() * 3 >= n_docs {
-                scan_arena(catalog, filter.kind, query, k, &mut plan, |entry| {
-                    filter.matches(&entry.doc)
-                })
+                scan_arena(catalog, filter, query, k, &mut plan)
             } else {
                 let docs: Vec<DocId> = superset.iter().copied().collect();
                 scan(catalog, filter, query, &docs, &mut plan)
@@ -158,21 +156,16 @@ impl VectorIndex {
         // The tail: documents the graph does not cover yet (all of them while a graph
         // checkpoint loads). Only its best `k` can be among the best `k` of all.
         let covered = self.covered(filter.kind);
-        let tail = if covered == 0 {
-            scan_arena(catalog, filter.kind, query, k, &mut plan, |entry| {
-                filter.matches(&entry.doc)
-            })
-        } else {
-            let tail: Vec<DocId> = catalog
-                .vectors_after(filter.kind, covered)
-                .map(|(_, doc)| doc)
-                .collect();
-            scan(catalog, filter, query, &tail, &mut plan)
-        };
-        let mut best: FxHashMap<DocId, f32> = top_k(catalog, tail, k).into_iter().collect();
         if covered == 0 {
-            return (top_k(catalog, best.into_iter().collect(), k), plan);
+            let scored = scan_arena(catalog, filter, query, k, &mut plan);
+            return (top_k(catalog, scored, k), plan);
         }
+        let tail: Vec<DocId> = catalog
+            .vectors_after(filter.kind, covered)
+            .map(|(_, doc)| doc)
+            .collect();
+        let tail = scan(catalog, filter, query, &tail, &mut plan);
+        let mut best: FxHashMap<DocId, f32> = top_k(catalog, tail, k).into_iter().collect();
 
         plan.used_graph = true;
         let graph = self.graph(filter.kind);
@@ -240,29 +233,29 @@ fn scan(
     scored
 }
 
-/// Every document of the arena of `query`'s kind scored exactly, in memory order; returns
-/// at least the best `k` of those `admit` accepts (and all that tie with the `k`-th), for
-/// [`top_k`] to order. `admit` is asked only of documents whose cosine would enter the
-/// best `k` so far, so a filter costs nothing for the rest.
+/// Every document of the arena of `filter`'s kind scored exactly, in memory order;
+/// returns at least the best `k` of those `filter` admits (and all that tie with the
+/// `k`-th), for [`top_k`] to order. The filter is asked only about documents whose cosine
+/// would enter the best `k` so far, so it costs nothing for the rest.
+/// (While a graph checkpoint loads, the graph covers nothing: this is the whole tail.)
 fn scan_arena(
     catalog: &Catalog,
-    kind: Kind,
+    filter: &DocFilter<'_>,
     query: &[f32],
     k: usize,
     plan: &mut LegPlan,
-    admit: impl Fn(&crate::catalog::Entry) -> bool,
 ) -> Vec<(DocId, f32)> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     // The best `k` admitted cosines so far (a min-heap), and every admitted candidate
     // at or above the smallest of them.
     // (Sized by what a scan can keep, not by `k`: a request may ask for a million.)
-    let room = k.min(catalog.count(kind)).min(4_096);
+    let room = k.min(catalog.n_vectors(filter.kind)).min(4_096);
     let mut floor: BinaryHeap<Reverse<Cosine>> = BinaryHeap::with_capacity(room + 1);
     let mut kept: Vec<(DocId, f32)> = Vec::with_capacity(4 * room);
     let mut prune_at = 8 * k;
     let dim = query.len();
-    for (doc, block) in catalog.vector_blocks(kind) {
+    for (doc, block) in catalog.vector_blocks(filter.kind) {
         plan.exact_scanned += 1;
         let cosine = graph::best_cosine(query, block, dim);
         if floor.len() == k
@@ -272,7 +265,10 @@ fn scan_arena(
         {
             continue;
         }
-        if !catalog.get(doc).is_some_and(&admit) {
+        if !catalog
+            .get(doc)
+            .is_some_and(|entry| filter.matches(&entry.doc))
+        {
             continue;
         }
         floor.push(Reverse(Cosine(cosine)));
