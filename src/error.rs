@@ -54,6 +54,15 @@ pub enum ErrorKind {
         /// The directory.
         path: PathBuf,
     },
+    /// A write was asked of an engine opened read-only ([`crate::EngineBuilder::read_only`]).
+    ReadOnly,
+    /// A read-only open found no published view of the index: it was written by an
+    /// earlier version, or its writer's last publish failed. Opening it once for
+    /// writing publishes one.
+    NotPublished {
+        /// The index directory.
+        path: PathBuf,
+    },
     /// The index was written in an on-disk format this version cannot read.
     IncompatibleFormat {
         /// The format version found on disk.
@@ -160,6 +169,8 @@ impl ErrorKind {
             ErrorKind::IndexExists { .. } => "IndexExists",
             ErrorKind::NotAnIndex { .. } => "NotAnIndex",
             ErrorKind::IncompatibleFormat { .. } => "IncompatibleFormat",
+            ErrorKind::ReadOnly => "ReadOnly",
+            ErrorKind::NotPublished { .. } => "NotPublished",
             ErrorKind::Corrupt { .. } => "Corrupt",
             ErrorKind::Storage { .. } => "Storage",
             ErrorKind::DimensionMismatch { .. } => "DimensionMismatch",
@@ -256,6 +267,13 @@ impl fmt::Display for ErrorKind {
             ErrorKind::NotAnIndex { path } => write!(
                 f,
                 "{} is not empty and holds no index: create an index in a new or empty directory",
+                path.display()
+            ),
+            ErrorKind::ReadOnly => write!(f, "this engine was opened read-only: it cannot write"),
+            ErrorKind::NotPublished { path } => write!(
+                f,
+                "index {} has no published view for readers yet (written by an earlier \
+                 version, or its last publish failed): open it once for writing",
                 path.display()
             ),
             ErrorKind::IncompatibleFormat { found, expected } => write!(

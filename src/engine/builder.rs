@@ -149,6 +149,33 @@ impl EngineBuilder {
         Engine::open_dir(self, dir.as_ref(), super::OpenMode::Open, None)
     }
 
+    /// The embedder to use, if any (a reader refreshed keeps its own).
+    pub(crate) fn embedder_or_none(mut self, embedder: Option<Arc<dyn Embedder>>) -> EngineBuilder {
+        self.embedder = embedder;
+        self
+    }
+
+    /// Opens the index in `dir` to read only, beside any number of other readers and
+    /// one writer (in this process or others).
+    ///
+    /// A reader takes no lock and writes nothing: it reads the files the writer
+    /// published at its last commit (see `ARCHITECTURE.md`), never the writer's store,
+    /// and sees that commit until [`Engine::refresh`]. Searches, `get`, `export` and
+    /// `stats` work as on a writer; every write fails with
+    /// [`ErrorKind::ReadOnly`](crate::ErrorKind::ReadOnly) (a delete is refused at
+    /// commit).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::IndexNotFound`](crate::ErrorKind::IndexNotFound);
+    /// [`ErrorKind::NotPublished`](crate::ErrorKind::NotPublished) for an index written
+    /// by an earlier version that no writer opened since (opening it once for writing
+    /// publishes it); [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt) when a published
+    /// file is damaged (`ruche repair` publishes them again).
+    pub fn open_read_only(self, dir: impl AsRef<Path>) -> Result<Engine> {
+        Engine::open_reader(self, dir.as_ref())
+    }
+
     /// Opens the index in `dir`, creating it if there is none.
     ///
     /// # Errors

@@ -15,6 +15,7 @@ use super::{Engine, LOCK_FILE, STORE_DIR, TEXT_DIR, lock, manifest, manifest_of}
 use crate::config::Config;
 use crate::embed::EmbedderSpec;
 use crate::store::Store;
+use crate::store::view;
 use crate::text::TextIndex;
 use crate::{Error, ErrorKind, Kind, Result};
 
@@ -59,6 +60,46 @@ impl CheckReport {
             problem: problem.to_string(),
             rebuildable,
         });
+    }
+}
+
+/// Verifies the files published for readers: each one the manifest lists is there,
+/// of its length and CRC-32, and they are of the store's last commit.
+fn check_view(dir: &Path, seq: u64, report: &mut CheckReport) {
+    const PART: &str = "view/ (published for readers)";
+    let list = match manifest::read_with_view(dir) {
+        Ok(Some((_, Some(list)))) => list,
+        // A damaged manifest is reported above.
+        Ok(Some((_, None))) | Ok(None) | Err(_) => {
+            report.ok(format!(
+                "{PART}: none yet (published at the next open for writing)"
+            ));
+            return;
+        }
+    };
+    let mut bad = Vec::new();
+    for file in list.files() {
+        match view::read_file(dir, file) {
+            Ok(Some(_)) => {}
+            Ok(None) => bad.push(format!("{} is missing", file.name)),
+            Err(err) => bad.push(err.to_string()),
+        }
+    }
+    if bad.is_empty() {
+        // Behind the store after a writer stopped between a commit and its publish:
+        // readers see the commit before until the next open for writing publishes.
+        let behind = if list.seq < seq {
+            format!(" (the store is at change {seq}: published at the next open for writing)")
+        } else {
+            String::new()
+        };
+        report.ok(format!(
+            "{PART}: {} files of change {}, checksums match{behind}",
+            list.files().count(),
+            list.seq
+        ));
+    } else {
+        report.damaged(PART, bad.join("; "), true);
     }
 }
 
@@ -142,6 +183,7 @@ impl Engine {
             &mut report,
         );
         check_entities(&loaded, &mut report);
+        check_view(dir, found.seq, &mut report);
         for kind in Kind::ALL {
             let part = format!("graph checkpoint ({kind}s)");
             match check_graph(&store, kind) {
@@ -179,6 +221,7 @@ impl Engine {
                 store.clear_entity_lists()?;
             }
             remove_dir(&dir.join(TEXT_DIR))?;
+            remove_dir(&dir.join(view::VIEW_DIR))?;
             let path = manifest::path(dir);
             if path.exists() {
                 std::fs::remove_file(&path).map_err(|err| Error::io_at(&path, err))?;
@@ -193,6 +236,9 @@ impl Engine {
             report
                 .repaired
                 .push("entity lists derived again from the documents".into());
+            report
+                .repaired
+                .push("files for readers published again from the store".into());
             report.repaired.push("MANIFEST rewritten".to_string());
         }
         // Opening rebuilds the text index and writes the manifest; closing checkpoints
@@ -343,6 +389,7 @@ fn salvage(
     };
     // The new index is built beside, then moved in: the old derived parts go.
     remove_dir(&dir.join(TEXT_DIR))?;
+    remove_dir(&dir.join(view::VIEW_DIR))?;
     let path = manifest::path(dir);
     if path.exists() {
         std::fs::remove_file(&path).map_err(|err| Error::io_at(&path, err))?;
@@ -367,7 +414,7 @@ fn salvage(
         engine.commit()?;
         engine.close()?;
     }
-    for owned in [STORE_DIR, TEXT_DIR, manifest::MANIFEST_FILE] {
+    for owned in [STORE_DIR, TEXT_DIR, view::VIEW_DIR, manifest::MANIFEST_FILE] {
         let from = staging.path().join("index").join(owned);
         std::fs::rename(&from, dir.join(owned)).map_err(|err| Error::io_at(&from, err))?;
     }

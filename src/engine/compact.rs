@@ -62,7 +62,7 @@ impl Engine {
             .store
             .copy_live_into(&dest.join(STORE_DIR), &|_| true)?;
         let found = super::manifest_of(&self.inner.store, &self.inner.read_catalog());
-        manifest::write(dest, &found)
+        manifest::write(dest, &found, None)
     }
 
     /// Rewrites the index in `dir` so that nothing deleted is left on disk: a new store
@@ -142,7 +142,9 @@ pub(crate) fn recover(dir: &Path) -> Result<()> {
             rename(&staging, &store)?;
         }
         // The derived indexes describe the old store's files: rebuilt from the new one.
+        // The published files hold deleted documents: published again from the new one.
         remove(&dir.join(TEXT_DIR))?;
+        remove(&dir.join(crate::store::view::VIEW_DIR))?;
         remove(&retired)?;
         std::fs::remove_file(&marker).map_err(|err| Error::io_at(&marker, err))?;
         sync_dir(dir)?;

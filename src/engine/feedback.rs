@@ -77,6 +77,7 @@ impl Engine {
     /// errors.
     pub fn feedback(&self, query_id: &str, useful: bool) -> Result<FeedbackWindow> {
         let inner = &self.inner;
+        inner.writable()?;
         let mut windows = inner.lock_feedback();
         let not_found = |why: &str| {
             Error::new(ErrorKind::NotFound {
@@ -145,7 +146,12 @@ impl Engine {
             .add_mark(query_id, &marked.encode(), MARKS_KEEP)?;
         window.record(found_by, useful);
         inner.store.save_feedback(&key, window.entries())?;
-        Ok(window.clone())
+        let window = window.clone();
+        drop(windows);
+        // Under the commit lock: the part carries the meta values of a whole commit.
+        let _serial = inner.commit_lock.lock().unwrap_or_else(|p| p.into_inner());
+        inner.publish(super::publish::Publish::Changes(&[]))?;
+        Ok(window)
     }
 
     /// The feedback window of `tenant`'s searches of `kind`.

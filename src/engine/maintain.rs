@@ -247,17 +247,17 @@ fn catch_up(text: &TextIndex, store: &Store, from: u64, to: u64) -> Result<u64> 
         match *entry {
             LogEntry::Upsert { doc, replaced } => {
                 if let Some(replaced) = replaced {
-                    text.delete(DocId::new(replaced));
+                    text.delete(DocId::new(replaced))?;
                 }
                 let doc = DocId::new(doc);
                 // Idempotent: the version may already be in the index.
-                text.delete(doc);
+                text.delete(doc)?;
                 // A version removed later in the log is no longer in the store.
                 if let Some((record, _)) = store.doc(doc)? {
                     text.add_document(doc, &record.into_document()?)?;
                 }
             }
-            LogEntry::Delete { doc } => text.delete(DocId::new(doc)),
+            LogEntry::Delete { doc } => text.delete(DocId::new(doc))?,
         }
     }
     text.commit(to)?;
@@ -317,9 +317,14 @@ fn load_graphs(engine: &Weak<Inner>) {
                 return;
             }
             read_checkpoint(&inner.store, kind).map(|found| {
-                found.map(|(manifest, files)| {
-                    (manifest, files, inner.vectors.params(), inner.dir.clone())
-                })
+                // A reader writes nothing in the index: hnsw_rs's scratch copy goes to
+                // the system's temporary directory.
+                let scratch = if inner.store.is_read_only() {
+                    std::env::temp_dir()
+                } else {
+                    inner.dir.clone()
+                };
+                found.map(|(manifest, files)| (manifest, files, inner.vectors.params(), scratch))
             })
         };
         let loaded = match read {
@@ -376,7 +381,17 @@ fn decode_manifest(bytes: &[u8]) -> Result<Manifest> {
 /// [`load_graphs`]) and the graph maintenance worker, which starts once the loader is
 /// done. Returns the worker.
 pub(super) fn spawn_worker(inner: Arc<Inner>) -> Result<JoinHandle<()>> {
-    let engine = Arc::downgrade(&inner);
+    spawn_loader(&inner)?;
+    std::thread::Builder::new()
+        .name("ruche-graph".to_string())
+        .spawn(move || worker_loop(&inner))
+        .map_err(Error::from)
+}
+
+/// Starts the checkpoint loader (detached, see [`load_graphs`]); alone, it is a
+/// reader's background thread: a reader never builds or stores a graph.
+pub(super) fn spawn_loader(inner: &Arc<Inner>) -> Result<()> {
+    let engine = Arc::downgrade(inner);
     std::thread::Builder::new()
         .name("ruche-graph-load".to_string())
         .spawn(move || {
@@ -398,10 +413,7 @@ pub(super) fn spawn_worker(inner: Arc<Inner>) -> Result<JoinHandle<()>> {
                 "graphs loaded"
             );
         })
-        .map_err(Error::from)?;
-    std::thread::Builder::new()
-        .name("ruche-graph".to_string())
-        .spawn(move || worker_loop(&inner))
+        .map(drop)
         .map_err(Error::from)
 }
 
@@ -558,6 +570,21 @@ pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
     let manifest_bytes = bincode::serialize(&manifest).expect("manifests serialise");
     inner.store.save_checkpoint(kind, &manifest_bytes, &files)?;
     vectors.mark_checkpointed(kind, covered);
+    // Readers get the graph once it holds every committed vector (publishing each
+    // checkpoint of a long build would write the graph again and again).
+    let complete = inner
+        .read_catalog()
+        .vectors_after(kind, covered)
+        .next()
+        .is_none();
+    if complete {
+        let _serial = inner.commit_lock.lock().unwrap_or_else(|p| p.into_inner());
+        inner.publish(super::publish::Publish::Graph {
+            kind,
+            manifest: &manifest_bytes,
+            files: &files,
+        })?;
+    }
     inner
         .counters
         .graph_checkpoints

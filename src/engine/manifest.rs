@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::store::view::ViewList;
 use crate::{Error, ErrorKind, Result};
 
 /// The file name, in the index directory.
@@ -43,12 +44,21 @@ struct OnDisk {
     manifest_format: u32,
     #[serde(flatten)]
     manifest: Manifest,
+    /// The files published for readers (absent in indexes of earlier versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    view: Option<ViewList>,
     crc32: u32,
 }
 
-fn crc(manifest: &Manifest) -> u32 {
-    let body = serde_json::to_vec(manifest).expect("a manifest serialises");
-    crc32fast::hash(&body)
+/// The CRC-32 of the manifest's fields (and of the view's, when there is one: a manifest
+/// without a view has the checksum earlier versions wrote).
+fn crc(manifest: &Manifest, view: Option<&ViewList>) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&serde_json::to_vec(manifest).expect("a manifest serialises"));
+    if let Some(view) = view {
+        hasher.update(&serde_json::to_vec(view).expect("a view list serialises"));
+    }
+    hasher.finalize()
 }
 
 pub(crate) fn path(dir: &Path) -> PathBuf {
@@ -58,6 +68,11 @@ pub(crate) fn path(dir: &Path) -> PathBuf {
 /// Reads the manifest of the index in `dir`; `None` when there is none (an index made
 /// before manifests existed, or a crash before the first was written).
 pub(crate) fn read(dir: &Path) -> Result<Option<Manifest>> {
+    Ok(read_with_view(dir)?.map(|(manifest, _)| manifest))
+}
+
+/// Reads the manifest of the index in `dir` with the published files it lists.
+pub(crate) fn read_with_view(dir: &Path) -> Result<Option<(Manifest, Option<ViewList>)>> {
     let path = path(dir);
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
@@ -73,20 +88,21 @@ pub(crate) fn read(dir: &Path) -> Result<Option<Manifest>> {
             expected: MANIFEST_FORMAT,
         }));
     }
-    if crc(&on_disk.manifest) != on_disk.crc32 {
+    if crc(&on_disk.manifest, on_disk.view.as_ref()) != on_disk.crc32 {
         return Err(damaged("checksum mismatch".to_string()));
     }
-    Ok(Some(on_disk.manifest))
+    Ok(Some((on_disk.manifest, on_disk.view)))
 }
 
 /// Replaces the manifest of the index in `dir` atomically.
-pub(crate) fn write(dir: &Path, manifest: &Manifest) -> Result<()> {
+pub(crate) fn write(dir: &Path, manifest: &Manifest, view: Option<&ViewList>) -> Result<()> {
     let path = path(dir);
     let staging = dir.join(format!("{MANIFEST_FILE}.tmp"));
     let on_disk = OnDisk {
         manifest_format: MANIFEST_FORMAT,
         manifest: *manifest,
-        crc32: crc(manifest),
+        view: view.cloned(),
+        crc32: crc(manifest, view),
     };
     let mut bytes = serde_json::to_vec(&on_disk).expect("a manifest serialises");
     bytes.push(b'\n');
@@ -157,8 +173,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(read(dir.path()).unwrap(), None);
         let m = manifest(7, 2, 0xdead_beef);
-        write(dir.path(), &m).unwrap();
+        write(dir.path(), &m, None).unwrap();
         assert_eq!(read(dir.path()).unwrap(), Some(m));
+        let view = ViewList {
+            seq: 7,
+            next_file: 3,
+            ..ViewList::default()
+        };
+        write(dir.path(), &m, Some(&view)).unwrap();
+        assert_eq!(read_with_view(dir.path()).unwrap(), Some((m, Some(view))));
+        write(dir.path(), &m, None).unwrap();
         let text = std::fs::read_to_string(path(dir.path())).unwrap();
         std::fs::write(path(dir.path()), text.replace("\"seq\":7", "\"seq\":8")).unwrap();
         let err = read(dir.path()).unwrap_err();

@@ -11,6 +11,7 @@ mod compact;
 mod feedback;
 mod maintain;
 mod manifest;
+mod publish;
 mod reembed;
 mod search;
 mod write;
@@ -33,6 +34,7 @@ use crate::config::Config;
 use crate::doc::Document;
 use crate::embed::{Embedder, EmbedderSpec};
 use crate::store::Store;
+use crate::store::view::{self, ViewList};
 use crate::text::TextIndex;
 use crate::vector::VectorIndex;
 use crate::{Error, ErrorKind, Kind, Result};
@@ -81,6 +83,8 @@ pub(crate) use crate::rank::MAX_COUNT;
 pub struct Engine {
     inner: Arc<Inner>,
     worker: Option<JoinHandle<()>>,
+    /// Reads the published files after a writer's open ([`publish::spawn_verifier`]).
+    verifier: Option<JoinHandle<()>>,
 }
 
 pub(crate) struct Inner {
@@ -106,7 +110,10 @@ pub(crate) struct Inner {
     /// The feedback windows, by tenant: one tenant's feedback never weighs another's
     /// searches.
     pub(crate) feedback: Mutex<std::collections::HashMap<String, crate::feedback::FeedbackWindow>>,
-    _lock_file: File,
+    /// The files published for readers (a writer's, to extend; a reader's, as read).
+    pub(crate) view: Mutex<Option<ViewList>>,
+    /// The index's lock (a writer's; a reader takes none).
+    _lock_file: Option<File>,
     _temp_dir: Option<tempfile::TempDir>,
 }
 
@@ -316,75 +323,19 @@ impl Engine {
                 store.set_embedder(&spec.to_string())?;
             }
         }
-        let meta = store.meta();
-        // Nothing said, nothing recorded, nothing written yet: the bundled model, until
-        // the first write shows whether the documents bring their own vectors.
-        let undecided = !explicit
-            && meta.embedder.is_none()
-            && meta.dimensions.is_none()
-            && meta.last_seq == 0
-            && cfg!(feature = "bundled-model");
-        // The embedder to load, if any, loads on a thread of its own while the catalog
-        // is read (the bundled model takes about 20 ms: a one-shot search waits for
-        // both, not for their sum).
-        let to_load = if undecided {
-            Some((EmbedderSpec::Default, None))
-        } else if embedder.is_none()
-            && !create
-            && let Some(recorded) = &meta.embedder
-        {
-            Some((recorded.parse::<EmbedderSpec>()?, Some(recorded.clone())))
-        } else {
-            None
-        };
-        let phase = std::time::Instant::now();
-        let (loaded_embedder, loaded) = std::thread::scope(|scope| {
-            let loading = to_load.map(|(spec, recorded)| {
-                scope.spawn(move || {
-                    spec.load().map_err(|err| match recorded {
-                        Some(recorded) => Error::new(ErrorKind::Embedder {
-                            message: format!(
-                                "the index's embedder `{recorded}` cannot be loaded ({err})"
-                            ),
-                        }),
-                        None => err,
-                    })
-                })
-            });
-            let loaded = maintain::load_catalog(&store, false);
-            let loaded_embedder = loading.map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            });
-            (loaded_embedder, loaded)
-        });
-        if let Some(loaded_embedder) = loaded_embedder {
-            embedder = loaded_embedder?;
-        }
-        if let Some(embedder) = &embedder {
-            check_embedder(embedder.as_ref(), meta.dimensions, meta.model_id.as_deref())?;
-        }
-        let maintain::Loaded {
-            catalog, derived, ..
-        } = loaded?;
-        tracing::debug!(
-            elapsed_ms = phase.elapsed().as_millis() as u64,
-            docs = catalog.len(),
-            "catalog loaded"
-        );
+        let Opened {
+            embedder,
+            undecided,
+            catalog,
+            derived,
+        } = load_with_embedder(&store, embedder, explicit, create)?;
 
         // The store must hold at least what the manifest says was committed: sled drops
         // what it cannot read, so a damaged store can open with less and no error.
         let found = manifest_of(&store, &catalog);
-        match manifest::read(dir)? {
-            Some(recorded) => {
-                manifest::verify(&recorded, &found)?;
-                if recorded != found {
-                    manifest::write(dir, &found)?;
-                }
-            }
-            None => manifest::write(dir, &found)?,
+        let recorded = manifest::read_with_view(dir)?;
+        if let Some((recorded, _)) = &recorded {
+            manifest::verify(recorded, &found)?;
         }
         // After the check above: a damaged store is not written to.
         if !derived.is_empty() {
@@ -394,16 +345,39 @@ impl Engine {
         }
         // Indexes made before query ids were signed get their key.
         let id_key = store.id_key()?;
-        let feedback: std::collections::HashMap<String, crate::feedback::FeedbackWindow> = store
-            .feedback_windows()?
-            .into_iter()
-            .map(|(tenant, entries)| {
-                (
-                    tenant,
-                    crate::feedback::FeedbackWindow::from_entries(entries),
-                )
-            })
-            .collect();
+        // What readers open: kept when it is this state's, whole and intact; published
+        // again otherwise (an index of an earlier version, a crash between a commit and
+        // its publish, a damaged or missing file).
+        let phase = std::time::Instant::now();
+        let recorded_view = recorded.as_ref().and_then(|(_, view)| view.clone());
+        let view = match recorded_view {
+            Some(view)
+                if view.seq == found.seq
+                    && view.base.is_some()
+                    && entity_lists_kept(&derived)
+                    && publish::present(dir, &view) =>
+            {
+                view
+            }
+            stale => {
+                let mut list = ViewList {
+                    next_file: view::next_free_number(dir)
+                        .max(stale.map_or(0, |list| list.next_file)),
+                    ..ViewList::default()
+                };
+                publish::publish_base(dir, &store, &mut list)?;
+                list
+            }
+        };
+        if recorded.as_ref() != Some(&(found, Some(view.clone()))) {
+            manifest::write(dir, &found, Some(&view))?;
+        }
+        view::remove_unlisted(dir, &view);
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            "published view checked"
+        );
+        let feedback = feedback_windows(&store)?;
         let counters = Counters::default();
         let phase = std::time::Instant::now();
         let text = maintain::open_text(
@@ -439,14 +413,113 @@ impl Engine {
             worker: WorkerSignal::starting(),
             id_key,
             feedback: Mutex::new(feedback),
-            _lock_file: lock_file,
+            view: Mutex::new(Some(view)),
+            _lock_file: Some(lock_file),
             _temp_dir: temp_dir,
         });
         let worker = maintain::spawn_worker(Arc::clone(&inner))?;
+        let verifier = publish::spawn_verifier(&inner)?;
         Ok(Engine {
             inner,
             worker: Some(worker),
+            verifier,
         })
+    }
+
+    /// Opens `dir` to read what its writer published ([`EngineBuilder::open_read_only`]).
+    fn open_reader(builder: EngineBuilder, dir: &Path) -> Result<Engine> {
+        builder.config.validate()?;
+        let phase = std::time::Instant::now();
+        let patterns_in_text = builder.config.fusion.patterns_in_text;
+        let (store, text) = read_published(dir, patterns_in_text)?;
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            "published view read"
+        );
+        let explicit = builder.embedder.is_some()
+            || builder.embedder_spec.is_some()
+            || builder.dimensions.is_some();
+        let mut embedder = builder.embedder.clone();
+        if embedder.is_none()
+            && let Some(spec) = builder.embedder_spec.as_ref().map(EmbedderSpec::absolute)
+        {
+            embedder = spec.load()?;
+        }
+        let phase = std::time::Instant::now();
+        let Opened {
+            embedder,
+            mut catalog,
+            ..
+        } = load_with_embedder(&store, embedder, explicit, false)?;
+        maintain::fill_tokens(&text, &mut catalog)?;
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            docs = catalog.len(),
+            "catalog loaded"
+        );
+        let meta = store.meta();
+        let id_key = meta
+            .id_key
+            .ok_or_else(|| Error::corrupt("the published view has no query id key"))?;
+        let feedback = feedback_windows(&store)?;
+        let list = store.published_list();
+        let inner = Arc::new(Inner {
+            dir: dir.to_path_buf(),
+            vectors: VectorIndex::new(builder.config.vector.params()),
+            config: builder.config,
+            store,
+            text,
+            catalog: RwLock::new(catalog),
+            embedder: RwLock::new(embedder),
+            undecided: Mutex::new(false),
+            pending: Mutex::new(Pending::default()),
+            commit_lock: Mutex::new(()),
+            counters: Counters::default(),
+            worker: WorkerSignal::starting(),
+            id_key,
+            feedback: Mutex::new(feedback),
+            view: Mutex::new(list),
+            _lock_file: None,
+            _temp_dir: None,
+        });
+        maintain::spawn_loader(&inner)?;
+        Ok(Engine {
+            inner,
+            worker: None,
+            verifier: None,
+        })
+    }
+
+    /// Whether this engine was opened read-only ([`EngineBuilder::open_read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        self.inner.store.is_read_only()
+    }
+
+    /// Moves a reader to the last state its writer published; returns whether there
+    /// was a newer one. A writer always sees its own commits: `Ok(false)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`EngineBuilder::open_read_only`]; on error the engine keeps the state it had.
+    pub fn refresh(&mut self) -> Result<bool> {
+        if !self.is_read_only() {
+            return Ok(false);
+        }
+        let current = self
+            .inner
+            .view
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let latest = manifest::read_with_view(&self.inner.dir)?.and_then(|(_, view)| view);
+        if latest.is_none() || latest == current {
+            return Ok(false);
+        }
+        let builder = EngineBuilder::default()
+            .config(self.inner.config.clone())
+            .embedder_or_none(self.inner.embedder());
+        *self = Engine::open_reader(builder, &self.inner.dir.clone())?;
+        Ok(true)
     }
 
     /// The index directory.
@@ -590,6 +663,11 @@ impl Engine {
     ///
     /// Storage errors while writing the checkpoint.
     pub fn sync_graph(&self) -> Result<()> {
+        if self.is_read_only() {
+            // A reader uses the graphs its writer published; it builds none.
+            self.inner.worker.wait_loaded();
+            return Ok(());
+        }
         self.inner.wait_for_worker();
         maintain::checkpoint_all(&self.inner, true)
     }
@@ -600,6 +678,13 @@ impl Engine {
     ///
     /// Storage errors; the index stays consistent (what was committed is kept).
     pub fn close(mut self) -> Result<()> {
+        if self.is_read_only() {
+            return Ok(());
+        }
+        if let Some(verifier) = self.verifier.take() {
+            // It has published again whatever was damaged when it returns.
+            let _ = verifier.join();
+        }
         self.inner.wait_for_worker();
         self.stop_worker();
         maintain::checkpoint_all(&self.inner, true)?;
@@ -769,7 +854,7 @@ impl Inner {
 /// Takes the index directory's lock, or fails with `Locked`.
 impl Engine {
     /// Deletes the index in `dir`: the files and directories the engine owns there
-    /// (`store/`, `text/`, `MANIFEST`, `LOCK`, `.graph-load-*` scratch directories). Anything else in `dir`, and `dir` itself,
+    /// (`store/`, `text/`, `view/`, `MANIFEST`, `LOCK`, `.graph-load-*` scratch directories). Anything else in `dir`, and `dir` itself,
     /// are kept.
     ///
     /// # Errors
@@ -785,7 +870,7 @@ impl Engine {
         }
         let lock_file = lock(dir, std::time::Duration::ZERO)?;
         maintain::remove_scratch(dir);
-        for owned in [STORE_DIR, TEXT_DIR] {
+        for owned in [STORE_DIR, TEXT_DIR, view::VIEW_DIR] {
             let path = dir.join(owned);
             match std::fs::remove_dir_all(&path) {
                 Ok(()) => {}
@@ -809,6 +894,179 @@ impl Engine {
 }
 
 /// What the store and the catalog hold now, as the manifest records it.
+/// The feedback windows the store keeps, by window key.
+fn feedback_windows(
+    store: &Store,
+) -> Result<std::collections::HashMap<String, crate::feedback::FeedbackWindow>> {
+    Ok(store
+        .feedback_windows()?
+        .into_iter()
+        .map(|(tenant, entries)| {
+            (
+                tenant,
+                crate::feedback::FeedbackWindow::from_entries(entries),
+            )
+        })
+        .collect())
+}
+
+/// What an open read from the store, and the embedder it loaded meanwhile.
+struct Opened {
+    embedder: Option<Arc<dyn Embedder>>,
+    /// Whether the index is still undecided about its embedder (see `Inner::undecided`).
+    undecided: bool,
+    catalog: Catalog,
+    /// The entity lists derived because the store did not keep them.
+    derived: Vec<(crate::id::DocId, Vec<String>)>,
+}
+
+/// Loads the catalog from `store`, with the embedder the index records (unless one was
+/// given) loading on a thread of its own meanwhile.
+fn load_with_embedder(
+    store: &Store,
+    mut embedder: Option<Arc<dyn Embedder>>,
+    explicit: bool,
+    create: bool,
+) -> Result<Opened> {
+    let meta = store.meta();
+    // Nothing said, nothing recorded, nothing written yet: the bundled model, until
+    // the first write shows whether the documents bring their own vectors.
+    let undecided = !explicit
+        && meta.embedder.is_none()
+        && meta.dimensions.is_none()
+        && meta.last_seq == 0
+        && cfg!(feature = "bundled-model");
+    // The embedder to load, if any, loads on a thread of its own while the catalog
+    // is read (the bundled model takes about 20 ms: a one-shot search waits for
+    // both, not for their sum).
+    let to_load = if undecided {
+        Some((EmbedderSpec::Default, None))
+    } else if embedder.is_none()
+        && !create
+        && let Some(recorded) = &meta.embedder
+    {
+        Some((recorded.parse::<EmbedderSpec>()?, Some(recorded.clone())))
+    } else {
+        None
+    };
+    let phase = std::time::Instant::now();
+    let (loaded_embedder, loaded) = std::thread::scope(|scope| {
+        let loading = to_load.map(|(spec, recorded)| {
+            scope.spawn(move || {
+                spec.load().map_err(|err| match recorded {
+                    Some(recorded) => Error::new(ErrorKind::Embedder {
+                        message: format!(
+                            "the index's embedder `{recorded}` cannot be loaded ({err})"
+                        ),
+                    }),
+                    None => err,
+                })
+            })
+        });
+        let loaded = maintain::load_catalog(store, false);
+        let loaded_embedder = loading.map(|handle| {
+            handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        (loaded_embedder, loaded)
+    });
+    if let Some(loaded_embedder) = loaded_embedder {
+        embedder = loaded_embedder?;
+    }
+    if let Some(embedder) = &embedder {
+        check_embedder(embedder.as_ref(), meta.dimensions, meta.model_id.as_deref())?;
+    }
+    let maintain::Loaded {
+        catalog, derived, ..
+    } = loaded?;
+    tracing::debug!(
+        elapsed_ms = phase.elapsed().as_millis() as u64,
+        docs = catalog.len(),
+        "catalog loaded"
+    );
+
+    Ok(Opened {
+        embedder,
+        undecided,
+        catalog,
+        derived,
+    })
+}
+
+/// Whether the store keeps every entity list (a base published while some were derived
+/// would not match the store's: publish again once they are stored).
+fn entity_lists_kept(derived: &[(crate::id::DocId, Vec<String>)]) -> bool {
+    derived.is_empty()
+}
+
+/// Reads the manifest, the published files it lists and the text index, until they
+/// are of one commit: a writer may publish meanwhile (a file listed is then gone: read
+/// again), and commits its text index just before it publishes (the text index is then
+/// one commit ahead for a moment: wait for the manifest, at most half a second, then take
+/// the text index as it is; its extra versions are not in the catalog, so they are
+/// never returned).
+fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextIndex)> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    loop {
+        let late = std::time::Instant::now() >= deadline;
+        let Some((manifest, list)) = manifest::read_with_view(dir)? else {
+            return Err(if dir.join(STORE_DIR).exists() {
+                Error::new(ErrorKind::NotPublished {
+                    path: dir.to_path_buf(),
+                })
+            } else {
+                Error::new(ErrorKind::IndexNotFound {
+                    path: dir.to_path_buf(),
+                })
+            });
+        };
+        let Some(list) = list.filter(|list| list.seq == manifest.seq && list.base.is_some()) else {
+            return Err(Error::new(ErrorKind::NotPublished {
+                path: dir.to_path_buf(),
+            }));
+        };
+        let Some(published) = view::Published::load(dir, &list)? else {
+            if late {
+                return Err(Error::corrupt(format!(
+                    "{}: the published files changed faster than they could be read",
+                    dir.join(view::VIEW_DIR).display()
+                )));
+            }
+            continue;
+        };
+        let (text, seq) = match TextIndex::open_reader(&dir.join(TEXT_DIR), patterns_in_text) {
+            Ok(opened) => opened,
+            Err(err) => {
+                // A writer that commits removes the text files it no longer needs, and
+                // one that opens may rebuild the text index: if the manifest moves on
+                // meanwhile, read again; if not, the text index is damaged.
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                let moved = manifest::read_with_view(dir)
+                    .ok()
+                    .flatten()
+                    .is_none_or(|(now, view)| (now, view) != (manifest, Some(list.clone())));
+                if moved && !late {
+                    continue;
+                }
+                return Err(err);
+            }
+        };
+        if seq != list.seq && !late {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            continue;
+        }
+        if seq != list.seq {
+            tracing::warn!(
+                text = seq,
+                published = list.seq,
+                "the text index and the published files are of different commits"
+            );
+        }
+        return Ok((Store::published(published), text));
+    }
+}
+
 fn manifest_of(store: &Store, catalog: &crate::catalog::Catalog) -> manifest::Manifest {
     manifest::Manifest {
         store_format: crate::store::FORMAT_VERSION,
@@ -820,10 +1078,18 @@ fn manifest_of(store: &Store, catalog: &crate::catalog::Catalog) -> manifest::Ma
 }
 
 impl Inner {
-    /// Records the committed state in the manifest.
-    pub(crate) fn write_manifest(&self) -> Result<()> {
+    /// `Err(ReadOnly)` for a reader.
+    pub(crate) fn writable(&self) -> Result<()> {
+        if self.store.is_read_only() {
+            return Err(Error::new(ErrorKind::ReadOnly));
+        }
+        Ok(())
+    }
+
+    /// Records the committed state in the manifest, with the published files `view`.
+    pub(crate) fn write_manifest_with(&self, view: Option<&ViewList>) -> Result<()> {
         let found = manifest_of(&self.store, &self.read_catalog());
-        manifest::write(&self.dir, &found)
+        manifest::write(&self.dir, &found, view)
     }
 }
 

@@ -67,6 +67,7 @@ impl Engine {
     ///
     /// As [`Engine::upsert_rules`].
     pub fn upsert(&self, docs: Vec<Document>) -> Result<()> {
+        self.inner.writable()?;
         let mut seen = HashSet::with_capacity(docs.len());
         for doc in &docs {
             doc.validate()?;
@@ -152,6 +153,7 @@ impl Engine {
     /// change is kept and the index catches up when the engine is next opened.
     pub fn commit(&self) -> Result<usize> {
         let inner = &self.inner;
+        inner.writable()?;
         let _serial = inner.commit_lock.lock().unwrap_or_else(|p| p.into_inner());
         let (ops, dimensions) = {
             let mut pending = inner.lock_pending();
@@ -185,7 +187,7 @@ impl Engine {
         let text_result = (|| {
             for change in &applied {
                 if let Some(removed) = change.removed {
-                    inner.text.delete(removed);
+                    inner.text.delete(removed)?;
                 }
                 if let Some((doc, record, _)) = &change.written {
                     let counts = inner.text.add_document(*doc, &record.to_document(None)?)?;
@@ -222,7 +224,7 @@ impl Engine {
         );
         text_result?;
         catalog_result?;
-        inner.write_manifest()?;
+        inner.publish(super::publish::Publish::Changes(&applied))?;
         let phase = std::time::Instant::now();
         inner.store.truncate_log(last_seq)?;
         tracing::debug!(

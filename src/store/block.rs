@@ -43,6 +43,11 @@ impl BlockEntry {
         }
     }
 
+    /// The bytes of the entry in the block encoding.
+    pub(crate) fn encoded_len(&self) -> usize {
+        16 + self.record.len() + self.vectors.len()
+    }
+
     pub(crate) fn record(&self) -> Result<DocRecord> {
         record::decode(&self.record, "document")
     }
@@ -57,10 +62,19 @@ impl BlockEntry {
 
 /// Decodes a block's entries, in `DocId` order.
 pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<BlockEntry>> {
-    let corrupt = || Error::corrupt("document block");
+    decode_at_most(bytes, 1 << BLOCK_BITS, "document block")
+}
+
+/// Decodes a list of entries in the block encoding, of any length (a published part).
+pub(crate) fn decode_list(bytes: &[u8], what: &str) -> Result<Vec<BlockEntry>> {
+    decode_at_most(bytes, bytes.len() / 16, what)
+}
+
+fn decode_at_most(bytes: &[u8], max: usize, what: &str) -> Result<Vec<BlockEntry>> {
+    let corrupt = || Error::corrupt(what);
     let mut reader = Reader { bytes, at: 0 };
     let n_entries = reader.u32().ok_or_else(corrupt)? as usize;
-    if n_entries > 1 << BLOCK_BITS {
+    if n_entries > max {
         return Err(corrupt());
     }
     let mut entries = Vec::with_capacity(n_entries);
@@ -83,13 +97,15 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<BlockEntry>> {
 }
 
 /// Encodes entries (sorted by `DocId`) as a block.
-pub(crate) fn encode(entries: &[BlockEntry]) -> Vec<u8> {
-    let size: usize = entries
-        .iter()
-        .map(|e| 16 + e.record.len() + e.vectors.len())
-        .sum();
+pub(crate) fn encode<'a>(entries: impl IntoIterator<Item = &'a BlockEntry> + Clone) -> Vec<u8> {
+    let (count, size) = entries
+        .clone()
+        .into_iter()
+        .fold((0u32, 0usize), |(n, size), e| {
+            (n + 1, size + 16 + e.record.len() + e.vectors.len())
+        });
     let mut out = Vec::with_capacity(4 + size);
-    out.extend_from_slice(&(entries.len() as u32).to_be_bytes());
+    out.extend_from_slice(&count.to_be_bytes());
     for entry in entries {
         out.extend_from_slice(&entry.doc.as_u64().to_be_bytes());
         out.extend_from_slice(&(entry.record.len() as u32).to_be_bytes());

@@ -7,7 +7,7 @@ use crate::{Error, ErrorKind, Result};
 pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// The index-wide values of the `m` keyspace.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Meta {
     /// The next `DocId` to assign.
     pub(crate) next_doc: u64,

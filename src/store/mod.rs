@@ -10,6 +10,7 @@ mod entities;
 mod keys;
 mod meta;
 mod record;
+pub(crate) mod view;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,7 +18,7 @@ use std::path::Path;
 use crate::id::DocId;
 use crate::{Error, ErrorKind, Kind, Result};
 
-use self::block::BlockEntry;
+pub(crate) use self::block::BlockEntry;
 pub(crate) use self::meta::{FORMAT_VERSION, Meta};
 pub(crate) use self::record::{DocRecord, LogEntry, StoredVectors};
 
@@ -38,8 +39,16 @@ const HORIZON: &[u8] = b"horizon";
 /// The key of the feedback tree under which the marks are counted.
 const MARKS: &[u8] = b"marks";
 
-/// The sled database of one index.
+/// The store of one index: its sled database (a writer), or the files the writer
+/// published ([`view`]; a reader, which writes nothing).
 pub(crate) struct Store {
+    sled: Option<Sled>,
+    view: Option<view::Published>,
+    meta: std::sync::Mutex<Meta>,
+}
+
+/// The sled database of one index.
+struct Sled {
     db: sled::Db,
     main: sled::Tree,
     /// Embeddings by model and text hash (`model id` + 0 + xxh3-128 of the text, BE).
@@ -51,7 +60,6 @@ pub(crate) struct Store {
     feedback: sled::Tree,
     /// One checkpoint tree per kind (`graph_rule`, `graph_chunk`).
     graphs: [sled::Tree; Kind::COUNT],
-    meta: std::sync::Mutex<Meta>,
 }
 
 impl Store {
@@ -101,14 +109,42 @@ impl Store {
             Meta::read(&main)?
         };
         Ok(Store {
-            db,
-            main,
-            embed_cache,
-            queries,
-            feedback,
-            graphs,
+            sled: Some(Sled {
+                db,
+                main,
+                embed_cache,
+                queries,
+                feedback,
+                graphs,
+            }),
+            view: None,
             meta: std::sync::Mutex::new(meta),
         })
+    }
+
+    /// A store that reads what a writer published, and refuses every write.
+    pub(crate) fn published(view: view::Published) -> Store {
+        Store {
+            meta: std::sync::Mutex::new(view.meta.clone()),
+            sled: None,
+            view: Some(view),
+        }
+    }
+
+    /// The list of published files a reader's store reads.
+    pub(crate) fn published_list(&self) -> Option<view::ViewList> {
+        self.view.as_ref().map(|view| view.list.clone())
+    }
+
+    /// Whether this store only reads published files.
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.sled.is_none()
+    }
+
+    fn sled(&self) -> Result<&Sled> {
+        self.sled
+            .as_ref()
+            .ok_or_else(|| Error::new(ErrorKind::ReadOnly))
     }
 
     pub(crate) fn meta(&self) -> Meta {
@@ -165,15 +201,22 @@ impl Store {
         change(&mut meta);
         let mut batch = sled::Batch::default();
         meta.write(&mut batch);
-        self.main.apply_batch(batch).map_err(sled_err)?;
-        self.db.flush().map_err(sled_err)?;
+        self.sled()?.main.apply_batch(batch).map_err(sled_err)?;
+        self.sled()?.db.flush().map_err(sled_err)?;
         *guard = meta;
         Ok(())
     }
 
     /// A stored document and its vectors.
     pub(crate) fn doc(&self, doc: DocId) -> Result<Option<(DocRecord, Option<StoredVectors>)>> {
+        if let Some(view) = &self.view {
+            return match view.docs.get(&doc) {
+                Some(entry) => Ok(Some((entry.record()?, entry.vectors()?))),
+                None => Ok(None),
+            };
+        }
         let Some(bytes) = self
+            .sled()?
             .main
             .get(keys::block_key(block::block_of(doc)))
             .map_err(sled_err)?
@@ -190,7 +233,23 @@ impl Store {
     /// Every stored document with its vectors, decoded in parallel, in `DocId` order.
     pub(crate) fn read_all(&self) -> Result<Vec<(DocId, DocRecord, Option<StoredVectors>)>> {
         use rayon::prelude::*;
+        let decode = |entry: &BlockEntry| Ok((entry.doc, entry.record()?, entry.vectors()?));
+        if let Some(view) = &self.view {
+            let entries: Vec<&BlockEntry> = view.docs.values().collect();
+            return entries.into_par_iter().map(decode).collect();
+        }
+        self.raw_entries()?.par_iter().map(decode).collect()
+    }
+
+    /// Every stored document, still encoded, in `DocId` order (what a published base
+    /// holds).
+    pub(crate) fn raw_entries(&self) -> Result<Vec<BlockEntry>> {
+        use rayon::prelude::*;
+        if let Some(view) = &self.view {
+            return Ok(view.docs.values().cloned().collect());
+        }
         let blocks: Vec<sled::IVec> = self
+            .sled()?
             .main
             .scan_prefix([keys::BLOCK])
             .map(|item| item.map(|(_, value)| value).map_err(sled_err))
@@ -199,17 +258,16 @@ impl Store {
             .par_iter()
             .map(|bytes| block::decode(bytes))
             .collect::<Result<_>>()?;
-        entries
-            .into_par_iter()
-            .flatten()
-            .map(|entry| Ok((entry.doc, entry.record()?, entry.vectors()?)))
-            .collect()
+        Ok(entries.into_iter().flatten().collect())
     }
 
     /// The stored entity lists of every document that has them.
     pub(crate) fn entity_lists(&self) -> Result<std::collections::HashMap<DocId, Vec<String>>> {
+        if let Some(view) = &self.view {
+            return Ok(view.entities.clone());
+        }
         let mut lists = std::collections::HashMap::new();
-        for item in self.main.scan_prefix([keys::ENTITIES]) {
+        for item in self.sled()?.main.scan_prefix([keys::ENTITIES]) {
             let (_, bytes) = item.map_err(sled_err)?;
             for (doc, entities) in entities::decode(&bytes)? {
                 lists.insert(DocId::new(doc), entities);
@@ -235,13 +293,14 @@ impl Store {
         for (block_no, block) in blocks {
             batch.insert(&keys::entities_key(block_no), entities::encode(&block));
         }
-        self.main.apply_batch(batch).map_err(sled_err)?;
-        self.db.flush().map_err(sled_err)?;
+        self.sled()?.main.apply_batch(batch).map_err(sled_err)?;
+        self.sled()?.db.flush().map_err(sled_err)?;
         Ok(())
     }
 
     fn entity_block(&self, block_no: u64) -> Result<entities::EntityBlock> {
         match self
+            .sled()?
             .main
             .get(keys::entities_key(block_no))
             .map_err(sled_err)?
@@ -254,12 +313,12 @@ impl Store {
     /// Drops every stored entity list (the next open derives them again).
     pub(crate) fn clear_entity_lists(&self) -> Result<()> {
         let mut batch = sled::Batch::default();
-        for item in self.main.scan_prefix([keys::ENTITIES]) {
+        for item in self.sled()?.main.scan_prefix([keys::ENTITIES]) {
             let (key, _) = item.map_err(sled_err)?;
             batch.remove(key);
         }
-        self.main.apply_batch(batch).map_err(sled_err)?;
-        self.db.flush().map_err(sled_err)?;
+        self.sled()?.main.apply_batch(batch).map_err(sled_err)?;
+        self.sled()?.db.flush().map_err(sled_err)?;
         Ok(())
     }
 
@@ -277,7 +336,7 @@ impl Store {
         let target = Store::open(path, true, 16 << 20)?;
         let mut batch = sled::Batch::default();
         let mut pending = 0;
-        for item in self.main.iter() {
+        for item in self.sled()?.main.iter() {
             let (key, value) = item.map_err(sled_err)?;
             if key.first() == Some(&keys::LOG) {
                 continue;
@@ -286,18 +345,19 @@ impl Store {
             pending += 1;
             if pending == 1_024 {
                 target
+                    .sled()?
                     .main
                     .apply_batch(std::mem::take(&mut batch))
                     .map_err(sled_err)?;
                 pending = 0;
             }
         }
-        target.main.apply_batch(batch).map_err(sled_err)?;
+        target.sled()?.main.apply_batch(batch).map_err(sled_err)?;
         // The feedback windows of the tenants `keep_tenant` keeps (of every kind), the
         // marks' horizon, and the marks (ids and a legs byte: no text), so that feedback
         // given before still counts once.
         let mut batch = sled::Batch::default();
-        for item in self.feedback.iter() {
+        for item in self.sled()?.feedback.iter() {
             let (key, value) = item.map_err(sled_err)?;
             let tenant = match key.as_ref() {
                 b"window" => Some(crate::DEFAULT_TENANT.to_string()),
@@ -310,9 +370,13 @@ impl Store {
                 batch.insert(key, value);
             }
         }
-        target.feedback.apply_batch(batch).map_err(sled_err)?;
+        target
+            .sled()?
+            .feedback
+            .apply_batch(batch)
+            .map_err(sled_err)?;
         self.copy_marks_into(&target)?;
-        target.db.flush().map_err(sled_err)?;
+        target.sled()?.db.flush().map_err(sled_err)?;
         Ok(())
     }
 
@@ -322,7 +386,10 @@ impl Store {
     pub(crate) fn read_salvageable(&self) -> (Vec<crate::Document>, usize) {
         let mut docs = Vec::new();
         let mut unreadable = 0;
-        for item in self.main.scan_prefix([keys::BLOCK]) {
+        let Ok(sled) = self.sled() else {
+            return (docs, unreadable);
+        };
+        for item in sled.main.scan_prefix([keys::BLOCK]) {
             let Ok((_, bytes)) = item else {
                 unreadable += 1;
                 continue;
@@ -349,6 +416,7 @@ impl Store {
     pub(crate) fn log_after(&self, after: u64) -> Result<Vec<(u64, LogEntry)>> {
         let mut entries = Vec::new();
         for item in self
+            .sled()?
             .main
             .range(keys::log_key(after.saturating_add(1))..=keys::log_key(u64::MAX))
         {
@@ -366,11 +434,15 @@ impl Store {
     /// no-ops.
     pub(crate) fn truncate_log(&self, upto: u64) -> Result<()> {
         let mut batch = sled::Batch::default();
-        for item in self.main.range(keys::log_key(0)..=keys::log_key(upto)) {
+        for item in self
+            .sled()?
+            .main
+            .range(keys::log_key(0)..=keys::log_key(upto))
+        {
             let (key, _) = item.map_err(sled_err)?;
             batch.remove(key);
         }
-        self.main.apply_batch(batch).map_err(sled_err)
+        self.sled()?.main.apply_batch(batch).map_err(sled_err)
     }
 
     /// Applies `changes` (in order) as one atomic, durable batch, and records the
@@ -388,7 +460,12 @@ impl Store {
         let mut blocks: BTreeMap<u64, Vec<BlockEntry>> = BTreeMap::new();
         let load = |block_no: u64, blocks: &mut BTreeMap<u64, Vec<BlockEntry>>| -> Result<()> {
             if let std::collections::btree_map::Entry::Vacant(slot) = blocks.entry(block_no) {
-                let entries = match self.main.get(keys::block_key(block_no)).map_err(sled_err)? {
+                let entries = match self
+                    .sled()?
+                    .main
+                    .get(keys::block_key(block_no))
+                    .map_err(sled_err)?
+                {
                     Some(bytes) => block::decode(&bytes)?,
                     None => Vec::new(),
                 };
@@ -470,14 +547,14 @@ impl Store {
         meta.next_doc = next_doc;
         meta.last_seq = last_seq;
         meta.write(&mut batch);
-        self.main.apply_batch(batch).map_err(sled_err)?;
-        self.db.flush().map_err(sled_err)?;
+        self.sled()?.main.apply_batch(batch).map_err(sled_err)?;
+        self.sled()?.db.flush().map_err(sled_err)?;
         *guard = meta;
         Ok(())
     }
 
-    fn graph_tree(&self, kind: Kind) -> &sled::Tree {
-        &self.graphs[kind.index()]
+    fn graph_tree(&self, kind: Kind) -> Result<&sled::Tree> {
+        Ok(&self.sled()?.graphs[kind.index()])
     }
 
     /// Replaces the graph checkpoint of `kind` with `manifest` and its `files`,
@@ -489,7 +566,7 @@ impl Store {
         files: &[Vec<u8>],
     ) -> Result<()> {
         const PART_BYTES: usize = 1 << 20;
-        let tree = self.graph_tree(kind);
+        let tree = self.graph_tree(kind)?;
         let mut batch = sled::Batch::default();
         for item in tree.iter() {
             let (key, _) = item.map_err(sled_err)?;
@@ -502,28 +579,31 @@ impl Store {
         }
         batch.insert(b"manifest".as_slice(), manifest);
         tree.apply_batch(batch).map_err(sled_err)?;
-        self.db.flush().map_err(sled_err)?;
+        self.sled()?.db.flush().map_err(sled_err)?;
         Ok(())
     }
 
     /// Removes the graph checkpoint of `kind` (the graph is then rebuilt from the
     /// documents), durably.
     pub(crate) fn clear_checkpoint(&self, kind: Kind) -> Result<()> {
-        let tree = self.graph_tree(kind);
+        let tree = self.graph_tree(kind)?;
         let mut batch = sled::Batch::default();
         for item in tree.iter() {
             let (key, _) = item.map_err(sled_err)?;
             batch.remove(key);
         }
         tree.apply_batch(batch).map_err(sled_err)?;
-        self.db.flush().map_err(sled_err)?;
+        self.sled()?.db.flush().map_err(sled_err)?;
         Ok(())
     }
 
     /// The manifest of the graph checkpoint of `kind`, if there is one.
     pub(crate) fn checkpoint_manifest(&self, kind: Kind) -> Result<Option<Vec<u8>>> {
+        if let Some(view) = &self.view {
+            return Ok(view.checkpoint(kind)?.map(|(manifest, _)| manifest));
+        }
         Ok(self
-            .graph_tree(kind)
+            .graph_tree(kind)?
             .get(b"manifest")
             .map_err(sled_err)?
             .map(|v| v.to_vec()))
@@ -531,7 +611,15 @@ impl Store {
 
     /// The bytes of the first `n_files` files of the graph checkpoint of `kind`.
     pub(crate) fn checkpoint_files(&self, kind: Kind, n_files: usize) -> Result<Vec<Vec<u8>>> {
-        let tree = self.graph_tree(kind);
+        if let Some(view) = &self.view {
+            let mut files = view
+                .checkpoint(kind)?
+                .map(|(_, files)| files)
+                .unwrap_or_default();
+            files.truncate(n_files);
+            return Ok(files);
+        }
+        let tree = self.graph_tree(kind)?;
         let mut files = Vec::with_capacity(n_files);
         for file_idx in 0..n_files {
             let mut bytes = Vec::new();
@@ -548,7 +636,11 @@ impl Store {
     /// The cached embedding of `text` by `model_id`: `Some(empty)` for a text that
     /// embeds to nothing.
     pub(crate) fn cached_embedding(&self, model_id: &str, text: &str) -> Result<Option<Vec<f32>>> {
+        if self.view.is_some() {
+            return Ok(None);
+        }
         let value = self
+            .sled()?
             .embed_cache
             .get(cache_key(model_id, text))
             .map_err(sled_err)?;
@@ -581,7 +673,10 @@ impl Store {
             };
             batch.insert(cache_key(model_id, text), bytes);
         }
-        self.embed_cache.apply_batch(batch).map_err(sled_err)
+        self.sled()?
+            .embed_cache
+            .apply_batch(batch)
+            .map_err(sled_err)
     }
 
     /// Records a feedback mark (query id to the legs that found its top hit, with the
@@ -590,14 +685,15 @@ impl Store {
     /// tenth, so that a mark costs no scan of the others.
     pub(crate) fn add_mark(&self, query_id: &str, entry: &[u8], keep: usize) -> Result<()> {
         let is_new = self
+            .sled()?
             .queries
             .insert(query_id.as_bytes(), entry)
             .map_err(sled_err)?
             .is_none();
-        let counted = match self.feedback.get(MARKS).map_err(sled_err)? {
+        let counted = match self.sled()?.feedback.get(MARKS).map_err(sled_err)? {
             Some(bytes) => keys::decode_u64(&bytes)? + u64::from(is_new),
             // Not counted yet (an index of an earlier version): count once.
-            None => self.queries.len() as u64,
+            None => self.sled()?.queries.len() as u64,
         };
         let counted = if counted > (keep + keep / 10) as u64 {
             self.prune_query_log(keep)?;
@@ -605,30 +701,35 @@ impl Store {
         } else {
             counted
         };
-        self.feedback
+        self.sled()?
+            .feedback
             .insert(MARKS, &counted.to_be_bytes())
             .map_err(sled_err)?;
-        self.db.flush().map_err(sled_err)?;
+        self.sled()?.db.flush().map_err(sled_err)?;
         Ok(())
     }
 
     /// The mark (or, for an index written by an earlier version, the log entry) of a
     /// query id.
     pub(crate) fn logged_query(&self, query_id: &str) -> Result<Option<Vec<u8>>> {
-        let value = self.queries.get(query_id.as_bytes()).map_err(sled_err)?;
+        let value = self
+            .sled()?
+            .queries
+            .get(query_id.as_bytes())
+            .map_err(sled_err)?;
         Ok(value.map(|v| v.to_vec()))
     }
 
     /// Keeps the `keep` most recent marks (ids sort by time), and remembers the newest
     /// id dropped as the horizon below which feedback is refused.
     fn prune_query_log(&self, keep: usize) -> Result<()> {
-        let len = self.queries.len();
+        let len = self.sled()?.queries.len();
         if len <= keep {
             return Ok(());
         }
         let mut batch = sled::Batch::default();
         let mut newest = None;
-        for item in self.queries.iter().take(len - keep) {
+        for item in self.sled()?.queries.iter().take(len - keep) {
             let (key, _) = item.map_err(sled_err)?;
             newest = Some(key.clone());
             batch.remove(key);
@@ -636,10 +737,13 @@ impl Store {
         // The horizon is durable before any mark goes: a crash in between refuses a few
         // ids too early rather than letting one count twice.
         if let Some(newest) = newest {
-            self.feedback.insert(HORIZON, newest).map_err(sled_err)?;
-            self.db.flush().map_err(sled_err)?;
+            self.sled()?
+                .feedback
+                .insert(HORIZON, newest)
+                .map_err(sled_err)?;
+            self.sled()?.db.flush().map_err(sled_err)?;
         }
-        self.queries.apply_batch(batch).map_err(sled_err)?;
+        self.sled()?.queries.apply_batch(batch).map_err(sled_err)?;
         Ok(())
     }
 
@@ -651,31 +755,41 @@ impl Store {
         // copied ones, which its in-memory meta does not know yet).
         if let Some(key) = self.meta().id_key {
             target
+                .sled()?
                 .main
                 .insert(keys::meta_key(meta::ID_KEY), key.as_slice())
                 .map_err(sled_err)?;
             target.lock_meta().id_key = Some(key);
         }
         let mut batch = sled::Batch::default();
-        for item in self.queries.iter() {
+        for item in self.sled()?.queries.iter() {
             let (key, value) = item.map_err(sled_err)?;
             if value.len() == 1 {
                 batch.insert(key, value);
             }
         }
-        target.queries.apply_batch(batch).map_err(sled_err)?;
+        target
+            .sled()?
+            .queries
+            .apply_batch(batch)
+            .map_err(sled_err)?;
         for key in [HORIZON, MARKS] {
-            if let Some(value) = self.feedback.get(key).map_err(sled_err)? {
-                target.feedback.insert(key, value).map_err(sled_err)?;
+            if let Some(value) = self.sled()?.feedback.get(key).map_err(sled_err)? {
+                target
+                    .sled()?
+                    .feedback
+                    .insert(key, value)
+                    .map_err(sled_err)?;
             }
         }
-        target.db.flush().map_err(sled_err)?;
+        target.sled()?.db.flush().map_err(sled_err)?;
         Ok(())
     }
 
     /// The newest query id whose mark was dropped, if any.
     pub(crate) fn marks_horizon(&self) -> Result<Option<String>> {
-        self.feedback
+        self.sled()?
+            .feedback
             .get(HORIZON)
             .map_err(sled_err)?
             .map(|bytes| {
@@ -691,8 +805,11 @@ impl Store {
     pub(crate) fn feedback_windows(
         &self,
     ) -> Result<std::collections::HashMap<String, Vec<crate::feedback::FeedbackEntry>>> {
+        if let Some(view) = &self.view {
+            return Ok(view.feedback.clone());
+        }
         let mut windows = std::collections::HashMap::new();
-        for item in self.feedback.iter() {
+        for item in self.sled()?.feedback.iter() {
             let (key, bytes) = item.map_err(sled_err)?;
             let tenant = if key.as_ref() == b"window" {
                 crate::DEFAULT_TENANT.to_string()
@@ -718,10 +835,11 @@ impl Store {
         } else {
             [b"w".as_slice(), tenant.as_bytes()].concat()
         };
-        self.feedback
+        self.sled()?
+            .feedback
             .insert(key, record::encode(&entries))
             .map_err(sled_err)?;
-        self.db.flush().map_err(sled_err)?;
+        self.sled()?.db.flush().map_err(sled_err)?;
         Ok(())
     }
 
@@ -729,26 +847,30 @@ impl Store {
     pub(crate) fn clear_feedback(&self) -> Result<()> {
         // The marks' horizon stays: ids older than it still cannot count again.
         let mut batch = sled::Batch::default();
-        for item in self.feedback.iter() {
+        for item in self.sled()?.feedback.iter() {
             let (key, _) = item.map_err(sled_err)?;
             if key.as_ref() != HORIZON && key.as_ref() != MARKS {
                 batch.remove(key);
             }
         }
-        self.feedback.apply_batch(batch).map_err(sled_err)?;
-        self.db.flush().map_err(sled_err)?;
+        self.sled()?.feedback.apply_batch(batch).map_err(sled_err)?;
+        self.sled()?.db.flush().map_err(sled_err)?;
         Ok(())
     }
 
     /// Flushes every tree to disk.
     pub(crate) fn flush(&self) -> Result<()> {
-        self.db.flush().map_err(sled_err)?;
+        self.sled()?.db.flush().map_err(sled_err)?;
         Ok(())
     }
 
     /// Bytes sled uses on disk.
     pub(crate) fn size_on_disk(&self) -> u64 {
-        self.db.size_on_disk().unwrap_or(0)
+        match (&self.sled, &self.view) {
+            (Some(sled), _) => sled.db.size_on_disk().unwrap_or(0),
+            (None, Some(view)) => view.size(),
+            (None, None) => 0,
+        }
     }
 }
 
@@ -836,13 +958,13 @@ mod tests {
             // The same mark again is no new mark.
             store.add_mark(&id(i), &[4], 20).unwrap();
             assert!(
-                store.queries.len() <= 22,
+                store.sled().unwrap().queries.len() <= 22,
                 "{} marks after {i}",
-                store.queries.len()
+                store.sled().unwrap().queries.len()
             );
         }
         // More than 22 marks are pruned to the newest 20: at the 23rd, 26th and 29th.
-        assert_eq!(store.queries.len(), 21);
+        assert_eq!(store.sled().unwrap().queries.len(), 21);
         assert_eq!(store.marks_horizon().unwrap(), Some(id(8)));
         assert!(store.logged_query(&id(9)).unwrap().is_some());
         assert!(store.logged_query(&id(8)).unwrap().is_none());
@@ -850,6 +972,6 @@ mod tests {
         store.clear_feedback().unwrap();
         assert_eq!(store.marks_horizon().unwrap(), Some(id(8)));
         store.add_mark(&id(30), &[4], 20).unwrap();
-        assert_eq!(store.queries.len(), 22);
+        assert_eq!(store.sled().unwrap().queries.len(), 22);
     }
 }

@@ -31,7 +31,8 @@ const WRITER_MEMORY_BYTES: usize = 64 << 20;
 /// The tantivy text index of one engine.
 pub(crate) struct TextIndex {
     index: Index,
-    writer: Mutex<IndexWriter>,
+    /// `None` for a reader, which never writes (and takes no writer lock).
+    writer: Option<Mutex<IndexWriter>>,
     reader: IndexReader,
     fields: Fields,
     words: TextAnalyzer,
@@ -238,11 +239,20 @@ impl TextIndex {
     /// the engine then rebuilds it with [`TextIndex::create`].
     pub(crate) fn open(dir: &Path, patterns_in_text: bool) -> Result<(TextIndex, u64)> {
         guarded("opening", || {
-            TextIndex::open_unguarded(dir, patterns_in_text)
+            TextIndex::open_unguarded(dir, patterns_in_text, true)
         })
     }
 
-    fn open_unguarded(dir: &Path, patterns_in_text: bool) -> Result<(TextIndex, u64)> {
+    /// Opens the index in `dir` to read only: no writer, so no writer lock, and nothing
+    /// written (tantivy takes its meta lock for a moment while it opens the segments,
+    /// so that a writer's commit does not remove them meanwhile).
+    pub(crate) fn open_reader(dir: &Path, patterns_in_text: bool) -> Result<(TextIndex, u64)> {
+        guarded("opening", || {
+            TextIndex::open_unguarded(dir, patterns_in_text, false)
+        })
+    }
+
+    fn open_unguarded(dir: &Path, patterns_in_text: bool, write: bool) -> Result<(TextIndex, u64)> {
         let index = Index::open_in_dir(dir).map_err(tantivy_err)?;
         let (expected, fields) = schema();
         if index.schema() != expected {
@@ -268,7 +278,7 @@ impl TextIndex {
                 payload.analyzer_version
             )));
         }
-        let text = TextIndex::with_index(index, fields, patterns_in_text)?;
+        let text = TextIndex::with_index(index, fields, patterns_in_text, write)?;
         // tantivy trusts its files: a flipped bit in a postings list would change answers
         // silently. Every file's checksum is verified before the index is used.
         let damaged = text.corrupted_files()?;
@@ -290,20 +300,30 @@ impl TextIndex {
         std::fs::create_dir_all(dir)?;
         let (schema, fields) = schema();
         let index = Index::create_in_dir(dir, schema).map_err(tantivy_err)?;
-        let text = TextIndex::with_index(index, fields, patterns_in_text)?;
+        let text = TextIndex::with_index(index, fields, patterns_in_text, true)?;
         text.commit(0)?;
         Ok(text)
     }
 
-    fn with_index(index: Index, fields: Fields, patterns_in_text: bool) -> Result<TextIndex> {
+    fn with_index(
+        index: Index,
+        fields: Fields,
+        patterns_in_text: bool,
+        write: bool,
+    ) -> Result<TextIndex> {
         let words = analyzer::words_analyzer();
         let ident = analyzer::ident_analyzer();
         index.tokenizers().register(analyzer::WORDS, words.clone());
         index.tokenizers().register(analyzer::IDENT, ident.clone());
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
-        let writer = index
-            .writer_with_num_threads(threads, WRITER_MEMORY_BYTES.max(threads * (16 << 20)))
-            .map_err(tantivy_err)?;
+        let writer = if write {
+            let writer = index
+                .writer_with_num_threads(threads, WRITER_MEMORY_BYTES.max(threads * (16 << 20)))
+                .map_err(tantivy_err)?;
+            Some(Mutex::new(writer))
+        } else {
+            None
+        };
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -311,7 +331,7 @@ impl TextIndex {
             .map_err(tantivy_err)?;
         Ok(TextIndex {
             index,
-            writer: Mutex::new(writer),
+            writer,
             reader,
             fields,
             words,
@@ -399,7 +419,7 @@ impl TextIndex {
         );
         entry.add_pre_tokenized_text(self.fields.words, words);
         entry.add_pre_tokenized_text(self.fields.ident, ident);
-        self.lock_writer()
+        self.lock_writer()?
             .add_document(entry)
             .map_err(tantivy_err)?;
         Ok(counts)
@@ -425,14 +445,19 @@ impl TextIndex {
     }
 
     /// Removes a document version.
-    pub(crate) fn delete(&self, doc: DocId) {
-        self.lock_writer()
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::ReadOnly`](crate::ErrorKind::ReadOnly) for a reader.
+    pub(crate) fn delete(&self, doc: DocId) -> Result<()> {
+        self.lock_writer()?
             .delete_term(Term::from_field_u64(self.fields.doc_id, doc.as_u64()));
+        Ok(())
     }
 
     /// Commits every change so far, recording that the index includes `seq`.
     pub(crate) fn commit(&self, seq: u64) -> Result<()> {
-        let mut writer = self.lock_writer();
+        let mut writer = self.lock_writer()?;
         let mut prepared = writer.prepare_commit().map_err(tantivy_err)?;
         let payload = Payload {
             seq,
@@ -454,12 +479,15 @@ impl TextIndex {
         self.reader.searcher().num_docs()
     }
 
-    fn lock_writer(&self) -> std::sync::MutexGuard<'_, IndexWriter> {
+    fn lock_writer(&self) -> Result<std::sync::MutexGuard<'_, IndexWriter>> {
         // A panic while holding the writer leaves it usable: tantivy's own state is
         // consistent between calls, so a poisoned lock is recovered.
-        self.writer
+        Ok(self
+            .writer
+            .as_ref()
+            .ok_or_else(|| crate::Error::new(crate::ErrorKind::ReadOnly))?
             .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+            .unwrap_or_else(|poison| poison.into_inner()))
     }
 
     /// The best `limit` documents for `query` among those `accept` admits, best first.
@@ -881,7 +909,7 @@ mod tests {
             text.commit(commit as u64 + 1).unwrap();
         }
         for doc in (0..next).step_by(9) {
-            text.delete(DocId::new(doc));
+            text.delete(DocId::new(doc)).unwrap();
         }
         text.commit(4).unwrap();
         text.reload().unwrap();

@@ -105,19 +105,27 @@ fn a_writer_killed_at_random_points_loses_no_acknowledged_commit() {
                 _ => break,
             }
         }
+        // A reader in this process, while the writer in the child writes.
+        if round % 4 == 0 {
+            let reader = Engine::builder().open_read_only(&path).unwrap();
+            assert_whole_commits(&reader, &format!("round {round}, reading"), acknowledged);
+        }
         std::thread::sleep(std::time::Duration::from_micros(rand() % 20_000));
         child.kill().unwrap();
         child.wait().unwrap();
 
+        // What the killed writer published: whole commits, every acknowledged one.
+        let reader = Engine::builder().open_read_only(&path).unwrap();
+        let published =
+            assert_whole_commits(&reader, &format!("round {round}, published"), acknowledged);
+        drop(reader);
         let engine = Engine::builder().open(&path).unwrap();
-        let chunks = engine.stats().chunks;
-        assert_eq!(chunks % BATCH, 0, "round {round}: a commit split");
-        if let Some(acknowledged) = acknowledged {
-            assert!(
-                chunks >= acknowledged,
-                "round {round}: {chunks} < {acknowledged}"
-            );
-        }
+        let chunks = assert_whole_commits(&engine, &format!("round {round}"), acknowledged);
+        // The store may hold one commit more (killed before it was published).
+        assert!(
+            chunks == published || chunks == published + BATCH,
+            "round {round}: {chunks} stored, {published} published"
+        );
         // Both legs hold the last document committed, and nothing after it.
         if chunks > 0 {
             let last = chunks - 1;
@@ -181,6 +189,26 @@ fn a_writer_killed_at_random_points_loses_no_acknowledged_commit() {
         drop(engine);
     }
     println!("kill points: {KILLS}");
+}
+
+/// Checks that `engine` holds whole commits of the writer, at least the acknowledged
+/// ones, and that both legs find the last document of the last; returns the count.
+fn assert_whole_commits(engine: &Engine, context: &str, acknowledged: Option<usize>) -> usize {
+    let chunks = engine.stats().chunks;
+    assert_eq!(chunks % BATCH, 0, "{context}: a commit split");
+    if let Some(acknowledged) = acknowledged {
+        assert!(
+            chunks >= acknowledged,
+            "{context}: {chunks} < {acknowledged}"
+        );
+    }
+    if let Some(last) = chunks.checked_sub(1) {
+        let by_text = engine
+            .search(&SearchRequest::chunks(format!("token{last}")).top_k(1))
+            .unwrap();
+        assert_eq!(by_text.hits[0].id, format!("k{last:06}"), "{context}");
+    }
+    chunks
 }
 
 // # Model-based: writes, commits and reopens against a BTreeMap
@@ -414,8 +442,16 @@ fn the_v1_format_opens_and_other_versions_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index");
     copy_dir(&fixture, &path);
+    // Nothing was published for readers by version 1: a writer's open publishes.
+    let err = Engine::builder().open_read_only(&path).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::NotPublished { .. }),
+        "{err:?}"
+    );
     {
         let engine = Engine::builder().open(&path).unwrap();
+        let reader = Engine::builder().open_read_only(&path).unwrap();
+        assert_eq!(reader.stats().chunks, 3);
         let stats = engine.stats();
         assert_eq!((stats.rules, stats.chunks), (2, 3));
         let hits = engine

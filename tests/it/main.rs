@@ -10,5 +10,6 @@ mod graph;
 mod kinds;
 mod persistence;
 mod ranking;
+mod readers;
 mod relevance;
 mod seam;

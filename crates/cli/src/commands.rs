@@ -42,13 +42,47 @@ pub fn builder(config: &Config) -> ruchedb::EngineBuilder {
 
 /// Opens a local index; a Milvus location gets a clear refusal.
 pub fn open(config: &Config, dir: &Path) -> Result<Engine> {
+    refuse_milvus(dir)?;
+    Ok(builder(config).open(dir)?)
+}
+
+fn refuse_milvus(dir: &Path) -> Result<()> {
     if crate::milvus::is_milvus(dir) {
         bail!(
             "{}: this command works on a local index directory; a Milvus index supports index, search, delete and stats --tenant",
             dir.display()
         );
     }
-    Ok(builder(config).open(dir)?)
+    Ok(())
+}
+
+/// Opens a local index to read only: no lock, nothing written, beside a writer in
+/// another process (see [`open_engine_to_read`]).
+pub fn open_to_read(config: &Config, dir: &Path) -> Result<Engine> {
+    refuse_milvus(dir)?;
+    Ok(open_engine_to_read(&builder(config), dir)?)
+}
+
+/// Opens an index to read only. An index nothing was published for yet (written by an
+/// earlier version), or whose published files are damaged, is opened for writing
+/// instead, once: that publishes them.
+pub fn open_engine_to_read(
+    builder: &ruchedb::EngineBuilder,
+    dir: &Path,
+) -> ruchedb::Result<Engine> {
+    match builder.clone().open_read_only(dir) {
+        Ok(engine) => Ok(engine),
+        Err(err)
+            if matches!(
+                err.kind(),
+                ruchedb::ErrorKind::NotPublished { .. } | ruchedb::ErrorKind::Corrupt { .. }
+            ) =>
+        {
+            tracing::info!(error = %err, "opening for writing to publish the index for readers");
+            builder.clone().open(dir)
+        }
+        Err(err) => Err(err),
+    }
 }
 
 /// The documents of `--rules`, `--chunks`, `--scenarios`, `--tools` and `--records`,
@@ -450,7 +484,7 @@ pub(crate) fn apply_policy(
 }
 
 pub fn get(config: &Config, args: &GetArgs) -> Result<ExitCode> {
-    let engine = open(config, &args.dir)?;
+    let engine = open_to_read(config, &args.dir)?;
     let kind: Kind = args.kind.into();
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut missing = Vec::new();
@@ -594,7 +628,7 @@ pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
         let counts: Vec<(Kind, u64)> = if milvus {
             crate::milvus::counts(config, &args.dir, tenant)?
         } else {
-            let engine = open(config, &args.dir)?;
+            let engine = open_to_read(config, &args.dir)?;
             Kind::ALL
                 .into_iter()
                 .map(|kind| (kind, engine.tenant_count(tenant, kind) as u64))
@@ -615,7 +649,7 @@ pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let stats = open(config, &args.dir)?.stats();
+    let stats = open_to_read(config, &args.dir)?.stats();
     if args.json {
         output::write_line(&mut out, &serde_json::to_value(&stats)?)?;
     } else {
@@ -658,7 +692,7 @@ pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
 }
 
 pub fn export(config: &Config, args: &ExportArgs) -> Result<ExitCode> {
-    let engine = open(config, &args.dir)?;
+    let engine = open_to_read(config, &args.dir)?;
     let kinds = match args.kind {
         Some(kind) => vec![kind.into()],
         None => Kind::ALL.to_vec(),

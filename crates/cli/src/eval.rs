@@ -11,7 +11,7 @@ use ruchedb::eval::{self, Qrels};
 use serde_json::json;
 
 use crate::args::EvalArgs;
-use crate::commands::open;
+
 use crate::input::{self, QueryDefaults, QueryLine};
 
 /// Candidates per leg, so that recall@100 measures the engine and not a cut.
@@ -75,7 +75,7 @@ pub fn run(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
     let mut config = config.clone();
     let retrieval = &mut config.pipeline.retrieval;
     retrieval.max_candidates = retrieval.max_candidates.max(RANKED_DEPTH);
-    let engine = open(&config, &args.dir)?;
+    let engine = crate::commands::open_to_read(&config, &args.dir)?;
 
     let (mut ndcg, mut r10, mut r100, mut mrr) = (0.0, 0.0, 0.0, 0.0);
     // The strategies the searches used (a query line's `kind` picks its kind's strategy).

@@ -343,7 +343,14 @@ impl Server {
     /// Runs a call against the index, opened for this call only.
     fn execute(&self, call: Call) -> ruchedb::Result<Value> {
         let _serial = self.serial.lock().unwrap_or_else(|p| p.into_inner());
-        let engine = crate::commands::builder(&self.config).open(self.dir.as_path())?;
+        let builder = crate::commands::builder(&self.config);
+        // Searches and stats read what the writer published: they never wait for a
+        // writer (an import in another process, say).
+        let engine = if matches!(call, Call::Search(..) | Call::Stats(..)) {
+            crate::commands::open_engine_to_read(&builder, self.dir.as_path())?
+        } else {
+            builder.open(self.dir.as_path())?
+        };
         let result = execute_on(&engine, call);
         engine.close()?;
         result

@@ -24,7 +24,7 @@ impl Searcher {
         if is_milvus(dir) {
             return open_milvus(config, dir);
         }
-        Ok(Searcher::Local(crate::commands::open(config, dir)?))
+        Ok(Searcher::Local(crate::commands::open_to_read(config, dir)?))
     }
 
     pub fn search(&self, request: &SearchRequest) -> ruchedb::Result<SearchResponse> {

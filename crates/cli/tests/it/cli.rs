@@ -284,10 +284,30 @@ fn delete_get_and_export() {
 }
 
 #[test]
-fn a_locked_index_is_reported() {
+fn reads_run_beside_a_writer_and_writes_report_its_lock() {
     let (_dir, index) = indexed();
-    let _engine = ruchedb::Engine::builder().open(&index).unwrap();
+    let engine = ruchedb::Engine::builder().open(&index).unwrap();
+    // Commands that only read take no lock: they read what the writer published.
     let output = ruche(&["search", &index, "refund"]);
+    assert_code(&output, 0);
+    assert!(stdout(&output).contains("refund"), "{}", stdout(&output));
+    assert_code(&ruche(&["stats", &index]), 0);
+    assert_code(&ruche(&["export", &index, "--kind", "rules"]), 0);
+    // They see the writer's commits, not what it has not committed.
+    engine
+        .upsert_rules([ruchedb::Rule::new(
+            "late",
+            "the parcel is late",
+            "apologise and track it",
+        )])
+        .unwrap();
+    assert_code(&ruche(&["get", &index, "--kind", "rules", "late"]), 2);
+    engine.commit().unwrap();
+    assert_code(&ruche(&["get", &index, "--kind", "rules", "late"]), 0);
+    let output = ruche(&["search", &index, "my parcel is late", "--json"]);
+    assert!(stdout(&output).contains("\"late\""), "{}", stdout(&output));
+    // A write waits for the writer's lock, or says who holds it.
+    let output = ruche(&["delete", &index, "--kind", "rules", "greet"]);
     assert_code(&output, 2);
     assert!(stderr(&output).contains("locked"), "{}", stderr(&output));
 }

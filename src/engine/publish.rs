@@ -1,0 +1,293 @@
+//! Publishing the committed state for readers ([`crate::store::view`]).
+//!
+//! The writer keeps the list of published files beside the store; every commit, every
+//! feedback given and every complete graph checkpoint adds a file, then the manifest is
+//! replaced (listing it) and the files it no longer lists are removed. A reader that
+//! opened a file before keeps reading it (it holds the whole file); one that read the
+//! manifest but not yet a file finds it gone and reads the manifest again.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Weak};
+
+use super::Inner;
+use crate::Kind;
+use crate::Result;
+use crate::store::view::{self, Part, PartHeader, ViewList};
+use crate::store::{BlockEntry, Change, Store};
+
+/// Parts smaller than this are never worth a new base.
+const MIN_PARTS_BYTES: u64 = 1 << 20;
+
+/// The feedback windows, in a stable order.
+fn feedback(store: &Store) -> Result<Vec<(String, Vec<crate::feedback::FeedbackEntry>)>> {
+    let mut windows: Vec<_> = store.feedback_windows()?.into_iter().collect();
+    windows.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(windows)
+}
+
+fn write_part(dir: &Path, list: &mut ViewList, what: &str, part: &Part) -> Result<view::ViewFile> {
+    let name = list.new_name(what);
+    let [header, entries] = part.encode();
+    view::write_file(dir, &name, &[&header, &entries])
+}
+
+/// Publishes a base of every live document the store holds; the list then names it
+/// alone (and the graphs it named).
+pub(super) fn publish_base(dir: &Path, store: &Store, list: &mut ViewList) -> Result<()> {
+    let phase = std::time::Instant::now();
+    let meta = store.meta();
+    let written = store.raw_entries()?;
+    let mut entities: Vec<(u64, Vec<String>)> = store
+        .entity_lists()?
+        .into_iter()
+        .map(|(doc, list)| (doc.as_u64(), list))
+        .collect();
+    entities.sort_by_key(|(doc, _)| *doc);
+    let part = Part {
+        header: PartHeader {
+            meta: Some(meta.clone()),
+            feedback: feedback(store)?,
+            removed: Vec::new(),
+            entities,
+        },
+        written,
+    };
+    let file = write_part(dir, list, "base", &part)?;
+    tracing::debug!(
+        elapsed_ms = phase.elapsed().as_millis() as u64,
+        docs = part.written.len(),
+        bytes = file.len,
+        "base published"
+    );
+    list.base = Some(file);
+    list.parts.clear();
+    list.seq = meta.last_seq;
+    Ok(())
+}
+
+/// Publishes a commit's changes (none for feedback alone), then merges parts or writes
+/// a new base as they pile up.
+pub(super) fn publish_changes(
+    dir: &Path,
+    store: &Store,
+    list: &mut ViewList,
+    changes: &[Change],
+) -> Result<()> {
+    let meta = store.meta();
+    // In order: a version written and removed by the same commit is in neither list.
+    let mut written: BTreeMap<u64, (BlockEntry, Vec<String>)> = BTreeMap::new();
+    let mut removed = Vec::new();
+    for change in changes {
+        if let Some(doc) = change.removed
+            && written.remove(&doc.as_u64()).is_none()
+        {
+            removed.push(doc.as_u64());
+        }
+        if let Some((doc, record, vectors)) = &change.written {
+            written.insert(
+                doc.as_u64(),
+                (
+                    BlockEntry::new(*doc, record, vectors),
+                    change.entities.clone(),
+                ),
+            );
+        }
+    }
+    let (written, entities): (Vec<BlockEntry>, Vec<(u64, Vec<String>)>) = written
+        .into_iter()
+        .map(|(doc, (entry, entities))| (entry, (doc, entities)))
+        .unzip();
+    // Parts that would outweigh half the base: a new base instead (a first import is
+    // written once, as a base, not as a part and then a base).
+    let size = written.iter().map(BlockEntry::encoded_len).sum::<usize>() + removed.len() * 8;
+    let base_len = list.base.as_ref().map_or(0, |f| f.len);
+    if list.parts_len() + size as u64 > (base_len / 2).max(MIN_PARTS_BYTES) {
+        return publish_base(dir, store, list);
+    }
+    let part = Part {
+        header: PartHeader {
+            meta: Some(meta.clone()),
+            feedback: feedback(store)?,
+            removed,
+            entities,
+        },
+        written,
+    };
+    let file = write_part(dir, list, "part", &part)?;
+    list.parts.push(file);
+    list.seq = meta.last_seq;
+    tidy(dir, store, list)
+}
+
+/// Merges the last two parts while the last is at least half the size of the one
+/// before: the parts' sizes then fall geometrically, so a run of commits leaves a few
+/// files, each byte rewritten a few times (until the parts make a new base).
+fn tidy(dir: &Path, store: &Store, list: &mut ViewList) -> Result<()> {
+    while let [.., before, last] = list.parts.as_slice()
+        && last.len * 2 >= before.len
+    {
+        let (Some(before_part), Some(last_part)) =
+            (view::read_part(dir, before)?, view::read_part(dir, last)?)
+        else {
+            // Our own files, gone: start again from the store.
+            return publish_base(dir, store, list);
+        };
+        let merged = before_part.merge(last_part);
+        let file = write_part(dir, list, "part", &merged)?;
+        let n = list.parts.len();
+        list.parts.truncate(n - 2);
+        list.parts.push(file);
+    }
+    Ok(())
+}
+
+/// Publishes a graph checkpoint (its manifest and files, as the store keeps them).
+pub(super) fn publish_graph(
+    dir: &Path,
+    list: &mut ViewList,
+    kind: Kind,
+    manifest: &[u8],
+    files: &[Vec<u8>],
+) -> Result<()> {
+    let name = list.new_name(&format!("graph-{kind}"));
+    let mut sections: Vec<&[u8]> = Vec::with_capacity(files.len() + 1);
+    sections.push(manifest);
+    sections.extend(files.iter().map(Vec::as_slice));
+    let file = view::write_file(dir, &name, &sections)?;
+    list.set_graph(kind, file);
+    Ok(())
+}
+
+/// Whether every file `list` names is there, of its length (opening checks no more:
+/// reading every file would cost as much as the store; [`spawn_verifier`] reads them
+/// after the open).
+pub(super) fn present(dir: &Path, list: &ViewList) -> bool {
+    list.files().all(|file| {
+        std::fs::metadata(view::path_of(dir, file)).is_ok_and(|meta| meta.len() == file.len)
+    })
+}
+
+/// Reads every published file of a writer just opened, in the background, and
+/// publishes again what is damaged (a reader refuses a damaged file; the next writer
+/// must not leave it so). [`super::Engine::close`] waits for it; a dropped engine stops
+/// it at the next file.
+pub(super) fn spawn_verifier(inner: &Arc<Inner>) -> Result<Option<std::thread::JoinHandle<()>>> {
+    let engine: Weak<Inner> = Arc::downgrade(inner);
+    let (dir, list) = {
+        let view = inner.view.lock().unwrap_or_else(|p| p.into_inner());
+        match view.as_ref() {
+            Some(list) => (inner.dir.clone(), list.clone()),
+            None => return Ok(None),
+        }
+    };
+    std::thread::Builder::new()
+        .name("ruche-view-check".to_string())
+        .spawn(move || {
+            let mut damaged = Vec::new();
+            for file in list.files() {
+                if engine.strong_count() == 0 {
+                    return;
+                }
+                if view::read_file(&dir, file).is_err() {
+                    damaged.push(file.name.clone());
+                }
+            }
+            if damaged.is_empty() {
+                return;
+            }
+            let Some(inner) = engine.upgrade() else {
+                return;
+            };
+            tracing::warn!(files = ?damaged, "damaged published files; publishing them again");
+            let _serial = inner.commit_lock.lock().unwrap_or_else(|p| p.into_inner());
+            if let Err(err) = inner.publish(Publish::Again { damaged: &damaged }) {
+                tracing::warn!(error = %err, "could not publish again");
+            }
+        })
+        .map(Some)
+        .map_err(crate::Error::from)
+}
+
+/// What to publish.
+pub(super) enum Publish<'a> {
+    /// A commit's changes (none: the feedback windows changed).
+    Changes(&'a [Change]),
+    /// A graph checkpoint: its manifest and files, as the store keeps them.
+    Graph {
+        kind: Kind,
+        manifest: &'a [u8],
+        files: &'a [Vec<u8>],
+    },
+    /// The documents again, and the graph checkpoints among `damaged` (file names) from
+    /// the store's.
+    Again { damaged: &'a [String] },
+}
+
+impl Inner {
+    /// Publishes `what`, then records the new list in the manifest and removes the
+    /// files it no longer names. Without a published base (the last publish failed),
+    /// a base is published first. When publishing fails, the manifest is written
+    /// without a view (readers then get [`crate::ErrorKind::NotPublished`] until the
+    /// next commit or open for writing publishes a base) and the error returned.
+    ///
+    /// The caller holds the commit lock, so that the manifest and the files are of one
+    /// commit.
+    pub(super) fn publish(&self, what: Publish<'_>) -> Result<()> {
+        let mut guard = self.view.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list = guard.take().unwrap_or_default();
+        let published = (|| {
+            if list.base.is_none() {
+                // The base holds every committed change.
+                publish_base(&self.dir, &self.store, &mut list)?;
+                if let Publish::Changes(_) | Publish::Again { .. } = what {
+                    return Ok(());
+                }
+            }
+            match what {
+                Publish::Changes(changes) => {
+                    publish_changes(&self.dir, &self.store, &mut list, changes)
+                }
+                Publish::Graph {
+                    kind,
+                    manifest,
+                    files,
+                } => publish_graph(&self.dir, &mut list, kind, manifest, files),
+                Publish::Again { damaged } => {
+                    publish_base(&self.dir, &self.store, &mut list)?;
+                    for kind in Kind::ALL {
+                        if !list.graph(kind).is_some_and(|f| damaged.contains(&f.name)) {
+                            continue;
+                        }
+                        list.graphs[kind.index()] = None;
+                        if let Some(manifest) = self.store.checkpoint_manifest(kind)? {
+                            let n_files =
+                                bincode::deserialize::<crate::vector::Manifest>(&manifest)
+                                    .map_err(|err| {
+                                        crate::Error::corrupt(format!("graph manifest: {err}"))
+                                    })?
+                                    .files
+                                    .len();
+                            let files = self.store.checkpoint_files(kind, n_files)?;
+                            publish_graph(&self.dir, &mut list, kind, &manifest, &files)?;
+                        }
+                    }
+                    Ok(())
+                }
+            }
+        })();
+        match published {
+            Ok(()) => {
+                self.write_manifest_with(Some(&list))?;
+                view::remove_unlisted(&self.dir, &list);
+                *guard = Some(list);
+                Ok(())
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "could not publish for readers");
+                self.write_manifest_with(None)?;
+                Err(err)
+            }
+        }
+    }
+}

@@ -1,0 +1,444 @@
+//! The published view: immutable, checksummed files that readers open instead of sled.
+//!
+//! sled lets one process at a time open a store, so a process that only reads (a search
+//! from the command line while an import runs, a second agent on the same index) cannot
+//! use it. At every commit the writer publishes, beside the store, a *part*: the commit's
+//! changes (each version written, with its vectors as stored and its entity list, and
+//! each version removed) with the index's meta values and feedback windows. A *base*
+//! holds every live document. Graph checkpoints are published as files too. `MANIFEST`
+//! lists the files with their lengths and CRC-32s ([`ViewList`]); a file is written
+//! beside, synced and renamed into `view/`, never changed afterwards, and removed only
+//! once no manifest lists it. A reader reads the manifest, then the files it lists,
+//! and sees exactly the commit the manifest records.
+//!
+//! Parts are merged as they pile up (the last two while the last is at least half the
+//! size of the one before, so a run of small commits leaves a few files, not one per
+//! commit), and a new base is written from the store when the parts outweigh half of
+//! the base: every byte written is rewritten a bounded number of times.
+//!
+//! ```text
+//! file    = "RUCHEVW1" [sections: u32 LE] ([length: u64 LE] [bytes])* [crc32 of all before: u32 LE]
+//! part    = section 0: bincode PartHeader, section 1: entries in the block encoding
+//! graph   = section 0: the checkpoint's manifest, then one section per checkpoint file
+//! ```
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::block::{self, BlockEntry};
+use super::meta::Meta;
+use crate::feedback::FeedbackEntry;
+use crate::id::DocId;
+use crate::{Error, Kind, Result};
+
+/// The directory of the published files, in the index directory.
+pub(crate) const VIEW_DIR: &str = "view";
+const MAGIC: &[u8; 8] = b"RUCHEVW1";
+/// The suffix of a published file; `.tmp` is added while one is written.
+const SUFFIX: &str = ".rv";
+
+/// One published file as the manifest lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ViewFile {
+    /// The file name, in `view/`.
+    pub(crate) name: String,
+    /// Its length in bytes.
+    pub(crate) len: u64,
+    /// The CRC-32 of the file without its trailer (the trailer holds it too).
+    pub(crate) crc32: u32,
+}
+
+/// The published files of one committed state, as the manifest lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ViewList {
+    /// The sequence number of the last change the base and parts include.
+    pub(crate) seq: u64,
+    /// Every live document at some earlier commit.
+    pub(crate) base: Option<ViewFile>,
+    /// The changes since the base, oldest first.
+    pub(crate) parts: Vec<ViewFile>,
+    /// Each kind's graph checkpoint, by [`Kind::index`].
+    pub(crate) graphs: Vec<Option<ViewFile>>,
+    /// The number the next file's name takes.
+    pub(crate) next_file: u64,
+}
+
+impl ViewList {
+    /// Every file the list names.
+    pub(crate) fn files(&self) -> impl Iterator<Item = &ViewFile> {
+        self.base
+            .iter()
+            .chain(&self.parts)
+            .chain(self.graphs.iter().flatten())
+    }
+
+    /// A new file name, never used before in this index.
+    pub(crate) fn new_name(&mut self, what: &str) -> String {
+        let n = self.next_file;
+        self.next_file += 1;
+        format!("{what}-{n:012}{SUFFIX}")
+    }
+
+    /// The graph checkpoint of `kind`, if one is published.
+    pub(crate) fn graph(&self, kind: Kind) -> Option<&ViewFile> {
+        self.graphs.get(kind.index()).and_then(Option::as_ref)
+    }
+
+    pub(crate) fn set_graph(&mut self, kind: Kind, file: ViewFile) {
+        if self.graphs.len() < Kind::COUNT {
+            self.graphs.resize(Kind::COUNT, None);
+        }
+        self.graphs[kind.index()] = Some(file);
+    }
+
+    /// The bytes of the parts.
+    pub(crate) fn parts_len(&self) -> u64 {
+        self.parts.iter().map(|f| f.len).sum()
+    }
+}
+
+/// What a part says besides its documents.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct PartHeader {
+    /// The meta values after the part.
+    pub(crate) meta: Option<Meta>,
+    /// Every feedback window after the part.
+    pub(crate) feedback: Vec<(String, Vec<FeedbackEntry>)>,
+    /// Versions removed (never ones the same part writes).
+    pub(crate) removed: Vec<u64>,
+    /// The entity lists of the versions written.
+    pub(crate) entities: Vec<(u64, Vec<String>)>,
+}
+
+/// A part (or a base: a part that removes nothing, applied to nothing).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Part {
+    pub(crate) header: PartHeader,
+    /// Versions written, with their records and vectors as the store holds them.
+    pub(crate) written: Vec<BlockEntry>,
+}
+
+impl Part {
+    /// `self` followed by `later`, as one part. `DocId`s are never reused, so a version
+    /// that `later` removes is either written by `self` (both go) or older (the removal
+    /// stays).
+    pub(crate) fn merge(self, later: Part) -> Part {
+        let removed_later: HashSet<u64> = later.header.removed.iter().copied().collect();
+        let written_here: HashSet<u64> = self.written.iter().map(|e| e.doc.as_u64()).collect();
+        let mut written: Vec<BlockEntry> = self
+            .written
+            .into_iter()
+            .filter(|e| !removed_later.contains(&e.doc.as_u64()))
+            .collect();
+        written.extend(later.written);
+        let mut entities: Vec<(u64, Vec<String>)> = self
+            .header
+            .entities
+            .into_iter()
+            .filter(|(doc, _)| !removed_later.contains(doc))
+            .collect();
+        entities.extend(later.header.entities);
+        let mut removed = self.header.removed;
+        removed.extend(
+            later
+                .header
+                .removed
+                .into_iter()
+                .filter(|doc| !written_here.contains(doc)),
+        );
+        Part {
+            header: PartHeader {
+                meta: later.header.meta.or(self.header.meta),
+                feedback: later.header.feedback,
+                removed,
+                entities,
+            },
+            written,
+        }
+    }
+
+    /// Encodes the part as the sections of a file.
+    pub(crate) fn encode(&self) -> [Vec<u8>; 2] {
+        let header = bincode::serialize(&self.header).expect("a part header serialises");
+        [header, block::encode(&self.written)]
+    }
+
+    fn decode(sections: &Sections, path: &Path) -> Result<Part> {
+        let what = format!("{}: published part", path.display());
+        if sections.len() != 2 {
+            return Err(Error::corrupt(what));
+        }
+        let header: PartHeader = bincode::deserialize(sections.get(0))
+            .map_err(|err| Error::corrupt(format!("{what}: {err}")))?;
+        let written = block::decode_list(sections.get(1), &what)?;
+        Ok(Part { header, written })
+    }
+}
+
+/// The sections of a file read whole.
+pub(crate) struct Sections {
+    bytes: Vec<u8>,
+    ranges: Vec<Range<usize>>,
+}
+
+impl Sections {
+    pub(crate) fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    pub(crate) fn get(&self, i: usize) -> &[u8] {
+        &self.bytes[self.ranges[i].clone()]
+    }
+}
+
+/// The path of a published file.
+pub(crate) fn path_of(dir: &Path, file: &ViewFile) -> PathBuf {
+    dir.join(VIEW_DIR).join(&file.name)
+}
+
+/// Writes `sections` as the published file `name` in `dir/view/`: beside, synced, then
+/// renamed and the directory synced, so that the file is complete or absent.
+pub(crate) fn write_file(dir: &Path, name: &str, sections: &[&[u8]]) -> Result<ViewFile> {
+    let view_dir = dir.join(VIEW_DIR);
+    std::fs::create_dir_all(&view_dir).map_err(|err| Error::io_at(&view_dir, err))?;
+    let path = view_dir.join(name);
+    let staging = view_dir.join(format!("{name}.tmp"));
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |err| Error::io_at(&p, err)
+    };
+    let mut hasher = crc32fast::Hasher::new();
+    let mut len = 0u64;
+    let file = std::fs::File::create(&staging).map_err(io(&staging))?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    {
+        let mut put = |bytes: &[u8]| -> std::io::Result<()> {
+            hasher.update(bytes);
+            len += bytes.len() as u64;
+            out.write_all(bytes)
+        };
+        put(MAGIC).map_err(io(&staging))?;
+        put(&(sections.len() as u32).to_le_bytes()).map_err(io(&staging))?;
+        for section in sections {
+            put(&(section.len() as u64).to_le_bytes()).map_err(io(&staging))?;
+            put(section).map_err(io(&staging))?;
+        }
+    }
+    let crc32 = hasher.finalize();
+    {
+        out.write_all(&crc32.to_le_bytes()).map_err(io(&staging))?;
+        len += 4;
+        let file = out
+            .into_inner()
+            .map_err(|err| io(&staging)(err.into_error()))?;
+        file.sync_all().map_err(io(&staging))?;
+    }
+    std::fs::rename(&staging, &path).map_err(io(&path))?;
+    sync_dir(&view_dir)?;
+    Ok(ViewFile {
+        name: name.to_string(),
+        len,
+        crc32,
+    })
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|err| Error::io_at(dir, err))
+}
+
+/// Reads and verifies a published file: `None` when it is gone (a writer replaced it
+/// after the manifest that listed it was read).
+pub(crate) fn read_file(dir: &Path, file: &ViewFile) -> Result<Option<Sections>> {
+    let path = path_of(dir, file);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(Error::io_at(&path, err)),
+    };
+    let damaged = |why: &str| Error::corrupt(format!("{}: {why}", path.display()));
+    if bytes.len() as u64 != file.len {
+        return Err(damaged(&format!(
+            "{} bytes, the manifest records {}",
+            bytes.len(),
+            file.len
+        )));
+    }
+    let body_len = bytes
+        .len()
+        .checked_sub(4)
+        .ok_or_else(|| damaged("truncated"))?;
+    let trailer = u32::from_le_bytes(bytes[body_len..].try_into().expect("4 bytes"));
+    let crc = crc32fast::hash(&bytes[..body_len]);
+    if crc != file.crc32 || crc != trailer {
+        return Err(damaged("checksum mismatch"));
+    }
+    if !bytes.starts_with(MAGIC) {
+        return Err(damaged("not a published file of this version"));
+    }
+    let mut at = MAGIC.len();
+    let mut take = |n: usize| -> Result<Range<usize>> {
+        let end = at
+            .checked_add(n)
+            .filter(|&end| end <= body_len)
+            .ok_or_else(|| damaged("truncated"))?;
+        let range = at..end;
+        at = end;
+        Ok(range)
+    };
+    let count = u32::from_le_bytes(bytes[take(4)?].try_into().expect("4 bytes")) as usize;
+    let mut ranges = Vec::with_capacity(count.min(64));
+    for _ in 0..count {
+        let len = u64::from_le_bytes(bytes[take(8)?].try_into().expect("8 bytes"));
+        ranges.push(take(
+            usize::try_from(len).map_err(|_| damaged("truncated"))?,
+        )?);
+    }
+    if at != body_len {
+        return Err(damaged("trailing bytes"));
+    }
+    Ok(Some(Sections { bytes, ranges }))
+}
+
+/// Reads a published part.
+pub(crate) fn read_part(dir: &Path, file: &ViewFile) -> Result<Option<Part>> {
+    match read_file(dir, file)? {
+        Some(sections) => Part::decode(&sections, &path_of(dir, file)).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Removes every file of `dir/view/` the list does not name (earlier versions, and
+/// files a writer stopped half-way through).
+pub(crate) fn remove_unlisted(dir: &Path, list: &ViewList) {
+    let view_dir = dir.join(VIEW_DIR);
+    let Ok(entries) = std::fs::read_dir(&view_dir) else {
+        return;
+    };
+    let listed: HashSet<&str> = list.files().map(|f| f.name.as_str()).collect();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let ours = name.ends_with(SUFFIX) || name.ends_with(&format!("{SUFFIX}.tmp"));
+        if ours
+            && !listed.contains(name.as_ref())
+            && let Err(err) = std::fs::remove_file(entry.path())
+        {
+            tracing::warn!(path = %entry.path().display(), error = %err, "could not remove an old published file");
+        }
+    }
+}
+
+/// The number after the highest a file in `dir/view/` carries: names taken from it on
+/// were never used, even when the list that named the files was lost.
+pub(crate) fn next_free_number(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir.join(VIEW_DIR)) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let stem = name.split(SUFFIX).next()?;
+            stem.rsplit('-').next()?.parse::<u64>().ok()
+        })
+        .map(|n| n + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// A graph checkpoint as the store keeps it: its encoded manifest and its files.
+pub(crate) type Checkpoint = (Vec<u8>, Vec<Vec<u8>>);
+
+/// The committed state as a reader sees it: what the published files of one manifest
+/// hold.
+pub(crate) struct Published {
+    pub(crate) dir: PathBuf,
+    pub(crate) list: ViewList,
+    pub(crate) meta: Meta,
+    pub(crate) docs: BTreeMap<DocId, BlockEntry>,
+    pub(crate) entities: HashMap<DocId, Vec<String>>,
+    pub(crate) feedback: HashMap<String, Vec<FeedbackEntry>>,
+}
+
+impl Published {
+    /// Reads the base and parts `list` names: `None` when one is gone (a writer
+    /// published a newer state meanwhile: read the manifest again).
+    pub(crate) fn load(dir: &Path, list: &ViewList) -> Result<Option<Published>> {
+        use rayon::prelude::*;
+        let files: Vec<&ViewFile> = list.base.iter().chain(&list.parts).collect();
+        let parts: Vec<Option<Part>> = files
+            .par_iter()
+            .map(|file| read_part(dir, file))
+            .collect::<Result<_>>()?;
+        let Some(parts) = parts.into_iter().collect::<Option<Vec<Part>>>() else {
+            return Ok(None);
+        };
+        let mut published = Published {
+            dir: dir.to_path_buf(),
+            list: list.clone(),
+            meta: Meta::new(),
+            docs: BTreeMap::new(),
+            entities: HashMap::new(),
+            feedback: HashMap::new(),
+        };
+        let mut meta = None;
+        for part in parts {
+            for doc in part.header.removed {
+                published.docs.remove(&DocId::new(doc));
+                published.entities.remove(&DocId::new(doc));
+            }
+            for entry in part.written {
+                published.docs.insert(entry.doc, entry);
+            }
+            for (doc, list) in part.header.entities {
+                published.entities.insert(DocId::new(doc), list);
+            }
+            published.feedback = part.header.feedback.into_iter().collect();
+            meta = part.header.meta.or(meta);
+        }
+        published.meta =
+            meta.ok_or_else(|| Error::corrupt("the published view has no meta values"))?;
+        if published.meta.last_seq != list.seq {
+            return Err(Error::corrupt(format!(
+                "{}: the published files end at change {}, the manifest records {}",
+                dir.join(VIEW_DIR).display(),
+                published.meta.last_seq,
+                list.seq
+            )));
+        }
+        Ok(Some(published))
+    }
+
+    /// The manifest and files of the published graph checkpoint of `kind`, if any.
+    pub(crate) fn checkpoint(&self, kind: Kind) -> Result<Option<Checkpoint>> {
+        let Some(file) = self.list.graph(kind) else {
+            return Ok(None);
+        };
+        let Some(sections) = read_file(&self.dir, file)? else {
+            // Replaced by a newer checkpoint: the graph is built from the documents.
+            return Ok(None);
+        };
+        if sections.len() == 0 {
+            return Err(Error::corrupt(format!(
+                "{}: empty graph checkpoint",
+                path_of(&self.dir, file).display()
+            )));
+        }
+        let manifest = sections.get(0).to_vec();
+        let files = (1..sections.len())
+            .map(|i| sections.get(i).to_vec())
+            .collect();
+        Ok(Some((manifest, files)))
+    }
+
+    /// Bytes of the published files.
+    pub(crate) fn size(&self) -> u64 {
+        self.list.files().map(|f| f.len).sum()
+    }
+}

@@ -1,0 +1,335 @@
+//! Readers: engines opened read-only beside one writer. They take no lock, write
+//! nothing, see the last commit published, and move to a newer one on `refresh`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use proptest::prelude::*;
+use ruchedb::{Chunk, EmbedderSpec, Engine, ErrorKind, Kind, Rule, SearchRequest};
+
+fn vector(i: usize) -> Vec<f32> {
+    let x = i as f32;
+    vec![1.0, (x * 0.37).sin(), (x * 0.11).cos(), (x * 0.05).sin()]
+}
+
+fn note(i: usize, text: &str) -> Chunk {
+    Chunk::new(format!("c{i:04}"), format!("note{i} {text} REF-{i:05}")).with_embedding(vector(i))
+}
+
+fn writer(path: &Path) -> Engine {
+    Engine::builder()
+        .embedder_spec(EmbedderSpec::None)
+        .open_or_create(path)
+        .unwrap()
+}
+
+/// Ids and scores of a few searches of every leg.
+fn answers(engine: &Engine, n: usize) -> Vec<Vec<(String, u64)>> {
+    let mut requests = vec![
+        SearchRequest::chunks("note about"),
+        SearchRequest::chunks("REF-00003 what came before"),
+        SearchRequest::rules("refund please"),
+    ];
+    for i in [0, n / 2, n.saturating_sub(1)] {
+        requests.push(
+            SearchRequest::chunks(format!("note{i}"))
+                .embedding(vector(i))
+                .min_relevance(0.0),
+        );
+    }
+    requests
+        .iter()
+        .map(|request| {
+            engine
+                .search(&request.clone().top_k(8))
+                .unwrap()
+                .hits
+                .into_iter()
+                .map(|hit| (hit.id, hit.score.to_bits()))
+                .collect()
+        })
+        .collect()
+}
+
+/// Every file of `dir` with its length and modification time.
+fn files(dir: &Path) -> BTreeMap<String, (u64, std::time::SystemTime)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else {
+                out.insert(
+                    entry.path().display().to_string(),
+                    (meta.len(), meta.modified().unwrap()),
+                );
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_reader_sees_the_last_commit_until_it_refreshes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let writer = writer(&path);
+    writer
+        .upsert_chunks((0..60).map(|i| note(i, "about the order")))
+        .unwrap();
+    writer
+        .upsert_rules([Rule::new("refund", "the customer wants a refund", "refund")])
+        .unwrap();
+    writer.commit().unwrap();
+
+    // Beside the open writer, in the same process: no lock is taken.
+    let mut reader = Engine::builder().open_read_only(&path).unwrap();
+    assert!(reader.is_read_only() && !writer.is_read_only());
+    assert_eq!(answers(&reader, 60), answers(&writer, 60));
+    assert_eq!(reader.stats().chunks, 60);
+    assert_eq!(
+        reader.get(Kind::Chunk, "default", "c0007").unwrap(),
+        writer.get(Kind::Chunk, "default", "c0007").unwrap()
+    );
+    assert_eq!(
+        reader.export(Kind::Chunk, None).unwrap(),
+        writer.export(Kind::Chunk, None).unwrap()
+    );
+    let before = answers(&reader, 60);
+
+    // The writer moves on: replaces, deletes, adds.
+    writer
+        .upsert_chunks((50..80).map(|i| note(i, "a newer version")))
+        .unwrap();
+    writer.delete(Kind::Chunk, "default", "c0003");
+    writer.commit().unwrap();
+    assert_eq!(reader.stats().chunks, 60, "a reader keeps its commit");
+    assert_eq!(answers(&reader, 60), before);
+    assert!(
+        reader
+            .get(Kind::Chunk, "default", "c0003")
+            .unwrap()
+            .is_some()
+    );
+
+    assert!(reader.refresh().unwrap());
+    assert_eq!(reader.stats().chunks, 79);
+    assert_eq!(answers(&reader, 80), answers(&writer, 80));
+    assert!(
+        reader
+            .get(Kind::Chunk, "default", "c0003")
+            .unwrap()
+            .is_none()
+    );
+    assert!(!reader.refresh().unwrap(), "nothing newer");
+    assert_eq!(
+        reader.export(Kind::Chunk, None).unwrap(),
+        writer.export(Kind::Chunk, None).unwrap()
+    );
+}
+
+#[test]
+fn a_reader_refuses_writes_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    {
+        let writer = writer(&path);
+        writer
+            .upsert_chunks((0..300).map(|i| note(i, "about the order")))
+            .unwrap();
+        writer.commit().unwrap();
+        // Closing finishes the graph: its checkpoint is published too.
+        writer.close().unwrap();
+    }
+    let on_disk = files(&path);
+    {
+        let reader = Engine::builder().open_read_only(&path).unwrap();
+        let stats = reader.stats();
+        assert_eq!(stats.chunks, 300);
+        assert_eq!(
+            stats.counters.graph_checkpoint_loads, 1,
+            "the graph comes from the published checkpoint"
+        );
+        assert_eq!(stats.chunk_graph.tail_docs, 0);
+        let response = reader
+            .search(&SearchRequest::chunks("note7").embedding(vector(7)))
+            .unwrap();
+        assert_eq!(response.hits[0].id, "c0007");
+
+        let refused = |result: ruchedb::Result<_>| {
+            let err = result.unwrap_err();
+            assert!(matches!(err.kind(), ErrorKind::ReadOnly), "{err:?}");
+        };
+        refused(reader.upsert_chunks([note(1, "changed")]).map(drop));
+        reader.delete(Kind::Chunk, "default", "c0001");
+        refused(reader.commit().map(drop));
+        refused(reader.feedback(&response.query_id, true).map(drop));
+        assert_eq!(reader.stats().chunks, 300);
+        // A second reader beside the first, and a writer beside both.
+        let second = Engine::builder().open_read_only(&path).unwrap();
+        assert_eq!(second.stats().chunks, 300);
+        reader.close().unwrap();
+    }
+    assert_eq!(files(&path), on_disk, "a reader wrote in the index");
+    // A writer opens beside a reader (which holds no lock).
+    let reader = Engine::builder().open_read_only(&path).unwrap();
+    let writer = writer(&path);
+    writer.upsert_chunks([note(1000, "late")]).unwrap();
+    writer.commit().unwrap();
+    drop(reader);
+    assert_eq!(
+        Engine::builder()
+            .open_read_only(&path)
+            .unwrap()
+            .stats()
+            .chunks,
+        301
+    );
+}
+
+#[test]
+fn opening_to_read_names_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Engine::builder()
+        .open_read_only(dir.path().join("none"))
+        .unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::IndexNotFound { .. }),
+        "{err:?}"
+    );
+    let path = dir.path().join("index");
+    writer(&path).close().unwrap();
+    // An index of an earlier version has no published view until a writer opens it.
+    std::fs::remove_dir_all(path.join("view")).unwrap();
+    let manifest = std::fs::read_to_string(path.join("MANIFEST")).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    value.as_object_mut().unwrap().remove("view");
+    // The checksum of a manifest without a view is the one earlier versions wrote.
+    let fields: serde_json::Value = serde_json::json!({
+        "store_format": value["store_format"],
+        "seq": value["seq"],
+        "rules": value["rules"],
+        "chunks": value["chunks"],
+        "digest": value["digest"],
+    });
+    value["crc32"] = crc32fast::hash(&serde_json::to_vec(&fields).unwrap()).into();
+    std::fs::write(path.join("MANIFEST"), value.to_string()).unwrap();
+    let err = Engine::builder().open_read_only(&path).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::NotPublished { .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("open it once for writing"),
+        "{err}"
+    );
+    writer(&path).close().unwrap();
+    Engine::builder().open_read_only(&path).unwrap();
+    // A damaged published file is named, and the next writer publishes again.
+    let view = path.join("view");
+    let base = std::fs::read_dir(&view)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("base-")
+        })
+        .unwrap();
+    let mut bytes = std::fs::read(&base).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 1;
+    std::fs::write(&base, bytes).unwrap();
+    let err = Engine::builder().open_read_only(&path).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Corrupt { .. }), "{err:?}");
+    assert!(err.to_string().contains("base-"), "{err}");
+    writer(&path).close().unwrap();
+    Engine::builder().open_read_only(&path).unwrap();
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Upsert a chunk of this id with a text of about this many KiB.
+    Upsert(u8, u8),
+    Delete(u8),
+    Commit,
+    Feedback,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u8..40, 0u8..48).prop_map(|(id, kib)| Op::Upsert(id, kib)),
+        2 => (0u8..40).prop_map(Op::Delete),
+        3 => Just(Op::Commit),
+        1 => Just(Op::Feedback),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// Whatever the writer commits (small and large commits, so that parts are merged
+    /// and bases written again), a reader refreshed after each commit holds exactly the
+    /// model's documents and answers as the writer does, and the published files stay
+    /// few.
+    #[test]
+    fn a_refreshed_reader_matches_the_writer_and_a_model(ops in prop::collection::vec(op(), 1..60)) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index");
+        let writer = writer(&path);
+        writer.commit().unwrap();
+        let mut reader = Engine::builder().open_read_only(&path).unwrap();
+        let mut model: BTreeMap<String, String> = BTreeMap::new();
+        let mut committed = model.clone();
+        let mut pending = model.clone();
+        for op in ops {
+            match op {
+                Op::Upsert(id, kib) => {
+                    let filler = "word ".repeat(usize::from(kib) * 205);
+                    let chunk = note(usize::from(id), &filler);
+                    pending.insert(chunk.id.clone(), chunk.content.clone());
+                    writer.upsert_chunks([chunk]).unwrap();
+                }
+                Op::Delete(id) => {
+                    let id = format!("c{id:04}");
+                    pending.remove(&id);
+                    writer.delete(Kind::Chunk, "default", &id);
+                }
+                Op::Commit => {
+                    writer.commit().unwrap();
+                    committed = pending.clone();
+                    reader.refresh().unwrap();
+                }
+                Op::Feedback => {
+                    let response = writer.search(&SearchRequest::chunks("note about")).unwrap();
+                    if !response.hits.is_empty() {
+                        writer.feedback(&response.query_id, true).unwrap();
+                        reader.refresh().unwrap();
+                        prop_assert_eq!(
+                            reader.feedback_window("default", Kind::Chunk),
+                            writer.feedback_window("default", Kind::Chunk)
+                        );
+                    }
+                }
+            }
+            model = committed.clone();
+            let found: BTreeMap<String, String> = reader
+                .export(Kind::Chunk, None)
+                .unwrap()
+                .into_iter()
+                .map(|doc| match doc {
+                    ruchedb::Document::Chunk(chunk) => (chunk.id, chunk.content),
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            prop_assert_eq!(&found, &model);
+        }
+        prop_assert_eq!(answers(&reader, 40), answers(&writer, 40));
+        let published = std::fs::read_dir(path.join("view")).unwrap().count();
+        prop_assert!(published <= 12, "{} published files", published);
+    }
+}
