@@ -429,6 +429,7 @@ fn worker_loop(inner: &Inner) {
         signal.idle.notify_all();
         return;
     }
+    publish_loaded_graphs(inner);
     loop {
         {
             let mut state = signal.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -455,6 +456,35 @@ fn worker_loop(inner: &Inner) {
         state.work |= more;
         if !state.work {
             signal.idle.notify_all();
+        }
+    }
+}
+
+/// Publishes the loaded checkpoints readers do not have yet (an index of an earlier
+/// version, or one whose view was published again) when they cover every committed
+/// vector; one with a tail is published when the worker has inserted it.
+fn publish_loaded_graphs(inner: &Inner) {
+    for kind in Kind::ALL {
+        let published = inner
+            .view
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|list| list.graph(kind).is_some());
+        let vectors = &inner.vectors;
+        let loaded = vectors.checkpointed(kind) > 0 && vectors.dirty(kind) == 0;
+        let complete = loaded
+            && inner
+                .read_catalog()
+                .vectors_after(kind, vectors.covered(kind))
+                .next()
+                .is_none();
+        if published || !complete {
+            continue;
+        }
+        let _serial = inner.commit_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(err) = inner.publish(super::publish::Publish::StoredGraph(kind)) {
+            tracing::warn!(kind = %kind, error = %err, "could not publish the graph checkpoint");
         }
     }
 }

@@ -21,8 +21,10 @@ use crate::{Error, ErrorKind, Result};
 /// The file name, in the index directory.
 pub(crate) const MANIFEST_FILE: &str = "MANIFEST";
 
-/// The version of the manifest's own format.
-const MANIFEST_FORMAT: u32 = 1;
+/// The version of the manifest's own format: 2 lists the files published for readers
+/// (an earlier version refuses it with `IncompatibleFormat` instead of taking the
+/// checksum, which covers them, for damage); 1, written by earlier versions, does not.
+const MANIFEST_FORMAT: u32 = 2;
 
 /// What the store held after the last commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,7 +84,9 @@ pub(crate) fn read_with_view(dir: &Path) -> Result<Option<(Manifest, Option<View
     let damaged = |why: String| Error::corrupt(format!("{}: {why}", path.display()));
     let on_disk: OnDisk =
         serde_json::from_slice(&bytes).map_err(|err| damaged(format!("unreadable ({err})")))?;
-    if on_disk.manifest_format != MANIFEST_FORMAT {
+    if on_disk.manifest_format != MANIFEST_FORMAT
+        && !(on_disk.manifest_format == 1 && on_disk.view.is_none())
+    {
         return Err(Error::new(ErrorKind::IncompatibleFormat {
             found: on_disk.manifest_format,
             expected: MANIFEST_FORMAT,
@@ -99,7 +103,7 @@ pub(crate) fn write(dir: &Path, manifest: &Manifest, view: Option<&ViewList>) ->
     let path = path(dir);
     let staging = dir.join(format!("{MANIFEST_FILE}.tmp"));
     let on_disk = OnDisk {
-        manifest_format: MANIFEST_FORMAT,
+        manifest_format: if view.is_some() { MANIFEST_FORMAT } else { 1 },
         manifest: *manifest,
         view: view.cloned(),
         crc32: crc(manifest, view),

@@ -360,9 +360,24 @@ impl Engine {
                 view
             }
             stale => {
+                // Its graph checkpoints stay valid (a graph covers a prefix of the
+                // changes; the documents after it are scanned exactly).
+                let mut graphs = stale
+                    .as_ref()
+                    .map(|list| list.graphs.clone())
+                    .unwrap_or_default();
+                for graph in &mut graphs {
+                    if graph
+                        .as_ref()
+                        .is_some_and(|file| !publish::file_present(dir, file))
+                    {
+                        *graph = None;
+                    }
+                }
                 let mut list = ViewList {
                     next_file: view::next_free_number(dir)
                         .max(stale.map_or(0, |list| list.next_file)),
+                    graphs,
                     ..ViewList::default()
                 };
                 publish::publish_base(dir, &store, &mut list)?;

@@ -159,13 +159,29 @@ pub(super) fn publish_graph(
     Ok(())
 }
 
+/// Publishes the graph checkpoint of `kind` the store keeps, if any.
+fn publish_stored_graph(dir: &Path, store: &Store, list: &mut ViewList, kind: Kind) -> Result<()> {
+    let Some(manifest) = store.checkpoint_manifest(kind)? else {
+        return Ok(());
+    };
+    let n_files = bincode::deserialize::<crate::vector::Manifest>(&manifest)
+        .map_err(|err| crate::Error::corrupt(format!("graph manifest: {err}")))?
+        .files
+        .len();
+    let files = store.checkpoint_files(kind, n_files)?;
+    publish_graph(dir, list, kind, &manifest, &files)
+}
+
 /// Whether every file `list` names is there, of its length (opening checks no more:
 /// reading every file would cost as much as the store; [`spawn_verifier`] reads them
 /// after the open).
 pub(super) fn present(dir: &Path, list: &ViewList) -> bool {
-    list.files().all(|file| {
-        std::fs::metadata(view::path_of(dir, file)).is_ok_and(|meta| meta.len() == file.len)
-    })
+    list.files().all(|file| file_present(dir, file))
+}
+
+/// Whether a published file is there, of its length.
+pub(super) fn file_present(dir: &Path, file: &view::ViewFile) -> bool {
+    std::fs::metadata(view::path_of(dir, file)).is_ok_and(|meta| meta.len() == file.len)
 }
 
 /// Reads every published file of a writer just opened, in the background, and
@@ -222,6 +238,8 @@ pub(super) enum Publish<'a> {
     /// The documents again, and the graph checkpoints among `damaged` (file names) from
     /// the store's.
     Again { damaged: &'a [String] },
+    /// The store's graph checkpoint of a kind.
+    StoredGraph(Kind),
 }
 
 impl Inner {
@@ -260,19 +278,12 @@ impl Inner {
                             continue;
                         }
                         list.graphs[kind.index()] = None;
-                        if let Some(manifest) = self.store.checkpoint_manifest(kind)? {
-                            let n_files =
-                                bincode::deserialize::<crate::vector::Manifest>(&manifest)
-                                    .map_err(|err| {
-                                        crate::Error::corrupt(format!("graph manifest: {err}"))
-                                    })?
-                                    .files
-                                    .len();
-                            let files = self.store.checkpoint_files(kind, n_files)?;
-                            publish_graph(&self.dir, &mut list, kind, &manifest, &files)?;
-                        }
+                        publish_stored_graph(&self.dir, &self.store, &mut list, kind)?;
                     }
                     Ok(())
+                }
+                Publish::StoredGraph(kind) => {
+                    publish_stored_graph(&self.dir, &self.store, &mut list, kind)
                 }
             }
         })();

@@ -201,7 +201,12 @@ fn opening_to_read_names_what_is_missing() {
         "{err:?}"
     );
     let path = dir.path().join("index");
-    writer(&path).close().unwrap();
+    {
+        let writer = writer(&path);
+        writer.upsert_chunks((0..50).map(|i| note(i, "x"))).unwrap();
+        writer.commit().unwrap();
+        writer.close().unwrap();
+    }
     // An index of an earlier version has no published view until a writer opens it.
     std::fs::remove_dir_all(path.join("view")).unwrap();
     let manifest = std::fs::read_to_string(path.join("MANIFEST")).unwrap();
@@ -227,7 +232,11 @@ fn opening_to_read_names_what_is_missing() {
         "{err}"
     );
     writer(&path).close().unwrap();
-    Engine::builder().open_read_only(&path).unwrap();
+    let reader = Engine::builder().open_read_only(&path).unwrap();
+    // With the graph checkpoint the writer had stored.
+    let stats = reader.stats();
+    assert_eq!(stats.chunks, 50);
+    assert_eq!(stats.counters.graph_checkpoint_loads, 1);
     // A damaged published file is named, and the next writer publishes again.
     let view = path.join("view");
     let base = std::fs::read_dir(&view)
