@@ -466,6 +466,8 @@ impl Engine {
             mut catalog,
             ..
         } = load_with_embedder(&store, embedder, explicit, false)?;
+        // The catalog holds what searches need: the documents stay in their files.
+        store.release_published();
         maintain::fill_tokens(&text, &mut catalog)?;
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,

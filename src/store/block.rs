@@ -60,6 +60,79 @@ impl BlockEntry {
     }
 }
 
+/// One document of a block, borrowed from its encoding.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EntryRef<'a> {
+    pub(crate) doc: DocId,
+    record: &'a [u8],
+    vectors: &'a [u8],
+}
+
+impl EntryRef<'_> {
+    pub(crate) fn record(&self) -> Result<DocRecord> {
+        record::decode(self.record, "document")
+    }
+
+    pub(crate) fn vectors(&self) -> Result<Option<StoredVectors>> {
+        if self.vectors.is_empty() {
+            return Ok(None);
+        }
+        StoredVectors::decode(self.vectors).map(Some)
+    }
+
+    pub(crate) fn to_owned(self) -> BlockEntry {
+        BlockEntry {
+            doc: self.doc,
+            record: self.record.to_vec(),
+            vectors: self.vectors.to_vec(),
+        }
+    }
+}
+
+/// The span (start, end) of each entry of a list in the block encoding, checked to be
+/// whole: what [`entry_at`] decodes.
+pub(crate) fn spans(bytes: &[u8], what: &str) -> Result<Vec<(DocId, usize, usize)>> {
+    let corrupt = || Error::corrupt(what);
+    let mut reader = Reader { bytes, at: 0 };
+    let n_entries = reader.u32().ok_or_else(corrupt)? as usize;
+    if n_entries > bytes.len() / 16 {
+        return Err(corrupt());
+    }
+    let mut spans = Vec::with_capacity(n_entries);
+    for _ in 0..n_entries {
+        let start = reader.at;
+        let doc = DocId::new(reader.u64().ok_or_else(corrupt)?);
+        let record_len = reader.u32().ok_or_else(corrupt)? as usize;
+        reader.take(record_len).ok_or_else(corrupt)?;
+        let vectors_len = reader.u32().ok_or_else(corrupt)? as usize;
+        reader.take(vectors_len).ok_or_else(corrupt)?;
+        spans.push((doc, start, reader.at));
+    }
+    if reader.at != bytes.len() {
+        return Err(corrupt());
+    }
+    Ok(spans)
+}
+
+/// Decodes the one entry `bytes` holds (a span [`spans`] gave).
+pub(crate) fn entry_at(bytes: &[u8]) -> Result<EntryRef<'_>> {
+    let corrupt = || Error::corrupt("published document");
+    let mut reader = Reader { bytes, at: 0 };
+    let doc = DocId::new(reader.u64().ok_or_else(corrupt)?);
+    let record_len = reader.u32().ok_or_else(corrupt)? as usize;
+    let record = reader.take(record_len).ok_or_else(corrupt)?;
+    let vectors_len = reader.u32().ok_or_else(corrupt)? as usize;
+    let vectors = reader.take(vectors_len).ok_or_else(corrupt)?;
+    if reader.at != bytes.len() {
+        return Err(corrupt());
+    }
+    Ok(EntryRef {
+        doc,
+        record,
+        vectors,
+    })
+}
+
 /// Decodes a block's entries, in `DocId` order.
 pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<BlockEntry>> {
     decode_at_most(bytes, 1 << BLOCK_BITS, "document block")

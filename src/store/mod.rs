@@ -136,6 +136,13 @@ impl Store {
         self.view.as_ref().map(|view| view.list.clone())
     }
 
+    /// Lets a reader's store drop the published files' bytes it read at open.
+    pub(crate) fn release_published(&self) {
+        if let Some(view) = &self.view {
+            view.release();
+        }
+    }
+
     /// Whether this store only reads published files.
     pub(crate) fn is_read_only(&self) -> bool {
         self.sled.is_none()
@@ -210,10 +217,7 @@ impl Store {
     /// A stored document and its vectors.
     pub(crate) fn doc(&self, doc: DocId) -> Result<Option<(DocRecord, Option<StoredVectors>)>> {
         if let Some(view) = &self.view {
-            return match view.docs.get(&doc) {
-                Some(entry) => Ok(Some((entry.record()?, entry.vectors()?))),
-                None => Ok(None),
-            };
+            return view.doc(doc, |entry| Ok((entry.record()?, entry.vectors()?)));
         }
         let Some(bytes) = self
             .sled()?
@@ -235,8 +239,7 @@ impl Store {
         use rayon::prelude::*;
         let decode = |entry: &BlockEntry| Ok((entry.doc, entry.record()?, entry.vectors()?));
         if let Some(view) = &self.view {
-            let entries: Vec<&BlockEntry> = view.docs.values().collect();
-            return entries.into_par_iter().map(decode).collect();
+            return view.docs(|entry| Ok((entry.doc, entry.record()?, entry.vectors()?)));
         }
         self.raw_entries()?.par_iter().map(decode).collect()
     }
@@ -246,7 +249,7 @@ impl Store {
     pub(crate) fn raw_entries(&self) -> Result<Vec<BlockEntry>> {
         use rayon::prelude::*;
         if let Some(view) = &self.view {
-            return Ok(view.docs.values().cloned().collect());
+            return view.docs(|entry| Ok(entry.to_owned()));
         }
         let blocks: Vec<sled::IVec> = self
             .sled()?

@@ -26,6 +26,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -255,12 +256,23 @@ fn sync_dir(dir: &Path) -> Result<()> {
 /// Reads and verifies a published file: `None` when it is gone (a writer replaced it
 /// after the manifest that listed it was read).
 pub(crate) fn read_file(dir: &Path, file: &ViewFile) -> Result<Option<Sections>> {
+    Ok(open_file(dir, file)?.map(|(_, sections)| sections))
+}
+
+/// [`read_file`], keeping the file open: its content stays readable even once a writer
+/// removes it.
+fn open_file(dir: &Path, file: &ViewFile) -> Result<Option<(std::fs::File, Sections)>> {
+    use std::io::Read;
     let path = path_of(dir, file);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
+    let mut handle = match std::fs::File::open(&path) {
+        Ok(handle) => handle,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(Error::io_at(&path, err)),
     };
+    let mut bytes = Vec::with_capacity(usize::try_from(file.len).unwrap_or(0));
+    handle
+        .read_to_end(&mut bytes)
+        .map_err(|err| Error::io_at(&path, err))?;
     let damaged = |why: &str| Error::corrupt(format!("{}: {why}", path.display()));
     if bytes.len() as u64 != file.len {
         return Err(damaged(&format!(
@@ -302,7 +314,7 @@ pub(crate) fn read_file(dir: &Path, file: &ViewFile) -> Result<Option<Sections>>
     if at != body_len {
         return Err(damaged("trailing bytes"));
     }
-    Ok(Some(Sections { bytes, ranges }))
+    Ok(Some((handle, Sections { bytes, ranges })))
 }
 
 /// Reads a published part.
@@ -357,13 +369,21 @@ pub(crate) type Checkpoint = (Vec<u8>, Vec<Vec<u8>>);
 
 /// The committed state as a reader sees it: what the published files of one manifest
 /// hold.
+///
+/// The documents are not copied out of the files: each live version is a span of the
+/// file that holds it. The files' bytes, read whole at open (their checksums are
+/// verified), are kept until [`Published::release`] (once the catalog is built), then
+/// read again from the files kept open when a document is asked for.
 pub(crate) struct Published {
     pub(crate) dir: PathBuf,
     pub(crate) list: ViewList,
     pub(crate) meta: Meta,
-    pub(crate) docs: BTreeMap<DocId, BlockEntry>,
     pub(crate) entities: HashMap<DocId, Vec<String>>,
     pub(crate) feedback: HashMap<String, Vec<FeedbackEntry>>,
+    /// Each live version: its file (an index into `files`) and its entry's span there.
+    docs: BTreeMap<DocId, (usize, usize, usize)>,
+    files: Vec<std::sync::Mutex<std::fs::File>>,
+    bytes: std::sync::Mutex<Option<Arc<Vec<Vec<u8>>>>>,
 }
 
 impl Published {
@@ -372,47 +392,130 @@ impl Published {
     pub(crate) fn load(dir: &Path, list: &ViewList) -> Result<Option<Published>> {
         use rayon::prelude::*;
         let files: Vec<&ViewFile> = list.base.iter().chain(&list.parts).collect();
-        let parts: Vec<Option<Part>> = files
+        let opened: Vec<Option<(std::fs::File, Sections)>> = files
             .par_iter()
-            .map(|file| read_part(dir, file))
+            .map(|file| open_file(dir, file))
             .collect::<Result<_>>()?;
-        let Some(parts) = parts.into_iter().collect::<Option<Vec<Part>>>() else {
+        let Some(opened) = opened.into_iter().collect::<Option<Vec<_>>>() else {
             return Ok(None);
         };
-        let mut published = Published {
-            dir: dir.to_path_buf(),
-            list: list.clone(),
-            meta: Meta::new(),
-            docs: BTreeMap::new(),
-            entities: HashMap::new(),
-            feedback: HashMap::new(),
-        };
+        let mut docs = BTreeMap::new();
+        let mut entities = HashMap::new();
+        let mut feedback = Vec::new();
         let mut meta = None;
-        for part in parts {
-            for doc in part.header.removed {
-                published.docs.remove(&DocId::new(doc));
-                published.entities.remove(&DocId::new(doc));
+        let mut handles = Vec::with_capacity(opened.len());
+        let mut buffers = Vec::with_capacity(opened.len());
+        for (index, ((handle, sections), file)) in opened.into_iter().zip(&files).enumerate() {
+            let path = path_of(dir, file);
+            let what = format!("{}: published part", path.display());
+            if sections.len() != 2 {
+                return Err(Error::corrupt(what));
             }
-            for entry in part.written {
-                published.docs.insert(entry.doc, entry);
+            let header: PartHeader = bincode::deserialize(sections.get(0))
+                .map_err(|err| Error::corrupt(format!("{what}: {err}")))?;
+            let offset = sections.ranges[1].start;
+            let spans = block::spans(sections.get(1), &what)?;
+            for doc in header.removed {
+                docs.remove(&DocId::new(doc));
+                entities.remove(&DocId::new(doc));
             }
-            for (doc, list) in part.header.entities {
-                published.entities.insert(DocId::new(doc), list);
+            for (doc, start, end) in spans {
+                docs.insert(doc, (index, offset + start, offset + end));
             }
-            published.feedback = part.header.feedback.into_iter().collect();
-            meta = part.header.meta.or(meta);
+            for (doc, list) in header.entities {
+                entities.insert(DocId::new(doc), list);
+            }
+            feedback = header.feedback;
+            meta = header.meta.or(meta);
+            handles.push(std::sync::Mutex::new(handle));
+            buffers.push(sections.bytes);
         }
-        published.meta =
+        let meta: Meta =
             meta.ok_or_else(|| Error::corrupt("the published view has no meta values"))?;
-        if published.meta.last_seq != list.seq {
+        if meta.last_seq != list.seq {
             return Err(Error::corrupt(format!(
                 "{}: the published files end at change {}, the manifest records {}",
                 dir.join(VIEW_DIR).display(),
-                published.meta.last_seq,
+                meta.last_seq,
                 list.seq
             )));
         }
-        Ok(Some(published))
+        Ok(Some(Published {
+            dir: dir.to_path_buf(),
+            list: list.clone(),
+            meta,
+            entities,
+            feedback: feedback.into_iter().collect(),
+            docs,
+            files: handles,
+            bytes: std::sync::Mutex::new(Some(Arc::new(buffers))),
+        }))
+    }
+
+    /// Drops the files' bytes read at open (documents are read from the files then).
+    pub(crate) fn release(&self) {
+        *self.bytes.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// The files' bytes: those read at open, or read again.
+    fn buffers(&self) -> Result<Arc<Vec<Vec<u8>>>> {
+        use std::io::{Read, Seek};
+        if let Some(bytes) = self
+            .bytes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            return Ok(Arc::clone(bytes));
+        }
+        let mut buffers = Vec::with_capacity(self.files.len());
+        for file in &self.files {
+            let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
+            let mut bytes = Vec::new();
+            file.seek(std::io::SeekFrom::Start(0))
+                .and_then(|_| file.read_to_end(&mut bytes))
+                .map_err(|err| Error::io_at(&self.dir.join(VIEW_DIR), err))?;
+            buffers.push(bytes);
+        }
+        Ok(Arc::new(buffers))
+    }
+
+    /// The live version `doc`, decoded by `decode`.
+    pub(crate) fn doc<R>(
+        &self,
+        doc: DocId,
+        decode: impl FnOnce(block::EntryRef<'_>) -> Result<R>,
+    ) -> Result<Option<R>> {
+        use std::io::{Read, Seek};
+        let Some(&(index, start, end)) = self.docs.get(&doc) else {
+            return Ok(None);
+        };
+        let loaded = self.bytes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(buffers) = loaded {
+            return decode(block::entry_at(&buffers[index][start..end])?).map(Some);
+        }
+        let mut bytes = vec![0u8; end - start];
+        {
+            let mut file = self.files[index].lock().unwrap_or_else(|p| p.into_inner());
+            file.seek(std::io::SeekFrom::Start(start as u64))
+                .and_then(|_| file.read_exact(&mut bytes))
+                .map_err(|err| Error::io_at(&self.dir.join(VIEW_DIR), err))?;
+        }
+        decode(block::entry_at(&bytes)?).map(Some)
+    }
+
+    /// Every live version in `DocId` order, each decoded by `decode` (in parallel).
+    pub(crate) fn docs<R: Send>(
+        &self,
+        decode: impl Fn(block::EntryRef<'_>) -> Result<R> + Sync + Send,
+    ) -> Result<Vec<R>> {
+        use rayon::prelude::*;
+        let buffers = self.buffers()?;
+        let spans: Vec<&(usize, usize, usize)> = self.docs.values().collect();
+        spans
+            .into_par_iter()
+            .map(|&(index, start, end)| decode(block::entry_at(&buffers[index][start..end])?))
+            .collect()
     }
 
     /// The manifest and files of the published graph checkpoint of `kind`, if any.

@@ -99,6 +99,7 @@ fn a_reader_sees_the_last_commit_until_it_refreshes() {
         writer.export(Kind::Chunk, None).unwrap()
     );
     let before = answers(&reader, 60);
+    let exported = reader.export(Kind::Chunk, None).unwrap();
 
     // The writer moves on: replaces, deletes, adds.
     writer
@@ -108,6 +109,17 @@ fn a_reader_sees_the_last_commit_until_it_refreshes() {
     writer.commit().unwrap();
     assert_eq!(reader.stats().chunks, 60, "a reader keeps its commit");
     assert_eq!(answers(&reader, 60), before);
+    // The writer merged the parts the reader opened and removed them: the reader reads
+    // them from the files it keeps open.
+    let view: Vec<String> = std::fs::read_dir(path.join("view"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !view.iter().any(|name| name == "part-000000000001.rv"),
+        "{view:?}"
+    );
+    assert_eq!(reader.export(Kind::Chunk, None).unwrap(), exported);
     assert!(
         reader
             .get(Kind::Chunk, "default", "c0003")
