@@ -45,6 +45,7 @@ impl Engine {
     ///
     /// [`ErrorKind::NotAnIndex`] when `dest` is not empty; storage and I/O errors.
     pub fn backup(&self, dest: impl AsRef<Path>) -> Result<()> {
+        self.inner.writable()?;
         let dest = dest.as_ref();
         if !super::is_empty_or_missing(dest)? {
             return Err(Error::new(ErrorKind::NotAnIndex {

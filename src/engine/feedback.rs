@@ -169,9 +169,18 @@ impl Engine {
     ///
     /// Storage errors.
     pub fn reset_feedback(&self) -> Result<()> {
-        let mut windows = self.inner.lock_feedback();
-        windows.clear();
-        self.inner.store.clear_feedback()
+        self.inner.writable()?;
+        {
+            let mut windows = self.inner.lock_feedback();
+            windows.clear();
+            self.inner.store.clear_feedback()?;
+        }
+        let _serial = self
+            .inner
+            .commit_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        self.inner.publish(super::publish::Publish::Changes(&[]))
     }
 }
 

@@ -345,9 +345,27 @@ impl Engine {
         }
         // Indexes made before query ids were signed get their key.
         let id_key = store.id_key()?;
+        let feedback = feedback_windows(&store)?;
+        let counters = Counters::default();
+        let phase = std::time::Instant::now();
+        let text = maintain::open_text(
+            &dir.join(TEXT_DIR),
+            &store,
+            &catalog,
+            &counters,
+            create,
+            builder.config.fusion.patterns_in_text,
+        )?;
+        let mut catalog = catalog;
+        maintain::fill_tokens(&text, &mut catalog)?;
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            "text index opened"
+        );
         // What readers open: kept when it is this state's, whole and intact; published
         // again otherwise (an index of an earlier version, a crash between a commit and
-        // its publish, a damaged or missing file).
+        // its publish, a damaged or missing file). After the text index is caught up, so
+        // that a reader finds the text index of the manifest's commit.
         let phase = std::time::Instant::now();
         let recorded_view = recorded.as_ref().and_then(|(_, view)| view.clone());
         let view = match recorded_view {
@@ -391,23 +409,6 @@ impl Engine {
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "published view checked"
-        );
-        let feedback = feedback_windows(&store)?;
-        let counters = Counters::default();
-        let phase = std::time::Instant::now();
-        let text = maintain::open_text(
-            &dir.join(TEXT_DIR),
-            &store,
-            &catalog,
-            &counters,
-            create,
-            builder.config.fusion.patterns_in_text,
-        )?;
-        let mut catalog = catalog;
-        maintain::fill_tokens(&text, &mut catalog)?;
-        tracing::debug!(
-            elapsed_ms = phase.elapsed().as_millis() as u64,
-            "text index opened"
         );
         // The graphs load from their checkpoints in the background worker: until then,
         // the vector leg scans exactly what they do not cover (everything, at first).
@@ -1020,11 +1021,12 @@ fn entity_lists_kept(derived: &[(crate::id::DocId, Vec<String>)]) -> bool {
 /// Reads the manifest, the published files it lists and the text index, until they
 /// are of one commit: a writer may publish meanwhile (a file listed is then gone: read
 /// again), and commits its text index just before it publishes (the text index is then
-/// one commit ahead for a moment: wait for the manifest, at most half a second, then take
-/// the text index as it is; its extra versions are not in the catalog, so they are
-/// never returned).
+/// one commit ahead for a moment: wait for the manifest, for at most 5 seconds while a
+/// writer holds the index, then take the text index as it is: its extra versions are
+/// not in the catalog, so they are never returned, but the versions that commit replaced
+/// or deleted have no text leg until the next writer publishes).
 fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextIndex)> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
         let late = std::time::Instant::now() >= deadline;
         let Some((manifest, list)) = manifest::read_with_view(dir)? else {
@@ -1069,7 +1071,7 @@ fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextInde
                 return Err(err);
             }
         };
-        if seq != list.seq && !late {
+        if seq != list.seq && !late && writer_alive(dir) {
             std::thread::sleep(std::time::Duration::from_millis(5));
             continue;
         }
@@ -1081,6 +1083,22 @@ fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextInde
             );
         }
         return Ok((Store::published(published), text));
+    }
+}
+
+/// Whether a writer holds the index in `dir`: its `LOCK` cannot be shared for a moment.
+/// (A reader takes no lock: this probe lets go at once, and only runs when the text index
+/// is ahead of the manifest, to tell a writer about to publish from one that died.)
+fn writer_alive(dir: &Path) -> bool {
+    let Ok(file) = File::open(dir.join(LOCK_FILE)) else {
+        return false;
+    };
+    match file.try_lock_shared() {
+        Ok(()) => {
+            let _ = file.unlock();
+            false
+        }
+        Err(_) => true,
     }
 }
 

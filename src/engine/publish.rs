@@ -98,13 +98,7 @@ pub(super) fn publish_changes(
         .into_iter()
         .map(|(doc, (entry, entities))| (entry, (doc, entities)))
         .unzip();
-    // Parts that would outweigh half the base: a new base instead (a first import is
-    // written once, as a base, not as a part and then a base).
     let size = written.iter().map(BlockEntry::encoded_len).sum::<usize>() + removed.len() * 8;
-    let base_len = list.base.as_ref().map_or(0, |f| f.len);
-    if list.parts_len() + size as u64 > (base_len / 2).max(MIN_PARTS_BYTES) {
-        return publish_base(dir, store, list);
-    }
     let part = Part {
         header: PartHeader {
             meta: Some(meta.clone()),
@@ -114,10 +108,49 @@ pub(super) fn publish_changes(
         },
         written,
     };
+    // Parts that would outweigh half the base: a new base instead, made of the base,
+    // the parts and this one (a first import is written once, as a base).
+    let base_len = list.base.as_ref().map_or(0, |f| f.len);
+    if list.parts_len() + size as u64 > (base_len / 2).max(MIN_PARTS_BYTES) {
+        return rebase(dir, store, list, part);
+    }
     let file = write_part(dir, list, "part", &part)?;
     list.parts.push(file);
     list.seq = meta.last_seq;
     tidy(dir, store, list)
+}
+
+/// Publishes a base of the published base and parts followed by `part` (reading the
+/// store instead costs several times more: sled's scan right after a large commit).
+fn rebase(dir: &Path, store: &Store, list: &mut ViewList, part: Part) -> Result<()> {
+    let phase = std::time::Instant::now();
+    let mut merged = Part::default();
+    for file in list.base.iter().chain(&list.parts) {
+        match view::read_part(dir, file) {
+            Ok(Some(earlier)) => merged = merged.merge(earlier),
+            // Our own files, gone or damaged: from the store.
+            _ => return publish_base(dir, store, list),
+        }
+    }
+    let seq = part
+        .header
+        .meta
+        .as_ref()
+        .map_or(list.seq, |meta| meta.last_seq);
+    let mut merged = merged.merge(part);
+    merged.written.sort_by_key(|entry| entry.doc);
+    merged.header.removed.clear();
+    let file = write_part(dir, list, "base", &merged)?;
+    tracing::debug!(
+        elapsed_ms = phase.elapsed().as_millis() as u64,
+        docs = merged.written.len(),
+        bytes = file.len,
+        "base published from the published files"
+    );
+    list.base = Some(file);
+    list.parts.clear();
+    list.seq = seq;
+    Ok(())
 }
 
 /// Merges the last two parts while the last is at least half the size of the one
@@ -225,6 +258,14 @@ pub(super) fn spawn_verifier(inner: &Arc<Inner>) -> Result<Option<std::thread::J
         .map_err(crate::Error::from)
 }
 
+/// A list without a base (the next publish writes one) that never reuses a name.
+fn unpublished(dir: &Path, list: &ViewList) -> ViewList {
+    ViewList {
+        next_file: list.next_file.max(view::next_free_number(dir)),
+        ..ViewList::default()
+    }
+}
+
 /// What to publish.
 pub(super) enum Publish<'a> {
     /// A commit's changes (none: the feedback windows changed).
@@ -296,9 +337,19 @@ impl Inner {
             }
             Err(err) => {
                 tracing::warn!(error = %err, "could not publish for readers");
+                *guard = Some(unpublished(&self.dir, &list));
                 self.write_manifest_with(None)?;
                 Err(err)
             }
+        }
+    }
+
+    /// Forgets the published base, so that the next publish writes one (the store
+    /// holds a commit the published files do not).
+    pub(super) fn unpublish(&self) {
+        let mut guard = self.view.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(list) = guard.as_ref() {
+            *guard = Some(unpublished(&self.dir, list));
         }
     }
 }

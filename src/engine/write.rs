@@ -222,6 +222,11 @@ impl Engine {
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "catalog updated"
         );
+        if text_result.is_err() || catalog_result.is_err() {
+            // The store has the commit, the published files do not: the next publish
+            // writes a base (and readers keep the last published commit until then).
+            inner.unpublish();
+        }
         text_result?;
         catalog_result?;
         inner.publish(super::publish::Publish::Changes(&applied))?;

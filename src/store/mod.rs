@@ -603,7 +603,7 @@ impl Store {
     /// The manifest of the graph checkpoint of `kind`, if there is one.
     pub(crate) fn checkpoint_manifest(&self, kind: Kind) -> Result<Option<Vec<u8>>> {
         if let Some(view) = &self.view {
-            return Ok(view.checkpoint(kind)?.map(|(manifest, _)| manifest));
+            return view.checkpoint_manifest(kind);
         }
         Ok(self
             .graph_tree(kind)?
@@ -616,7 +616,7 @@ impl Store {
     pub(crate) fn checkpoint_files(&self, kind: Kind, n_files: usize) -> Result<Vec<Vec<u8>>> {
         if let Some(view) = &self.view {
             let mut files = view
-                .checkpoint(kind)?
+                .take_checkpoint(kind)?
                 .map(|(_, files)| files)
                 .unwrap_or_default();
             files.truncate(n_files);

@@ -382,8 +382,11 @@ pub(crate) struct Published {
     pub(crate) feedback: HashMap<String, Vec<FeedbackEntry>>,
     /// Each live version: its file (an index into `files`) and its entry's span there.
     docs: BTreeMap<DocId, (usize, usize, usize)>,
-    files: Vec<std::sync::Mutex<std::fs::File>>,
+    /// The base's and parts' files, kept open, with their paths and lengths.
+    files: Vec<(std::sync::Mutex<std::fs::File>, PathBuf, u64)>,
     bytes: std::sync::Mutex<Option<Arc<Vec<Vec<u8>>>>>,
+    /// A graph checkpoint read for its manifest, until its files are asked for.
+    checkpoints: std::sync::Mutex<HashMap<Kind, Checkpoint>>,
 }
 
 impl Published {
@@ -427,7 +430,7 @@ impl Published {
             }
             feedback = header.feedback;
             meta = header.meta.or(meta);
-            handles.push(std::sync::Mutex::new(handle));
+            handles.push((std::sync::Mutex::new(handle), path, file.len));
             buffers.push(sections.bytes);
         }
         let meta: Meta =
@@ -449,6 +452,7 @@ impl Published {
             docs,
             files: handles,
             bytes: std::sync::Mutex::new(Some(Arc::new(buffers))),
+            checkpoints: std::sync::Mutex::new(HashMap::new()),
         }))
     }
 
@@ -469,12 +473,19 @@ impl Published {
             return Ok(Arc::clone(bytes));
         }
         let mut buffers = Vec::with_capacity(self.files.len());
-        for file in &self.files {
+        for (file, path, len) in &self.files {
             let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
             let mut bytes = Vec::new();
             file.seek(std::io::SeekFrom::Start(0))
                 .and_then(|_| file.read_to_end(&mut bytes))
-                .map_err(|err| Error::io_at(&self.dir.join(VIEW_DIR), err))?;
+                .map_err(|err| Error::io_at(path, err))?;
+            if bytes.len() as u64 != *len {
+                return Err(Error::corrupt(format!(
+                    "{}: {} bytes, the manifest records {len}",
+                    path.display(),
+                    bytes.len()
+                )));
+            }
             buffers.push(bytes);
         }
         Ok(Arc::new(buffers))
@@ -496,10 +507,11 @@ impl Published {
         }
         let mut bytes = vec![0u8; end - start];
         {
-            let mut file = self.files[index].lock().unwrap_or_else(|p| p.into_inner());
+            let (file, path, _) = &self.files[index];
+            let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
             file.seek(std::io::SeekFrom::Start(start as u64))
                 .and_then(|_| file.read_exact(&mut bytes))
-                .map_err(|err| Error::io_at(&self.dir.join(VIEW_DIR), err))?;
+                .map_err(|err| Error::io_at(path, err))?;
         }
         decode(block::entry_at(&bytes)?).map(Some)
     }
@@ -518,8 +530,35 @@ impl Published {
             .collect()
     }
 
+    /// The manifest of the published graph checkpoint of `kind`, if any (its files are
+    /// kept for [`Published::take_checkpoint`]: the file is read once).
+    pub(crate) fn checkpoint_manifest(&self, kind: Kind) -> Result<Option<Vec<u8>>> {
+        let mut cached = self.checkpoints.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((manifest, _)) = cached.get(&kind) {
+            return Ok(Some(manifest.clone()));
+        }
+        let Some(checkpoint) = self.read_checkpoint(kind)? else {
+            return Ok(None);
+        };
+        let manifest = checkpoint.0.clone();
+        cached.insert(kind, checkpoint);
+        Ok(Some(manifest))
+    }
+
     /// The manifest and files of the published graph checkpoint of `kind`, if any.
-    pub(crate) fn checkpoint(&self, kind: Kind) -> Result<Option<Checkpoint>> {
+    pub(crate) fn take_checkpoint(&self, kind: Kind) -> Result<Option<Checkpoint>> {
+        let cached = self
+            .checkpoints
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&kind);
+        match cached {
+            Some(checkpoint) => Ok(Some(checkpoint)),
+            None => self.read_checkpoint(kind),
+        }
+    }
+
+    fn read_checkpoint(&self, kind: Kind) -> Result<Option<Checkpoint>> {
         let Some(file) = self.list.graph(kind) else {
             return Ok(None);
         };

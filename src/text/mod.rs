@@ -260,9 +260,9 @@ impl TextIndex {
                 "text index schema differs from this build's",
             ));
         }
-        let payload = index
-            .load_metas()
-            .map_err(tantivy_err)?
+        let metas = index.load_metas().map_err(tantivy_err)?;
+        let opstamp = metas.opstamp;
+        let payload = metas
             .payload
             .ok_or_else(|| Error::corrupt("text index has no commit payload"))?;
         let payload: Payload = serde_json::from_str(&payload)
@@ -288,6 +288,14 @@ impl TextIndex {
                 "text index: checksum mismatch in {}",
                 names.join(", ")
             )));
+        }
+        // A reader opens beside a writer: the commit whose payload was read must be the
+        // one its searcher holds (opstamps only grow, so an unchanged one means no
+        // commit in between).
+        if !write && text.index.load_metas().map_err(tantivy_err)?.opstamp != opstamp {
+            return Err(Error::corrupt(
+                "text index: a writer committed while it was opened",
+            ));
         }
         Ok((text, payload.seq))
     }

@@ -64,20 +64,16 @@ pub fn open_to_read(config: &Config, dir: &Path) -> Result<Engine> {
 }
 
 /// Opens an index to read only. An index nothing was published for yet (written by an
-/// earlier version), or whose published files are damaged, is opened for writing
-/// instead, once: that publishes them.
+/// earlier version) is opened for writing instead, once: that publishes it. (Damaged
+/// published files are an error naming the file: `ruche repair`, or any writer, publishes
+/// them again; a read never opens an index for writing beside its writer.)
 pub fn open_engine_to_read(
     builder: &ruchedb::EngineBuilder,
     dir: &Path,
 ) -> ruchedb::Result<Engine> {
     match builder.clone().open_read_only(dir) {
         Ok(engine) => Ok(engine),
-        Err(err)
-            if matches!(
-                err.kind(),
-                ruchedb::ErrorKind::NotPublished { .. } | ruchedb::ErrorKind::Corrupt { .. }
-            ) =>
-        {
+        Err(err) if matches!(err.kind(), ruchedb::ErrorKind::NotPublished { .. }) => {
             tracing::info!(error = %err, "opening for writing to publish the index for readers");
             builder.clone().open(dir)
         }
