@@ -171,7 +171,32 @@ impl EngineBuilder {
     /// [`ErrorKind::NotPublished`](crate::ErrorKind::NotPublished) for an index written
     /// by an earlier version that no writer opened since (opening it once for writing
     /// publishes it); [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt) when a published
-    /// file is damaged (`ruche repair` publishes them again).
+    /// file is damaged (`ruche repair`, or the next open for writing, publishes them
+    /// again).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use ruchedb::{Chunk, Engine, SearchRequest};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("index");
+    /// let writer = Engine::builder().create(&path)?;
+    /// writer.upsert_chunks([Chunk::new("n1", "the parcel left the depot on Monday")])?;
+    /// writer.commit()?;
+    ///
+    /// // Beside the writer (here in the same process; usually another one).
+    /// let mut reader = Engine::builder().open_read_only(&path)?;
+    /// let response = reader.search(&SearchRequest::chunks("when did the parcel leave?"))?;
+    /// assert_eq!(response.hits[0].id, "n1");
+    ///
+    /// writer.upsert_chunks([Chunk::new("n2", "the parcel was delivered on Wednesday")])?;
+    /// writer.commit()?;
+    /// assert_eq!(reader.stats().chunks, 1); // the commit it opened
+    /// assert!(reader.refresh()?);
+    /// assert_eq!(reader.stats().chunks, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open_read_only(self, dir: impl AsRef<Path>) -> Result<Engine> {
         Engine::open_reader(self, dir.as_ref())
     }
