@@ -316,21 +316,30 @@ fn load_graphs(engine: &Weak<Inner>) {
             if inner.worker.stop.load(Ordering::Acquire) {
                 return;
             }
-            read_checkpoint(&inner.store, kind).map(|found| {
-                // A reader writes nothing in the index: hnsw_rs's scratch copy goes to
-                // the system's temporary directory.
-                let scratch = if inner.store.is_read_only() {
-                    std::env::temp_dir()
-                } else {
-                    inner.dir.clone()
-                };
-                found.map(|(manifest, files)| (manifest, files, inner.vectors.params(), scratch))
-            })
+            if inner.store.is_read_only() {
+                // A reader's hnsw_rs reads the published files in place (it writes
+                // nothing, and has no copy to make).
+                published_checkpoint(&inner.store, kind)
+                    .map(|found| found.map(|found| (found, inner.vectors.params())))
+            } else {
+                read_checkpoint(&inner.store, kind).map(|found| {
+                    found.map(|(manifest, files)| {
+                        (
+                            Found::Bytes(manifest, files, inner.dir.clone()),
+                            inner.vectors.params(),
+                        )
+                    })
+                })
+            }
         };
         let loaded = match read {
             Ok(None) => continue,
-            Ok(Some((manifest, files, params, dir))) => {
-                Graph::load(&manifest, &files, params, &dir)
+            Ok(Some((Found::Bytes(manifest, files, scratch), params))) => {
+                Graph::load(&manifest, &files, params, &scratch)
+                    .map(|graph| (graph, manifest.covered_seq))
+            }
+            Ok(Some((Found::InPlace(manifest, dir, basename), params))) => {
+                Graph::load_from(&manifest, &dir, &basename, params)
                     .map(|graph| (graph, manifest.covered_seq))
             }
             Err(err) => Err(err),
@@ -351,6 +360,26 @@ fn load_graphs(engine: &Weak<Inner>) {
             }
         }
     }
+}
+
+/// A graph checkpoint found: its bytes (a writer's, from the store, unpacked into a
+/// scratch directory of the index to load), or where its published files lie (a
+/// reader's).
+enum Found {
+    Bytes(Manifest, Vec<Vec<u8>>, std::path::PathBuf),
+    InPlace(Manifest, std::path::PathBuf, String),
+}
+
+/// Where a reader finds `kind`'s published checkpoint, its files checked.
+fn published_checkpoint(store: &Store, kind: Kind) -> Result<Option<Found>> {
+    let Some((manifest_bytes, dir, basename)) = store.published_graph(kind)? else {
+        return Ok(None);
+    };
+    let manifest = decode_manifest(&manifest_bytes)?;
+    if Some(manifest.dimensions) != store.meta().dimensions && manifest.n_points > 0 {
+        return Err(Error::corrupt("graph checkpoint has another dimension"));
+    }
+    Ok(Some(Found::InPlace(manifest, dir, basename)))
 }
 
 /// The manifest and files of `kind`'s checkpoint, if it has one.

@@ -385,10 +385,11 @@ impl Engine {
                     .map(|list| list.graphs.clone())
                     .unwrap_or_default();
                 for graph in &mut graphs {
-                    if graph
-                        .as_ref()
-                        .is_some_and(|file| !publish::file_present(dir, file))
-                    {
+                    if graph.as_ref().is_some_and(|graph| {
+                        !std::iter::once(&graph.manifest)
+                            .chain(&graph.files)
+                            .all(|file| publish::file_present(dir, file))
+                    }) {
                         *graph = None;
                     }
                 }

@@ -184,11 +184,16 @@ pub(super) fn publish_graph(
     files: &[Vec<u8>],
 ) -> Result<()> {
     let name = list.new_name(&format!("graph-{kind}"));
-    let mut sections: Vec<&[u8]> = Vec::with_capacity(files.len() + 1);
-    sections.push(manifest);
-    sections.extend(files.iter().map(Vec::as_slice));
-    let file = view::write_file(dir, &name, &sections)?;
-    list.set_graph(kind, file);
+    let basename = name.strip_suffix(".rv").unwrap_or(&name).to_string();
+    // The dump files first, raw and under the names hnsw_rs loads them by, then the
+    // manifest that names them.
+    let files = files
+        .iter()
+        .zip(["hnsw.graph", "hnsw.data"])
+        .map(|(bytes, suffix)| view::write_raw(dir, &format!("{basename}.{suffix}"), bytes))
+        .collect::<Result<Vec<_>>>()?;
+    let manifest = view::write_file(dir, &name, &[manifest])?;
+    list.set_graph(kind, view::ViewGraph { manifest, files });
     Ok(())
 }
 
@@ -315,7 +320,11 @@ impl Inner {
                 Publish::Again { damaged } => {
                     publish_base(&self.dir, &self.store, &mut list)?;
                     for kind in Kind::ALL {
-                        if !list.graph(kind).is_some_and(|f| damaged.contains(&f.name)) {
+                        if !list.graph(kind).is_some_and(|graph| {
+                            std::iter::once(&graph.manifest)
+                                .chain(&graph.files)
+                                .any(|file| damaged.contains(&file.name))
+                        }) {
                             continue;
                         }
                         list.graphs[kind.index()] = None;

@@ -131,6 +131,18 @@ impl Store {
         }
     }
 
+    /// Where a reader finds the published graph checkpoint of `kind` (see
+    /// [`view::Published::graph_in_place`]).
+    pub(crate) fn published_graph(
+        &self,
+        kind: Kind,
+    ) -> Result<Option<(Vec<u8>, std::path::PathBuf, String)>> {
+        match &self.view {
+            Some(view) => view.graph_in_place(kind),
+            None => Ok(None),
+        }
+    }
+
     /// The list of published files a reader's store reads.
     pub(crate) fn published_list(&self) -> Option<view::ViewList> {
         self.view.as_ref().map(|view| view.list.clone())
@@ -602,9 +614,6 @@ impl Store {
 
     /// The manifest of the graph checkpoint of `kind`, if there is one.
     pub(crate) fn checkpoint_manifest(&self, kind: Kind) -> Result<Option<Vec<u8>>> {
-        if let Some(view) = &self.view {
-            return view.checkpoint_manifest(kind);
-        }
         Ok(self
             .graph_tree(kind)?
             .get(b"manifest")
@@ -614,14 +623,6 @@ impl Store {
 
     /// The bytes of the first `n_files` files of the graph checkpoint of `kind`.
     pub(crate) fn checkpoint_files(&self, kind: Kind, n_files: usize) -> Result<Vec<Vec<u8>>> {
-        if let Some(view) = &self.view {
-            let mut files = view
-                .take_checkpoint(kind)?
-                .map(|(_, files)| files)
-                .unwrap_or_default();
-            files.truncate(n_files);
-            return Ok(files);
-        }
         let tree = self.graph_tree(kind)?;
         let mut files = Vec::with_capacity(n_files);
         for file_idx in 0..n_files {

@@ -19,7 +19,9 @@
 //! ```text
 //! file    = "RUCHEVW1" [sections: u32 LE] ([length: u64 LE] [bytes])* [crc32 of all before: u32 LE]
 //! part    = section 0: bincode PartHeader, section 1: entries in the block encoding
-//! graph   = section 0: the checkpoint's manifest, then one section per checkpoint file
+//! graph   = section 0: the checkpoint's manifest; its files are published beside, raw,
+//!           as hnsw_rs dumped them (NAME.hnsw.graph, NAME.hnsw.data), so that a reader's
+//!           hnsw_rs loads them in place
 //! ```
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -49,8 +51,31 @@ pub(crate) struct ViewFile {
     pub(crate) name: String,
     /// Its length in bytes.
     pub(crate) len: u64,
-    /// The CRC-32 of the file without its trailer (the trailer holds it too).
+    /// The CRC-32 of the file without its trailer (the trailer holds it too), or of the
+    /// whole of a raw file.
     pub(crate) crc32: u32,
+    /// A file as another library wrote it (no header, no trailer).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) raw: bool,
+}
+
+/// A published graph checkpoint: its manifest, and the files hnsw_rs dumped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ViewGraph {
+    /// The checkpoint's manifest (`NAME.rv`).
+    pub(crate) manifest: ViewFile,
+    /// `NAME.hnsw.graph` and `NAME.hnsw.data`, raw.
+    pub(crate) files: Vec<ViewFile>,
+}
+
+impl ViewGraph {
+    /// The name hnsw_rs knows the files by (`NAME`).
+    pub(crate) fn basename(&self) -> &str {
+        self.manifest
+            .name
+            .strip_suffix(SUFFIX)
+            .unwrap_or(&self.manifest.name)
+    }
 }
 
 /// The published files of one committed state, as the manifest lists them.
@@ -63,7 +88,7 @@ pub(crate) struct ViewList {
     /// The changes since the base, oldest first.
     pub(crate) parts: Vec<ViewFile>,
     /// Each kind's graph checkpoint, by [`Kind::index`].
-    pub(crate) graphs: Vec<Option<ViewFile>>,
+    pub(crate) graphs: Vec<Option<ViewGraph>>,
     /// The number the next file's name takes.
     pub(crate) next_file: u64,
 }
@@ -71,10 +96,12 @@ pub(crate) struct ViewList {
 impl ViewList {
     /// Every file the list names.
     pub(crate) fn files(&self) -> impl Iterator<Item = &ViewFile> {
-        self.base
-            .iter()
-            .chain(&self.parts)
-            .chain(self.graphs.iter().flatten())
+        self.base.iter().chain(&self.parts).chain(
+            self.graphs
+                .iter()
+                .flatten()
+                .flat_map(|graph| std::iter::once(&graph.manifest).chain(&graph.files)),
+        )
     }
 
     /// A new file name, never used before in this index.
@@ -85,11 +112,11 @@ impl ViewList {
     }
 
     /// The graph checkpoint of `kind`, if one is published.
-    pub(crate) fn graph(&self, kind: Kind) -> Option<&ViewFile> {
+    pub(crate) fn graph(&self, kind: Kind) -> Option<&ViewGraph> {
         self.graphs.get(kind.index()).and_then(Option::as_ref)
     }
 
-    pub(crate) fn set_graph(&mut self, kind: Kind, file: ViewFile) {
+    pub(crate) fn set_graph(&mut self, kind: Kind, file: ViewGraph) {
         if self.graphs.len() < Kind::COUNT {
             self.graphs.resize(Kind::COUNT, None);
         }
@@ -244,6 +271,31 @@ pub(crate) fn write_file(dir: &Path, name: &str, sections: &[&[u8]]) -> Result<V
         name: name.to_string(),
         len,
         crc32,
+        raw: false,
+    })
+}
+
+/// Writes `bytes` as the raw published file `name` in `dir/view/` (beside, synced,
+/// renamed, the directory synced).
+pub(crate) fn write_raw(dir: &Path, name: &str, bytes: &[u8]) -> Result<ViewFile> {
+    let view_dir = dir.join(VIEW_DIR);
+    std::fs::create_dir_all(&view_dir).map_err(|err| Error::io_at(&view_dir, err))?;
+    let path = view_dir.join(name);
+    let staging = view_dir.join(format!("{name}.tmp"));
+    {
+        let mut file =
+            std::fs::File::create(&staging).map_err(|err| Error::io_at(&staging, err))?;
+        file.write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(|err| Error::io_at(&staging, err))?;
+    }
+    std::fs::rename(&staging, &path).map_err(|err| Error::io_at(&path, err))?;
+    sync_dir(&view_dir)?;
+    Ok(ViewFile {
+        name: name.to_string(),
+        len: bytes.len() as u64,
+        crc32: crc32fast::hash(bytes),
+        raw: true,
     })
 }
 
@@ -279,6 +331,19 @@ fn open_file(dir: &Path, file: &ViewFile) -> Result<Option<(std::fs::File, Secti
             "{} bytes, the manifest records {}",
             bytes.len(),
             file.len
+        )));
+    }
+    if file.raw {
+        if crc32fast::hash(&bytes) != file.crc32 {
+            return Err(damaged("checksum mismatch"));
+        }
+        let whole = 0..bytes.len();
+        return Ok(Some((
+            handle,
+            Sections {
+                bytes,
+                ranges: vec![whole],
+            },
         )));
     }
     let body_len = bytes
@@ -364,9 +429,6 @@ pub(crate) fn next_free_number(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// A graph checkpoint as the store keeps it: its encoded manifest and its files.
-pub(crate) type Checkpoint = (Vec<u8>, Vec<Vec<u8>>);
-
 /// The committed state as a reader sees it: what the published files of one manifest
 /// hold.
 ///
@@ -385,8 +447,6 @@ pub(crate) struct Published {
     /// The base's and parts' files, kept open, with their paths and lengths.
     files: Vec<(std::sync::Mutex<std::fs::File>, PathBuf, u64)>,
     bytes: std::sync::Mutex<Option<Arc<Vec<Vec<u8>>>>>,
-    /// A graph checkpoint read for its manifest, until its files are asked for.
-    checkpoints: std::sync::Mutex<HashMap<Kind, Checkpoint>>,
 }
 
 impl Published {
@@ -452,7 +512,6 @@ impl Published {
             docs,
             files: handles,
             bytes: std::sync::Mutex::new(Some(Arc::new(buffers))),
-            checkpoints: std::sync::Mutex::new(HashMap::new()),
         }))
     }
 
@@ -530,53 +589,32 @@ impl Published {
             .collect()
     }
 
-    /// The manifest of the published graph checkpoint of `kind`, if any (its files are
-    /// kept for [`Published::take_checkpoint`]: the file is read once).
-    pub(crate) fn checkpoint_manifest(&self, kind: Kind) -> Result<Option<Vec<u8>>> {
-        let mut cached = self.checkpoints.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((manifest, _)) = cached.get(&kind) {
-            return Ok(Some(manifest.clone()));
-        }
-        let Some(checkpoint) = self.read_checkpoint(kind)? else {
+    /// Where the published graph checkpoint of `kind` lies, if any: its manifest (read
+    /// and checked), the directory and the name hnsw_rs loads it by, after checking its
+    /// files. `None` when a writer replaced it meanwhile.
+    pub(crate) fn graph_in_place(&self, kind: Kind) -> Result<Option<(Vec<u8>, PathBuf, String)>> {
+        let Some(graph) = self.list.graph(kind) else {
             return Ok(None);
         };
-        let manifest = checkpoint.0.clone();
-        cached.insert(kind, checkpoint);
-        Ok(Some(manifest))
-    }
-
-    /// The manifest and files of the published graph checkpoint of `kind`, if any.
-    pub(crate) fn take_checkpoint(&self, kind: Kind) -> Result<Option<Checkpoint>> {
-        let cached = self
-            .checkpoints
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&kind);
-        match cached {
-            Some(checkpoint) => Ok(Some(checkpoint)),
-            None => self.read_checkpoint(kind),
-        }
-    }
-
-    fn read_checkpoint(&self, kind: Kind) -> Result<Option<Checkpoint>> {
-        let Some(file) = self.list.graph(kind) else {
+        let Some(sections) = read_file(&self.dir, &graph.manifest)? else {
             return Ok(None);
         };
-        let Some(sections) = read_file(&self.dir, file)? else {
-            // Replaced by a newer checkpoint: the graph is built from the documents.
-            return Ok(None);
-        };
-        if sections.len() == 0 {
+        if sections.len() != 1 {
             return Err(Error::corrupt(format!(
-                "{}: empty graph checkpoint",
-                path_of(&self.dir, file).display()
+                "{}: not a graph manifest",
+                path_of(&self.dir, &graph.manifest).display()
             )));
         }
-        let manifest = sections.get(0).to_vec();
-        let files = (1..sections.len())
-            .map(|i| sections.get(i).to_vec())
-            .collect();
-        Ok(Some((manifest, files)))
+        for file in &graph.files {
+            if read_file(&self.dir, file)?.is_none() {
+                return Ok(None);
+            }
+        }
+        Ok(Some((
+            sections.get(0).to_vec(),
+            self.dir.join(VIEW_DIR),
+            graph.basename().to_string(),
+        )))
     }
 
     /// Bytes of the published files.

@@ -188,11 +188,22 @@ impl Graph {
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "checkpoint files written"
         );
+        Graph::load_from(manifest, dir.path(), "ruche", params)
+    }
+
+    /// Reloads a graph hnsw_rs dumped as `basename.hnsw.graph` and `basename.hnsw.data`
+    /// in `dir` (files checked against `manifest` by the caller), reading them in place.
+    pub(crate) fn load_from(
+        manifest: &Manifest,
+        dir: &Path,
+        basename: &str,
+        params: HnswParams,
+    ) -> Result<Graph> {
         let phase = std::time::Instant::now();
         // The loaded graph borrows its loader only when memory-mapping, which we never
         // ask for: the data is copied into the graph. Leaking the loader (a path and a
         // few counters) gives the graph the `'static` lifetime it then really has.
-        let io: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir.path(), "ruche")));
+        let io: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, basename)));
         let loaded = catch_unwind(AssertUnwindSafe(move || {
             // Moving the `'static` borrow in makes the closure `FnOnce`, so the graph
             // may keep it.
