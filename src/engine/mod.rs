@@ -380,23 +380,29 @@ impl Engine {
             stale => {
                 // Its graph checkpoints stay valid (a graph covers a prefix of the
                 // changes; the documents after it are scanned exactly).
-                let mut graphs = stale
-                    .as_ref()
-                    .map(|list| list.graphs.clone())
-                    .unwrap_or_default();
-                for graph in &mut graphs {
-                    if graph.as_ref().is_some_and(|graph| {
-                        !std::iter::once(&graph.manifest)
-                            .chain(&graph.files)
-                            .all(|file| publish::file_present(dir, file))
-                    }) {
-                        *graph = None;
-                    }
-                }
+                let present = |graphs: &[Option<view::ViewGraph>]| -> Vec<Option<view::ViewGraph>> {
+                    graphs
+                        .iter()
+                        .map(|graph| {
+                            graph.clone().filter(|graph| {
+                                std::iter::once(&graph.manifest)
+                                    .chain(&graph.files)
+                                    .all(|file| publish::file_present(dir, file))
+                            })
+                        })
+                        .collect()
+                };
                 let mut list = ViewList {
                     next_file: view::next_free_number(dir)
-                        .max(stale.map_or(0, |list| list.next_file)),
-                    graphs,
+                        .max(stale.as_ref().map_or(0, |list| list.next_file)),
+                    graphs: stale
+                        .as_ref()
+                        .map(|list| present(&list.graphs))
+                        .unwrap_or_default(),
+                    retired_graphs: stale
+                        .as_ref()
+                        .map(|list| present(&list.retired_graphs))
+                        .unwrap_or_default(),
                     ..ViewList::default()
                 };
                 publish::publish_base(dir, &store, &mut list)?;
@@ -1055,26 +1061,48 @@ fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextInde
             }
             continue;
         };
+        let manifest_moved = || {
+            manifest::read_with_view(dir)
+                .ok()
+                .flatten()
+                .is_none_or(|(now, view)| (now, view) != (manifest, Some(list.clone())))
+        };
         let (text, seq) = match TextIndex::open_reader(&dir.join(TEXT_DIR), patterns_in_text) {
-            Ok(opened) => opened,
+            Ok(Some(opened)) => opened,
+            // A writer committed its text index while it was opened: again.
+            Ok(None) if !late => continue,
+            Ok(None) => {
+                return Err(Error::corrupt(format!(
+                    "{}: committed to faster than it could be opened",
+                    dir.join(TEXT_DIR).display()
+                )));
+            }
             Err(err) => {
                 // A writer that commits removes the text files it no longer needs, and
-                // one that opens may rebuild the text index: if the manifest moves on
-                // meanwhile, read again; if not, the text index is damaged.
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                let moved = manifest::read_with_view(dir)
-                    .ok()
-                    .flatten()
-                    .is_none_or(|(now, view)| (now, view) != (manifest, Some(list.clone())));
-                if moved && !late {
+                // one that opens may rebuild the text index: while a writer holds the
+                // index, wait for its manifest to move on and read again. Without one,
+                // the text index is damaged.
+                if !writer_alive(dir) {
+                    return Err(err);
+                }
+                while !manifest_moved() && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                if std::time::Instant::now() < deadline {
                     continue;
                 }
                 return Err(err);
             }
         };
-        if seq != list.seq && !late && writer_alive(dir) {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-            continue;
+        if seq > list.seq && writer_alive(dir) {
+            // The writer publishes next: wait for its manifest (reading only that), then
+            // read everything again.
+            while !manifest_moved() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            if std::time::Instant::now() < deadline {
+                continue;
+            }
         }
         if seq != list.seq {
             tracing::warn!(

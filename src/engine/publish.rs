@@ -189,8 +189,8 @@ pub(super) fn publish_graph(
     // manifest that names them.
     let files = files
         .iter()
-        .zip(["hnsw.graph", "hnsw.data"])
-        .map(|(bytes, suffix)| view::write_raw(dir, &format!("{basename}.{suffix}"), bytes))
+        .zip([view::RAW_GRAPH, view::RAW_DATA])
+        .map(|(bytes, suffix)| view::write_raw(dir, &format!("{basename}{suffix}"), bytes))
         .collect::<Result<Vec<_>>>()?;
     let manifest = view::write_file(dir, &name, &[manifest])?;
     list.set_graph(kind, view::ViewGraph { manifest, files });
@@ -263,10 +263,13 @@ pub(super) fn spawn_verifier(inner: &Arc<Inner>) -> Result<Option<std::thread::J
         .map_err(crate::Error::from)
 }
 
-/// A list without a base (the next publish writes one) that never reuses a name.
+/// A list without a base (the next publish writes one) that never reuses a name, and
+/// keeps its graphs (a graph covers a prefix of the changes: still valid).
 fn unpublished(dir: &Path, list: &ViewList) -> ViewList {
     ViewList {
         next_file: list.next_file.max(view::next_free_number(dir)),
+        graphs: list.graphs.clone(),
+        retired_graphs: list.retired_graphs.clone(),
         ..ViewList::default()
     }
 }
@@ -339,7 +342,12 @@ impl Inner {
         })();
         match published {
             Ok(()) => {
-                self.write_manifest_with(Some(&list))?;
+                if let Err(err) = self.write_manifest_with(Some(&list)) {
+                    // The files are written, the manifest that names them is not: start
+                    // again from a base, under new names.
+                    *guard = Some(unpublished(&self.dir, &list));
+                    return Err(err);
+                }
                 view::remove_unlisted(&self.dir, &list);
                 *guard = Some(list);
                 Ok(())
@@ -357,8 +365,7 @@ impl Inner {
     /// holds a commit the published files do not).
     pub(super) fn unpublish(&self) {
         let mut guard = self.view.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(list) = guard.as_ref() {
-            *guard = Some(unpublished(&self.dir, list));
-        }
+        let list = guard.take().unwrap_or_default();
+        *guard = Some(unpublished(&self.dir, &list));
     }
 }

@@ -43,6 +43,9 @@ pub(crate) const VIEW_DIR: &str = "view";
 const MAGIC: &[u8; 8] = b"RUCHEVW1";
 /// The suffix of a published file; `.tmp` is added while one is written.
 const SUFFIX: &str = ".rv";
+/// The suffixes of a published graph's raw files (`NAME` + suffix, as hnsw_rs names them).
+pub(crate) const RAW_GRAPH: &str = ".hnsw.graph";
+pub(crate) const RAW_DATA: &str = ".hnsw.data";
 
 /// One published file as the manifest lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,6 +92,11 @@ pub(crate) struct ViewList {
     pub(crate) parts: Vec<ViewFile>,
     /// Each kind's graph checkpoint, by [`Kind::index`].
     pub(crate) graphs: Vec<Option<ViewGraph>>,
+    /// Each kind's graph checkpoint before, kept one more generation: a reader checks a
+    /// graph's files, then hnsw_rs opens them by name, so they must outlive the next
+    /// publish.
+    #[serde(default)]
+    pub(crate) retired_graphs: Vec<Option<ViewGraph>>,
     /// The number the next file's name takes.
     pub(crate) next_file: u64,
 }
@@ -99,6 +107,7 @@ impl ViewList {
         self.base.iter().chain(&self.parts).chain(
             self.graphs
                 .iter()
+                .chain(&self.retired_graphs)
                 .flatten()
                 .flat_map(|graph| std::iter::once(&graph.manifest).chain(&graph.files)),
         )
@@ -120,7 +129,10 @@ impl ViewList {
         if self.graphs.len() < Kind::COUNT {
             self.graphs.resize(Kind::COUNT, None);
         }
-        self.graphs[kind.index()] = Some(file);
+        if self.retired_graphs.len() < Kind::COUNT {
+            self.retired_graphs.resize(Kind::COUNT, None);
+        }
+        self.retired_graphs[kind.index()] = self.graphs[kind.index()].replace(file);
     }
 
     /// The bytes of the parts.
@@ -401,7 +413,10 @@ pub(crate) fn remove_unlisted(dir: &Path, list: &ViewList) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        let ours = name.ends_with(SUFFIX) || name.ends_with(&format!("{SUFFIX}.tmp"));
+        let name_of_file = name.strip_suffix(".tmp").unwrap_or(&name);
+        let ours = [SUFFIX, RAW_GRAPH, RAW_DATA]
+            .iter()
+            .any(|suffix| name_of_file.ends_with(suffix));
         if ours
             && !listed.contains(name.as_ref())
             && let Err(err) = std::fs::remove_file(entry.path())
@@ -421,7 +436,7 @@ pub(crate) fn next_free_number(dir: &Path) -> u64 {
         .flatten()
         .filter_map(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let stem = name.split(SUFFIX).next()?;
+            let stem = name.split('.').next()?;
             stem.rsplit('-').next()?.parse::<u64>().ok()
         })
         .map(|n| n + 1)

@@ -25,6 +25,9 @@ use tantivy::{
 use crate::id::DocId;
 use crate::{Error, Result};
 
+/// What a reader's open says when a writer committed meanwhile (it opens again).
+const RACED: &str = "text index: a writer committed while it was opened";
+
 /// Memory budget of the index writer.
 const WRITER_MEMORY_BYTES: usize = 64 << 20;
 
@@ -246,10 +249,21 @@ impl TextIndex {
     /// Opens the index in `dir` to read only: no writer, so no writer lock, and nothing
     /// written (tantivy takes its meta lock for a moment while it opens the segments,
     /// so that a writer's commit does not remove them meanwhile).
-    pub(crate) fn open_reader(dir: &Path, patterns_in_text: bool) -> Result<(TextIndex, u64)> {
-        guarded("opening", || {
+    ///
+    /// `None` when a writer committed while it was opened (open it again).
+    pub(crate) fn open_reader(
+        dir: &Path,
+        patterns_in_text: bool,
+    ) -> Result<Option<(TextIndex, u64)>> {
+        let opened = guarded("opening", || {
             TextIndex::open_unguarded(dir, patterns_in_text, false)
-        })
+        });
+        match opened {
+            Err(err) if matches!(err.kind(), crate::ErrorKind::Corrupt { what } if what == RACED) => {
+                Ok(None)
+            }
+            other => other.map(Some),
+        }
     }
 
     fn open_unguarded(dir: &Path, patterns_in_text: bool, write: bool) -> Result<(TextIndex, u64)> {
@@ -293,9 +307,7 @@ impl TextIndex {
         // one its searcher holds (opstamps only grow, so an unchanged one means no
         // commit in between).
         if !write && text.index.load_metas().map_err(tantivy_err)?.opstamp != opstamp {
-            return Err(Error::corrupt(
-                "text index: a writer committed while it was opened",
-            ));
+            return Err(Error::corrupt(RACED));
         }
         Ok((text, payload.seq))
     }

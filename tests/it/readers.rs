@@ -354,3 +354,32 @@ proptest! {
         prop_assert!(published <= 12, "{} published files", published);
     }
 }
+
+#[test]
+fn old_published_graphs_go_after_one_more_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let writer = writer(&path);
+    let graph_files = || {
+        std::fs::read_dir(path.join("view"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".hnsw.data"))
+            .count()
+    };
+    for round in 0..4 {
+        writer
+            .upsert_chunks((round * 50..round * 50 + 50).map(|i| note(i, "x")))
+            .unwrap();
+        writer.commit().unwrap();
+        // Every committed vector in the graph: its checkpoint is published.
+        writer.sync_graph().unwrap();
+        let reader = Engine::builder().open_read_only(&path).unwrap();
+        let stats = reader.stats();
+        assert_eq!(stats.chunks, round * 50 + 50);
+        assert_eq!(stats.counters.graph_checkpoint_loads, 1, "round {round}");
+        assert_eq!(stats.chunk_graph.tail_docs, 0, "round {round}");
+        // The graph in use and the one before it (a reader may be opening it).
+        assert_eq!(graph_files(), (round + 1).min(2), "round {round}");
+    }
+}
