@@ -54,7 +54,7 @@ pub enum ErrorKind {
         /// The directory.
         path: PathBuf,
     },
-    /// A write was asked of an engine opened read-only ([`crate::EngineBuilder::read_only`]).
+    /// A write was asked of an engine opened read-only ([`crate::EngineBuilder::open_read_only`]).
     ReadOnly,
     /// A read-only open found no published view of the index: it was written by an
     /// earlier version, or its writer's last publish failed. Opening it once for

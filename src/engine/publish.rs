@@ -322,12 +322,20 @@ impl Inner {
                 } => publish_graph(&self.dir, &mut list, kind, manifest, files),
                 Publish::Again { damaged } => {
                     publish_base(&self.dir, &self.store, &mut list)?;
-                    for kind in Kind::ALL {
-                        if !list.graph(kind).is_some_and(|graph| {
+                    let is_damaged = |graph: &Option<view::ViewGraph>| {
+                        graph.as_ref().is_some_and(|graph| {
                             std::iter::once(&graph.manifest)
                                 .chain(&graph.files)
                                 .any(|file| damaged.contains(&file.name))
-                        }) {
+                        })
+                    };
+                    for retired in &mut list.retired_graphs {
+                        if is_damaged(retired) {
+                            *retired = None;
+                        }
+                    }
+                    for kind in Kind::ALL {
+                        if !is_damaged(&list.graphs.get(kind.index()).cloned().flatten()) {
                             continue;
                         }
                         list.graphs[kind.index()] = None;
