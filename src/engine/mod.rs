@@ -372,7 +372,9 @@ impl Engine {
             Some(view)
                 if view.seq == found.seq
                     && view.base.is_some()
-                    && entity_lists_kept(&derived)
+                    // A base published while some entity lists were derived would not
+                    // match the store, which keeps them now.
+                    && derived.is_empty()
                     && publish::present(dir, &view) =>
             {
                 view
@@ -1017,12 +1019,6 @@ fn load_with_embedder(
         catalog,
         derived,
     })
-}
-
-/// Whether the store keeps every entity list (a base published while some were derived
-/// would not match the store's: publish again once they are stored).
-fn entity_lists_kept(derived: &[(crate::id::DocId, Vec<String>)]) -> bool {
-    derived.is_empty()
 }
 
 /// Reads the manifest, the published files it lists and the text index, until they

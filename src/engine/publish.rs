@@ -53,16 +53,35 @@ pub(super) fn publish_base(dir: &Path, store: &Store, list: &mut ViewList) -> Re
         },
         written,
     };
-    let file = write_part(dir, list, "base", &part)?;
+    install_base(
+        dir,
+        list,
+        &part,
+        meta.last_seq,
+        phase,
+        "base published from the store",
+    )
+}
+
+/// Writes `base` as the list's base, of change `seq`, in place of the base and parts.
+fn install_base(
+    dir: &Path,
+    list: &mut ViewList,
+    base: &Part,
+    seq: u64,
+    phase: std::time::Instant,
+    what: &str,
+) -> Result<()> {
+    let file = write_part(dir, list, "base", base)?;
     tracing::debug!(
         elapsed_ms = phase.elapsed().as_millis() as u64,
-        docs = part.written.len(),
+        docs = base.written.len(),
         bytes = file.len,
-        "base published"
+        "{what}"
     );
     list.base = Some(file);
     list.parts.clear();
-    list.seq = meta.last_seq;
+    list.seq = seq;
     Ok(())
 }
 
@@ -140,17 +159,14 @@ fn rebase(dir: &Path, store: &Store, list: &mut ViewList, part: Part) -> Result<
     let mut merged = merged.merge(part);
     merged.written.sort_by_key(|entry| entry.doc);
     merged.header.removed.clear();
-    let file = write_part(dir, list, "base", &merged)?;
-    tracing::debug!(
-        elapsed_ms = phase.elapsed().as_millis() as u64,
-        docs = merged.written.len(),
-        bytes = file.len,
-        "base published from the published files"
-    );
-    list.base = Some(file);
-    list.parts.clear();
-    list.seq = seq;
-    Ok(())
+    install_base(
+        dir,
+        list,
+        &merged,
+        seq,
+        phase,
+        "base published from the published files",
+    )
 }
 
 /// Merges the last two parts while the last is at least half the size of the one
