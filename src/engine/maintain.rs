@@ -13,6 +13,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
+use rayon::prelude::*;
+
 use super::{Counters, Inner};
 use crate::catalog::{Catalog, Entry, Normalised, Placed};
 use crate::id::{DocId, VectorKey};
@@ -39,7 +41,6 @@ pub(super) struct Loaded {
 /// `verify`, derives every document's entities again to compare them with the stored
 /// ones (`ruche check`).
 pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
-    use rayon::prelude::*;
     let phase = std::time::Instant::now();
     let records = store.read_all()?;
     let mut stored = store.entity_lists()?;
@@ -273,8 +274,16 @@ fn rebuild_text(
     patterns_in_text: bool,
 ) -> Result<TextIndex> {
     let text = TextIndex::create(dir, patterns_in_text)?;
-    for (doc, entry) in catalog.iter() {
-        text.add_document(doc, &entry.doc)?;
+    let docs: Vec<_> = catalog.iter().collect();
+    // Analysed in parallel, a slice at a time (the analysed text is held until added).
+    for slice in docs.chunks(4_096) {
+        let prepared: Vec<_> = slice
+            .par_iter()
+            .map(|(doc, entry)| text.prepare(*doc, &entry.doc))
+            .collect();
+        for prepared in prepared {
+            text.add_prepared(prepared)?;
+        }
     }
     text.commit(last_seq)?;
     text.reload()?;

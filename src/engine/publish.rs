@@ -6,6 +6,7 @@
 //! opened a file before keeps reading it (it holds the whole file); one that read the
 //! manifest but not yet a file finds it gone and reads the manifest again.
 
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Weak};
@@ -95,7 +96,7 @@ pub(super) fn publish_changes(
 ) -> Result<()> {
     let meta = store.meta();
     // In order: a version written and removed by the same commit is in neither list.
-    let mut written: BTreeMap<u64, (BlockEntry, Vec<String>)> = BTreeMap::new();
+    let mut written: BTreeMap<u64, &Change> = BTreeMap::new();
     let mut removed = Vec::new();
     for change in changes {
         if let Some(doc) = change.removed
@@ -103,16 +104,26 @@ pub(super) fn publish_changes(
         {
             removed.push(doc.as_u64());
         }
-        if let Some((doc, record, vectors)) = &change.written {
-            written.insert(
-                doc.as_u64(),
-                (
-                    BlockEntry::new(*doc, record, vectors),
-                    change.entities.clone(),
-                ),
-            );
+        if let Some((doc, _, _)) = &change.written {
+            written.insert(doc.as_u64(), change);
         }
     }
+    // Encoded in parallel (a first import encodes every document here).
+    let written: Vec<(u64, (BlockEntry, Vec<String>))> = written
+        .into_iter()
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .filter_map(|(doc, change)| {
+            let (id, record, vectors) = change.written.as_ref()?;
+            Some((
+                doc,
+                (
+                    BlockEntry::new(*id, record, vectors),
+                    change.entities.clone(),
+                ),
+            ))
+        })
+        .collect();
     let (written, entities): (Vec<BlockEntry>, Vec<(u64, Vec<String>)>) = written
         .into_iter()
         .map(|(doc, (entry, entities))| (entry, (doc, entities)))

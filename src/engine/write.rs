@@ -185,13 +185,26 @@ impl Engine {
         let mut tokens: std::collections::HashMap<crate::id::DocId, [u32; 2]> =
             std::collections::HashMap::new();
         let text_result = (|| {
-            for change in &applied {
+            // Analysed in parallel, added in order (a delete applies to what came before).
+            let prepared: Vec<Option<crate::text::Prepared>> = applied
+                .par_iter()
+                .map(|change| {
+                    change
+                        .written
+                        .as_ref()
+                        .map(|(doc, record, _)| {
+                            Ok(inner.text.prepare(*doc, &record.to_document(None)?))
+                        })
+                        .transpose()
+                })
+                .collect::<Result<_>>()?;
+            for (change, prepared) in applied.iter().zip(prepared) {
                 if let Some(removed) = change.removed {
                     inner.text.delete(removed)?;
                 }
-                if let Some((doc, record, _)) = &change.written {
-                    let counts = inner.text.add_document(*doc, &record.to_document(None)?)?;
-                    tokens.insert(*doc, counts);
+                if let (Some((doc, _, _)), Some(prepared)) = (&change.written, prepared) {
+                    tokens.insert(*doc, prepared.counts);
+                    inner.text.add_prepared(prepared)?;
                 }
             }
             inner.text.commit(last_seq)
@@ -217,7 +230,6 @@ impl Engine {
             }
             inner.text.reload()
         })();
-        inner.wake_worker();
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "catalog updated"
@@ -227,9 +239,13 @@ impl Engine {
             // writes a base (and readers keep the last published commit until then).
             inner.unpublish();
         }
-        text_result?;
-        catalog_result?;
-        inner.publish(super::publish::Publish::Changes(&applied))?;
+        // The graph worker starts on the new vectors once the commit is published (it
+        // would take half the cores from publishing; searches scan the tail meanwhile).
+        let published = text_result
+            .and(catalog_result)
+            .and_then(|()| inner.publish(super::publish::Publish::Changes(&applied)));
+        inner.wake_worker();
+        published?;
         let phase = std::time::Instant::now();
         inner.store.truncate_log(last_seq)?;
         tracing::debug!(

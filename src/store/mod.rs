@@ -12,6 +12,7 @@ mod meta;
 mod record;
 pub(crate) mod view;
 
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -497,8 +498,18 @@ impl Store {
                 }
                 Ok(())
             };
+        // Each written version encoded once, in parallel, before the blocks take them.
+        let mut encoded: Vec<Option<BlockEntry>> = changes
+            .par_iter()
+            .map(|change| {
+                change
+                    .written
+                    .as_ref()
+                    .map(|(doc, record, vectors)| BlockEntry::new(*doc, record, vectors))
+            })
+            .collect();
         let mut log = Vec::with_capacity(changes.len());
-        for change in changes {
+        for (change, encoded) in changes.iter().zip(&mut encoded) {
             if let Some(removed) = change.removed {
                 let block_no = block::block_of(removed);
                 load(block_no, &mut blocks)?;
@@ -511,11 +522,13 @@ impl Store {
                 }
             }
             match &change.written {
-                Some((doc, record, vectors)) => {
+                Some((doc, _, _)) => {
                     let block_no = block::block_of(*doc);
                     load(block_no, &mut blocks)?;
-                    if let Some(entries) = blocks.get_mut(&block_no) {
-                        entries.push(BlockEntry::new(*doc, record, vectors));
+                    if let (Some(entries), Some(entry)) =
+                        (blocks.get_mut(&block_no), encoded.take())
+                    {
+                        entries.push(entry);
                     }
                     load_entities(block_no, &mut entity_blocks)?;
                     if let Some(lists) = entity_blocks.get_mut(&block_no) {

@@ -111,6 +111,12 @@ impl TextQuery {
     }
 }
 
+/// A document version analysed for the index, with its token counts `[words, ident]`.
+pub(crate) struct Prepared {
+    entry: TantivyDocument,
+    pub(crate) counts: [u32; 2],
+}
+
 fn schema() -> (Schema, Fields) {
     let mut builder = Schema::builder();
     let doc_id = builder.add_u64_field("doc_id", INDEXED | FAST);
@@ -333,8 +339,14 @@ impl TextIndex {
     ) -> Result<TextIndex> {
         let words = analyzer::words_analyzer();
         let ident = analyzer::ident_analyzer();
-        index.tokenizers().register(analyzer::WORDS, words.clone());
-        index.tokenizers().register(analyzer::IDENT, ident.clone());
+        // Documents are analysed before they reach tantivy (`TextIndex::prepare`); the
+        // fields' tokenizers read what that wrote.
+        index
+            .tokenizers()
+            .register(analyzer::WORDS, analyzer::PreAnalyzed);
+        index
+            .tokenizers()
+            .register(analyzer::IDENT, analyzer::PreAnalyzed);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
         let writer = if write {
             let writer = index
@@ -409,27 +421,22 @@ impl TextIndex {
     /// Adds a document version (visible after [`TextIndex::commit`] and a reload), its
     /// terms in the document's scope; returns its token counts `[words, ident]`.
     pub(crate) fn add_document(&self, doc: DocId, document: &crate::Document) -> Result<[u32; 2]> {
+        let prepared = self.prepare(doc, document);
+        let counts = prepared.counts;
+        self.add_prepared(prepared)?;
+        Ok(counts)
+    }
+
+    /// Analyses a document version for [`TextIndex::add_prepared`]: the costly part of
+    /// adding it, which needs no lock (so a batch is analysed in parallel).
+    pub(crate) fn prepare(&self, doc: DocId, document: &crate::Document) -> Prepared {
         let text = document.indexed_text(self.patterns_in_text);
         let prefix = scope_prefix(document.kind(), document.tenant_id());
-        let scoped = |analyzer: &TextAnalyzer| {
-            let mut analyzer = analyzer.clone();
-            let mut stream = analyzer.token_stream(&text);
-            let mut tokens = Vec::new();
-            while let Some(token) = stream.next() {
-                let mut token = token.clone();
-                token.text.insert_str(0, &prefix);
-                tokens.push(token);
-            }
-            tantivy::tokenizer::PreTokenizedString {
-                text: String::new(),
-                tokens,
-            }
-        };
-        let words = scoped(&self.words);
-        let ident = scoped(&self.ident);
+        let mut words = String::new();
+        let mut ident = String::new();
         let counts = [
-            u32::try_from(words.tokens.len()).unwrap_or(u32::MAX),
-            u32::try_from(ident.tokens.len()).unwrap_or(u32::MAX),
+            analyzer::encode_analyzed(&mut self.words.clone(), &prefix, &text, &mut words),
+            analyzer::encode_analyzed(&mut self.ident.clone(), &prefix, &text, &mut ident),
         ];
         let mut entry = TantivyDocument::default();
         entry.add_u64(self.fields.doc_id, doc.as_u64());
@@ -437,12 +444,17 @@ impl TextIndex {
             self.fields.tokens,
             (u64::from(counts[0]) << 32) | u64::from(counts[1]),
         );
-        entry.add_pre_tokenized_text(self.fields.words, words);
-        entry.add_pre_tokenized_text(self.fields.ident, ident);
+        entry.add_text(self.fields.words, words);
+        entry.add_text(self.fields.ident, ident);
+        Prepared { entry, counts }
+    }
+
+    /// Adds a document version [`TextIndex::prepare`] analysed.
+    pub(crate) fn add_prepared(&self, prepared: Prepared) -> Result<()> {
         self.lock_writer()?
-            .add_document(entry)
+            .add_document(prepared.entry)
             .map_err(tantivy_err)?;
-        Ok(counts)
+        Ok(())
     }
 
     /// The token counts of every live document of the committed index.
@@ -980,5 +992,154 @@ mod tests {
         for doc in &some {
             assert_eq!(partial.get(doc), full.get(doc), "{doc:?}");
         }
+    }
+
+    /// Every (field, term) of an index with its postings `doc_id -> term frequency`, and
+    /// each document's fieldnorms, whatever the segments.
+    type Postings =
+        std::collections::BTreeMap<(u32, Vec<u8>), std::collections::BTreeMap<u64, u32>>;
+
+    fn index_contents(text: &TextIndex) -> (Postings, std::collections::BTreeMap<(u32, u64), u8>) {
+        use tantivy::postings::Postings as _;
+        let searcher = text.reader.searcher();
+        let mut postings = Postings::new();
+        let mut norms = std::collections::BTreeMap::new();
+        for segment in searcher.segment_readers() {
+            let ids = segment.fast_fields().u64("doc_id").unwrap();
+            for field in [text.fields.words, text.fields.ident] {
+                let inverted = segment.inverted_index(field).unwrap();
+                let mut terms = inverted.terms().stream().unwrap();
+                while terms.advance() {
+                    let info = terms.value().clone();
+                    let mut list = inverted
+                        .read_postings_from_terminfo(&info, IndexRecordOption::WithFreqs)
+                        .unwrap();
+                    let entry = postings
+                        .entry((field.field_id(), terms.key().to_vec()))
+                        .or_default();
+                    while list.doc() != TERMINATED {
+                        entry.insert(ids.first(list.doc()).unwrap(), list.term_freq());
+                        list.advance();
+                    }
+                }
+                let fieldnorms = segment.get_fieldnorms_reader(field).unwrap();
+                for seg_doc in segment.doc_ids_alive() {
+                    norms.insert(
+                        (field.field_id(), ids.first(seg_doc).unwrap()),
+                        fieldnorms.fieldnorm_id(seg_doc),
+                    );
+                }
+            }
+        }
+        (postings, norms)
+    }
+
+    /// Documents analysed by `prepare` and read back by the fields' tokenizer give the
+    /// index tantivy builds from its own pre-tokenized values (the way ruche added them
+    /// before): the same terms, postings, frequencies and fieldnorms, so the same scores.
+    #[test]
+    fn analysed_documents_index_as_tantivys_pre_tokenized_ones() {
+        let contents = [
+            (
+                "default",
+                "Refund for order NW-15699, please: 12:30 at src/main.rs",
+            ),
+            (
+                "default",
+                "The EntityStore keeps 3:4 ratios; 10:abc and  unicode café Ünïcödé",
+            ),
+            ("acme", "order NW-15699 shipped to user@example.com on v2.1"),
+            ("acme:x", "the the the and of"),
+            ("default", ""),
+            ("t\u{e9}n", "colons::everywhere : 1:1 22:222 :::"),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let ours = TextIndex::create(&dir.path().join("ours"), false).unwrap();
+        let theirs = TextIndex::create(&dir.path().join("theirs"), false).unwrap();
+        for (i, (tenant, content)) in contents.iter().enumerate() {
+            let document =
+                Document::Chunk(Chunk::new(format!("c{i}"), *content).with_tenant(*tenant));
+            let doc = DocId::new(i as u64);
+            let counts = ours.add_document(doc, &document).unwrap();
+            // tantivy's pre-tokenized values, analysed by the same analyzers.
+            let text = document.indexed_text(false);
+            let prefix = scope_prefix(document.kind(), document.tenant_id());
+            let tokenized = |analyzer: &TextAnalyzer| {
+                let mut analyzer = analyzer.clone();
+                let mut stream = analyzer.token_stream(&text);
+                let mut tokens = Vec::new();
+                while let Some(token) = stream.next() {
+                    let mut token = token.clone();
+                    token.text.insert_str(0, &prefix);
+                    tokens.push(token);
+                }
+                tantivy::tokenizer::PreTokenizedString {
+                    text: String::new(),
+                    tokens,
+                }
+            };
+            let (words, ident) = (tokenized(&theirs.words), tokenized(&theirs.ident));
+            assert_eq!(
+                counts,
+                [words.tokens.len() as u32, ident.tokens.len() as u32]
+            );
+            let mut entry = TantivyDocument::default();
+            entry.add_u64(theirs.fields.doc_id, doc.as_u64());
+            entry.add_u64(
+                theirs.fields.tokens,
+                (u64::from(counts[0]) << 32) | u64::from(counts[1]),
+            );
+            entry.add_pre_tokenized_text(theirs.fields.words, words);
+            entry.add_pre_tokenized_text(theirs.fields.ident, ident);
+            theirs.add_prepared(Prepared { entry, counts }).unwrap();
+        }
+        for text in [&ours, &theirs] {
+            text.commit(1).unwrap();
+            text.reload().unwrap();
+        }
+        let (our_postings, our_norms) = index_contents(&ours);
+        let (their_postings, their_norms) = index_contents(&theirs);
+        assert!(our_postings.len() > 20, "{}", our_postings.len());
+        assert_eq!(our_postings, their_postings);
+        assert_eq!(our_norms, their_norms);
+        let counts = |text: &TextIndex| {
+            let mut counts = text.token_counts().unwrap();
+            counts.sort();
+            counts
+        };
+        assert_eq!(counts(&ours), counts(&theirs));
+    }
+
+    /// The fields' tokenizer never panics, whatever it is given, and stops where the
+    /// encoding stops making sense.
+    #[test]
+    fn the_fields_tokenizer_reads_its_encoding_and_survives_anything_else() {
+        use tantivy::tokenizer::{TokenStream as _, Tokenizer as _};
+        let read = |text: &str| {
+            let mut tokenizer = analyzer::PreAnalyzed;
+            let mut stream = tokenizer.token_stream(text);
+            let mut out = Vec::new();
+            while let Some(token) = stream.next() {
+                out.push(token.text.clone());
+            }
+            out
+        };
+        assert_eq!(read("2:p\u{0}3:a:b1:7"), ["p\u{0}a:b", "p\u{0}7"]);
+        assert_eq!(read("0:2:é3:xyz"), ["é", "xyz"]);
+        for garbage in [
+            "",
+            ":",
+            "9:ab",
+            "x:1:a",
+            "2:é",
+            "1:",
+            "3:abc4:ab",
+            "18446744073709551616:a",
+            "0:1:\u{e9}",
+        ] {
+            let _ = read(garbage);
+        }
+        assert!(read("3:abc4:ab").is_empty());
+        assert!(read("0:1:\u{e9}").is_empty());
     }
 }

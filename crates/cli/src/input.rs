@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
+use rayon::prelude::*;
 use ruchedb::{
     Chunk, Document, FusionSpec, Kind, Rule, Scenario, SearchRequest, SelectionConfig, Timestamp,
     Tool,
@@ -47,33 +48,53 @@ pub fn open(path: &Path) -> Result<Box<dyn Read>> {
 
 /// Parses every non-blank line of JSONL as a `T`, failing on the first bad line with
 /// its number (a UTF-8 byte-order mark before the first line is skipped).
-pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+pub fn read_jsonl<T: DeserializeOwned + Send>(path: &Path) -> Result<Vec<T>> {
     Ok(read_numbered(path)?
         .into_iter()
         .map(|(_, item)| item)
         .collect())
 }
 
-/// As [`read_jsonl`], with each item's line number.
-fn read_numbered<T: DeserializeOwned>(path: &Path) -> Result<Vec<(usize, T)>> {
+/// As [`read_jsonl`], with each item's line number. Lines are read in order and parsed
+/// in parallel, a batch at a time; the first bad line (by number) is the error.
+fn read_numbered<T: DeserializeOwned + Send>(path: &Path) -> Result<Vec<(usize, T)>> {
+    const BATCH_LINES: usize = 4_096;
     let reader = BufReader::new(open(path)?);
     let mut items = Vec::new();
+    let mut batch: Vec<(usize, String)> = Vec::with_capacity(BATCH_LINES);
+    let parse_batch = |batch: &mut Vec<(usize, String)>, items: &mut Vec<(usize, T)>| {
+        let parsed: Vec<std::result::Result<(usize, T), String>> = batch
+            .par_iter()
+            .map(|(line_no, line)| {
+                parse_line(line)
+                    .map(|item| (*line_no, item))
+                    .map_err(|err| format!("{}: line {line_no}: {err}", path.display()))
+            })
+            .collect();
+        batch.clear();
+        for item in parsed {
+            items.push(item.map_err(|err| anyhow::anyhow!(err))?);
+        }
+        anyhow::Ok(())
+    };
     for (idx, line) in reader.lines().enumerate() {
         let line_no = idx + 1;
-        let line =
+        let mut line =
             line.with_context(|| format!("{}: line {line_no}: cannot read", path.display()))?;
-        let line = if idx == 0 {
-            line.strip_prefix('\u{feff}').unwrap_or(&line)
-        } else {
-            &line
-        };
+        if idx == 0
+            && let Some(rest) = line.strip_prefix('\u{feff}')
+        {
+            line = rest.to_string();
+        }
         if line.trim().is_empty() {
             continue;
         }
-        let item = parse_line(line)
-            .map_err(|err| anyhow::anyhow!("{}: line {line_no}: {err}", path.display()))?;
-        items.push((line_no, item));
+        batch.push((line_no, line));
+        if batch.len() == BATCH_LINES {
+            parse_batch(&mut batch, &mut items)?;
+        }
     }
+    parse_batch(&mut batch, &mut items)?;
     Ok(items)
 }
 
@@ -153,7 +174,7 @@ fn checked<T: Record>(path: &Path, items: Vec<(usize, T)>) -> Result<Vec<T>> {
 /// entries (`[[rules]]`, `[[scenarios]]`, `[[tools]]`: the kind's plural name).
 fn read_kind<T>(path: &Path, kind: Kind) -> Result<Vec<Document>>
 where
-    T: DeserializeOwned + Clone + Into<Document>,
+    T: DeserializeOwned + Send + Clone + Into<Document>,
 {
     if path.extension().is_some_and(|ext| ext == "toml") {
         let key = kind.plural();
@@ -450,5 +471,37 @@ mod tests {
         assert!(err.ends_with("(column 48)"), "{err}");
         let err = parse_line::<Chunk>(r#"{"id": "a", "content": "x"} trailing"#).unwrap_err();
         assert!(err.contains("trailing characters"), "{err}");
+    }
+
+    /// Parsed in parallel batches, the items keep their order and line numbers, and the
+    /// error is the first bad line's, wherever the batches end.
+    #[test]
+    fn large_files_keep_order_and_report_the_first_bad_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chunks.jsonl");
+        let line = |i: usize| format!(r#"{{"id": "c{i}", "content": "note {i}"}}"#);
+        let mut text = String::from("\u{feff}");
+        for i in 0..10_000 {
+            text.push_str(&line(i));
+            text.push('\n');
+            if i % 3_000 == 0 {
+                text.push_str("  \n");
+            }
+        }
+        std::fs::write(&path, &text).unwrap();
+        let items: Vec<(usize, Chunk)> = read_numbered(&path).unwrap();
+        assert_eq!(items.len(), 10_000);
+        for (i, (line_no, chunk)) in items.iter().enumerate() {
+            assert_eq!(chunk.id, format!("c{i}"));
+            // One blank line after items 0, 3,000, 6,000 and 9,000.
+            assert_eq!(*line_no, i + 1 + i.div_ceil(3_000).min(4), "item {i}");
+        }
+        // Two bad lines in different batches: the first is named.
+        let mut lines: Vec<String> = (0..10_000).map(line).collect();
+        lines[9_000] = "{".into();
+        lines[5_000] = r#"{"id": "x", "content": 3}"#.into();
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let err = read_numbered::<Chunk>(&path).unwrap_err().to_string();
+        assert!(err.contains("line 5001: field `content`"), "{err}");
     }
 }
