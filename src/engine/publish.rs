@@ -29,8 +29,15 @@ fn feedback(store: &Store) -> Result<Vec<(String, Vec<crate::feedback::FeedbackE
 
 fn write_part(dir: &Path, list: &mut ViewList, what: &str, part: &Part) -> Result<view::ViewFile> {
     let name = list.new_name(what);
-    let [header, entries] = part.encode();
-    view::write_file(dir, &name, &[&header, &entries])
+    let header = part.encode_header();
+    view::write_sections(
+        dir,
+        &name,
+        &[
+            view::Section::Bytes(&header),
+            view::Section::Entries(&part.written),
+        ],
+    )
 }
 
 /// Publishes a base of every live document the store holds; the list then names it

@@ -171,22 +171,39 @@ fn decode_at_most(bytes: &[u8], max: usize, what: &str) -> Result<Vec<BlockEntry
 
 /// Encodes entries (sorted by `DocId`) as a block.
 pub(crate) fn encode<'a>(entries: impl IntoIterator<Item = &'a BlockEntry> + Clone) -> Vec<u8> {
-    let (count, size) = entries
-        .clone()
-        .into_iter()
-        .fold((0u32, 0usize), |(n, size), e| {
-            (n + 1, size + 16 + e.record.len() + e.vectors.len())
-        });
-    let mut out = Vec::with_capacity(4 + size);
-    out.extend_from_slice(&count.to_be_bytes());
-    for entry in entries {
-        out.extend_from_slice(&entry.doc.as_u64().to_be_bytes());
-        out.extend_from_slice(&(entry.record.len() as u32).to_be_bytes());
-        out.extend_from_slice(&entry.record);
-        out.extend_from_slice(&(entry.vectors.len() as u32).to_be_bytes());
-        out.extend_from_slice(&entry.vectors);
-    }
+    let mut out = Vec::with_capacity(encoded_size(entries.clone()));
+    encode_into(entries, &mut |bytes| {
+        out.extend_from_slice(bytes);
+        Ok(())
+    })
+    .expect("a Vec takes every byte");
     out
+}
+
+/// The length of [`encode`]'s bytes for `entries`.
+pub(crate) fn encoded_size<'a>(entries: impl IntoIterator<Item = &'a BlockEntry>) -> usize {
+    4 + entries
+        .into_iter()
+        .map(BlockEntry::encoded_len)
+        .sum::<usize>()
+}
+
+/// Hands [`encode`]'s bytes for `entries` to `put`, piece by piece (a large list is
+/// written out without being copied into one buffer first).
+pub(crate) fn encode_into<'a>(
+    entries: impl IntoIterator<Item = &'a BlockEntry> + Clone,
+    put: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let count = entries.clone().into_iter().count() as u32;
+    put(&count.to_be_bytes())?;
+    for entry in entries {
+        put(&entry.doc.as_u64().to_be_bytes())?;
+        put(&(entry.record.len() as u32).to_be_bytes())?;
+        put(&entry.record)?;
+        put(&(entry.vectors.len() as u32).to_be_bytes())?;
+        put(&entry.vectors)?;
+    }
+    Ok(())
 }
 
 struct Reader<'a> {

@@ -201,10 +201,9 @@ impl Part {
         }
     }
 
-    /// Encodes the part as the sections of a file.
-    pub(crate) fn encode(&self) -> [Vec<u8>; 2] {
-        let header = bincode::serialize(&self.header).expect("a part header serialises");
-        [header, block::encode(&self.written)]
+    /// The first section of a part's file (the second is its entries' block encoding).
+    pub(crate) fn encode_header(&self) -> Vec<u8> {
+        bincode::serialize(&self.header).expect("a part header serialises")
     }
 
     fn decode(sections: &Sections, path: &Path) -> Result<Part> {
@@ -243,6 +242,27 @@ pub(crate) fn path_of(dir: &Path, file: &ViewFile) -> PathBuf {
 /// Writes `sections` as the published file `name` in `dir/view/`: beside, synced, then
 /// renamed and the directory synced, so that the file is complete or absent.
 pub(crate) fn write_file(dir: &Path, name: &str, sections: &[&[u8]]) -> Result<ViewFile> {
+    let sections: Vec<Section<'_>> = sections.iter().map(|s| Section::Bytes(s)).collect();
+    write_sections(dir, name, &sections)
+}
+
+/// A section of a published file: bytes, or entries encoded as they are written.
+pub(crate) enum Section<'a> {
+    Bytes(&'a [u8]),
+    Entries(&'a [BlockEntry]),
+}
+
+impl Section<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Section::Bytes(bytes) => bytes.len(),
+            Section::Entries(entries) => block::encoded_size(entries.iter()),
+        }
+    }
+}
+
+/// As [`write_file`], the sections streamed to the file.
+pub(crate) fn write_sections(dir: &Path, name: &str, sections: &[Section<'_>]) -> Result<ViewFile> {
     let view_dir = dir.join(VIEW_DIR);
     std::fs::create_dir_all(&view_dir).map_err(|err| Error::io_at(&view_dir, err))?;
     let path = view_dir.join(name);
@@ -265,7 +285,11 @@ pub(crate) fn write_file(dir: &Path, name: &str, sections: &[&[u8]]) -> Result<V
         put(&(sections.len() as u32).to_le_bytes()).map_err(io(&staging))?;
         for section in sections {
             put(&(section.len() as u64).to_le_bytes()).map_err(io(&staging))?;
-            put(section).map_err(io(&staging))?;
+            match section {
+                Section::Bytes(bytes) => put(bytes),
+                Section::Entries(entries) => block::encode_into(entries.iter(), &mut put),
+            }
+            .map_err(io(&staging))?;
         }
     }
     let crc32 = hasher.finalize();
