@@ -172,43 +172,34 @@ impl Engine {
         if applied.is_empty() {
             return Ok(0);
         }
-        inner.store.commit(&applied, next_doc)?;
-        let last_seq = inner.store.meta().last_seq;
-        tracing::debug!(
-            elapsed_ms = phase.elapsed().as_millis() as u64,
-            changes = applied.len(),
-            "store committed"
+        // The store's write and the text index's analysis run side by side; the text
+        // index commits only once the store has the batch (else its adds are rolled
+        // back), so it is never ahead of the store.
+        let (stored, text_added) = rayon::join(
+            || {
+                let stored = inner.store.commit(&applied, next_doc);
+                tracing::debug!(
+                    elapsed_ms = phase.elapsed().as_millis() as u64,
+                    changes = applied.len(),
+                    "store committed"
+                );
+                stored
+            },
+            || inner.add_to_text(&applied),
         );
-        let phase = std::time::Instant::now();
-
-        // Text index: every change of the batch, then one commit recording `last_seq`.
-        let mut tokens: std::collections::HashMap<crate::id::DocId, [u32; 2]> =
-            std::collections::HashMap::new();
-        let text_result = (|| {
-            // Analysed in parallel, added in order (a delete applies to what came before).
-            let prepared: Vec<Option<crate::text::Prepared>> = applied
-                .par_iter()
-                .map(|change| {
-                    change
-                        .written
-                        .as_ref()
-                        .map(|(doc, record, _)| {
-                            Ok(inner.text.prepare(*doc, &record.to_document(None)?))
-                        })
-                        .transpose()
-                })
-                .collect::<Result<_>>()?;
-            for (change, prepared) in applied.iter().zip(prepared) {
-                if let Some(removed) = change.removed {
-                    inner.text.delete(removed)?;
-                }
-                if let (Some((doc, _, _)), Some(prepared)) = (&change.written, prepared) {
-                    tokens.insert(*doc, prepared.counts);
-                    inner.text.add_prepared(prepared)?;
-                }
+        if let Err(err) = stored {
+            if let Err(rollback) = inner.text.rollback() {
+                tracing::warn!(error = %rollback, "could not roll the text index's adds back");
             }
+            return Err(err);
+        }
+        let last_seq = inner.store.meta().last_seq;
+        // Text index: one commit recording `last_seq`.
+        let mut tokens: HashMap<DocId, [u32; 2]> = HashMap::new();
+        let text_result = text_added.and_then(|counts| {
+            tokens = counts;
             inner.text.commit(last_seq)
-        })();
+        });
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "text index committed"
@@ -281,6 +272,33 @@ pub(crate) enum PendingOp {
 }
 
 impl Inner {
+    /// Adds a batch's versions to the text index, uncommitted (deletes first where a
+    /// change replaces a version): analysed in parallel, added in order, since a delete
+    /// applies to what came before it. Returns each written version's token counts.
+    fn add_to_text(&self, applied: &[Change]) -> Result<HashMap<DocId, [u32; 2]>> {
+        let prepared: Vec<Option<crate::text::Prepared>> = applied
+            .par_iter()
+            .map(|change| {
+                change
+                    .written
+                    .as_ref()
+                    .map(|(doc, record, _)| Ok(self.text.prepare(*doc, &record.to_document(None)?)))
+                    .transpose()
+            })
+            .collect::<Result<_>>()?;
+        let mut tokens = HashMap::with_capacity(prepared.len());
+        for (change, prepared) in applied.iter().zip(prepared) {
+            if let Some(removed) = change.removed {
+                self.text.delete(removed)?;
+            }
+            if let (Some((doc, _, _)), Some(prepared)) = (&change.written, prepared) {
+                tokens.insert(*doc, prepared.counts);
+                self.text.add_prepared(prepared)?;
+            }
+        }
+        Ok(tokens)
+    }
+
     /// Turns buffered writes into changes: each upsert gets a new `DocId` and replaces
     /// the live version of its id, if any; a delete of a missing id is dropped. Returns
     /// the changes and the next free `DocId`. Runs under the commit lock, so the catalog

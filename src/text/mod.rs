@@ -487,6 +487,12 @@ impl TextIndex {
         Ok(())
     }
 
+    /// Drops every change since the last commit.
+    pub(crate) fn rollback(&self) -> Result<()> {
+        self.lock_writer()?.rollback().map_err(tantivy_err)?;
+        Ok(())
+    }
+
     /// Commits every change so far, recording that the index includes `seq`.
     pub(crate) fn commit(&self, seq: u64) -> Result<()> {
         let mut writer = self.lock_writer()?;
