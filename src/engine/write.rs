@@ -207,15 +207,28 @@ impl Engine {
         let phase = std::time::Instant::now();
 
         // The catalog and the text reader change together, under the write lock.
+        // The entries are built in parallel before the lock is taken.
         let catalog_result = (|| {
+            let built: Vec<Option<_>> = applied
+                .par_iter()
+                .map(|change| {
+                    change
+                        .written
+                        .as_ref()
+                        .map(|(doc, record, vectors)| {
+                            let (mut entry, vectors) = entry_of(record, Some(vectors))?;
+                            entry.tokens = tokens.get(doc).copied().unwrap_or_default();
+                            Ok((entry, vectors))
+                        })
+                        .transpose()
+                })
+                .collect::<Result<_>>()?;
             let mut catalog = inner.write_catalog();
-            for change in &applied {
+            for (change, built) in applied.iter().zip(built) {
                 if let Some(removed) = change.removed {
                     catalog.remove(removed);
                 }
-                if let Some((doc, record, vectors)) = &change.written {
-                    let (mut entry, vectors) = entry_of(record, Some(vectors))?;
-                    entry.tokens = tokens.get(doc).copied().unwrap_or_default();
+                if let (Some((doc, _, _)), Some((entry, vectors))) = (&change.written, built) {
                     catalog.insert(*doc, entry, vectors, change.entities.clone());
                 }
             }
