@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 
 use serde::Serialize;
 
-use crate::catalog::{Catalog, Entry, Normalised};
+use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::doc::Document;
 use crate::embed::{Embedder, EmbedderSpec};
@@ -1217,15 +1217,4 @@ fn check_embedder(
         }
         _ => Ok(()),
     }
-}
-
-/// Builds a catalog entry from a stored record, and its normalised vectors.
-pub(crate) fn entry_of(
-    record: &crate::store::DocRecord,
-    vectors: Option<&crate::store::StoredVectors>,
-) -> Result<(Entry, Option<Normalised>)> {
-    Ok((
-        Entry::new(record.to_document(None)?, record.seq),
-        vectors.and_then(Normalised::from_stored),
-    ))
 }

@@ -116,24 +116,17 @@ pub(super) fn publish_changes(
         }
     }
     // Encoded in parallel (a first import encodes every document here).
-    let written: Vec<(u64, (BlockEntry, Vec<String>))> = written
-        .into_iter()
+    let (written, entities): (Vec<BlockEntry>, Vec<(u64, Vec<String>)>) = written
+        .into_values()
         .collect::<Vec<_>>()
         .into_par_iter()
-        .filter_map(|(doc, change)| {
-            let (id, record, vectors) = change.written.as_ref()?;
+        .filter_map(|change| {
+            let (doc, record, vectors) = change.written.as_ref()?;
             Some((
-                doc,
-                (
-                    BlockEntry::new(*id, record, vectors),
-                    change.entities.clone(),
-                ),
+                BlockEntry::new(*doc, record, vectors),
+                (doc.as_u64(), change.entities.clone()),
             ))
         })
-        .collect();
-    let (written, entities): (Vec<BlockEntry>, Vec<(u64, Vec<String>)>) = written
-        .into_iter()
-        .map(|(doc, (entry, entities))| (entry, (doc, entities)))
         .unzip();
     let size = written.iter().map(BlockEntry::encoded_len).sum::<usize>() + removed.len() * 8;
     let part = Part {

@@ -5,7 +5,8 @@ use std::sync::atomic::Ordering;
 
 use rayon::prelude::*;
 
-use super::{Engine, Inner, entry_of};
+use super::{Engine, Inner};
+use crate::catalog::{Entry, Normalised};
 use crate::doc::{Chunk, Document, Rule};
 use crate::id::DocId;
 use crate::store::{Change, DocRecord, StoredVectors};
@@ -172,6 +173,18 @@ impl Engine {
         if applied.is_empty() {
             return Ok(0);
         }
+        // Each written version as a document, once, for the text index and the catalog
+        // (a record that does not convert fails the commit before anything is written).
+        let documents: Vec<Option<Document>> = applied
+            .par_iter()
+            .map(|change| {
+                change
+                    .written
+                    .as_ref()
+                    .map(|(_, record, _)| record.to_document(None))
+                    .transpose()
+            })
+            .collect::<Result<_>>()?;
         // The store's write and the text index's analysis run side by side; the text
         // index commits only once the store has the batch (else its adds are rolled
         // back), so it is never ahead of the store.
@@ -185,7 +198,7 @@ impl Engine {
                 );
                 stored
             },
-            || inner.add_to_text(&applied),
+            || inner.add_to_text(&applied, &documents),
         );
         if let Err(err) = stored {
             if let Err(rollback) = inner.text.rollback() {
@@ -195,11 +208,10 @@ impl Engine {
         }
         let last_seq = inner.store.meta().last_seq;
         // Text index: one commit recording `last_seq`.
-        let mut tokens: HashMap<DocId, [u32; 2]> = HashMap::new();
-        let text_result = text_added.and_then(|counts| {
-            tokens = counts;
-            inner.text.commit(last_seq)
-        });
+        let (tokens, text_result) = match text_added {
+            Ok(tokens) => (tokens, inner.text.commit(last_seq)),
+            Err(err) => (vec![None; applied.len()], Err(err)),
+        };
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "text index committed"
@@ -208,21 +220,18 @@ impl Engine {
 
         // The catalog and the text reader change together, under the write lock.
         // The entries are built in parallel before the lock is taken.
-        let catalog_result = (|| {
+        let catalog_result = {
             let built: Vec<Option<_>> = applied
                 .par_iter()
-                .map(|change| {
-                    change
-                        .written
-                        .as_ref()
-                        .map(|(doc, record, vectors)| {
-                            let (mut entry, vectors) = entry_of(record, Some(vectors))?;
-                            entry.tokens = tokens.get(doc).copied().unwrap_or_default();
-                            Ok((entry, vectors))
-                        })
-                        .transpose()
+                .zip(documents)
+                .zip(&tokens)
+                .map(|((change, document), tokens)| {
+                    let (_, record, vectors) = change.written.as_ref()?;
+                    let mut entry = Entry::new(document?, record.seq);
+                    entry.tokens = tokens.unwrap_or_default();
+                    Some((entry, Normalised::from_stored(vectors)))
                 })
-                .collect::<Result<_>>()?;
+                .collect();
             let mut catalog = inner.write_catalog();
             for (change, built) in applied.iter().zip(built) {
                 if let Some(removed) = change.removed {
@@ -233,7 +242,7 @@ impl Engine {
                 }
             }
             inner.text.reload()
-        })();
+        };
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "catalog updated"
@@ -287,25 +296,28 @@ pub(crate) enum PendingOp {
 impl Inner {
     /// Adds a batch's versions to the text index, uncommitted (deletes first where a
     /// change replaces a version): analysed in parallel, added in order, since a delete
-    /// applies to what came before it. Returns each written version's token counts.
-    fn add_to_text(&self, applied: &[Change]) -> Result<HashMap<DocId, [u32; 2]>> {
+    /// applies to what came before it. Returns each change's written version's token
+    /// counts, in the order of `applied`.
+    fn add_to_text(
+        &self,
+        applied: &[Change],
+        documents: &[Option<Document>],
+    ) -> Result<Vec<Option<[u32; 2]>>> {
         let prepared: Vec<Option<crate::text::Prepared>> = applied
             .par_iter()
-            .map(|change| {
-                change
-                    .written
-                    .as_ref()
-                    .map(|(doc, record, _)| Ok(self.text.prepare(*doc, &record.to_document(None)?)))
-                    .transpose()
+            .zip(documents)
+            .map(|(change, document)| {
+                let (doc, _, _) = change.written.as_ref()?;
+                Some(self.text.prepare(*doc, document.as_ref()?))
             })
-            .collect::<Result<_>>()?;
-        let mut tokens = HashMap::with_capacity(prepared.len());
+            .collect();
+        let mut tokens = Vec::with_capacity(prepared.len());
         for (change, prepared) in applied.iter().zip(prepared) {
             if let Some(removed) = change.removed {
                 self.text.delete(removed)?;
             }
-            if let (Some((doc, _, _)), Some(prepared)) = (&change.written, prepared) {
-                tokens.insert(*doc, prepared.counts);
+            tokens.push(prepared.as_ref().map(|prepared| prepared.counts));
+            if let Some(prepared) = prepared {
                 self.text.add_prepared(prepared)?;
             }
         }

@@ -63,17 +63,17 @@ fn read_numbered<T: DeserializeOwned + Send>(path: &Path) -> Result<Vec<(usize, 
     let mut items = Vec::new();
     let mut batch: Vec<(usize, String)> = Vec::with_capacity(BATCH_LINES);
     let parse_batch = |batch: &mut Vec<(usize, String)>, items: &mut Vec<(usize, T)>| {
-        let parsed: Vec<std::result::Result<(usize, T), String>> = batch
+        let parsed: Vec<Result<(usize, T)>> = batch
             .par_iter()
             .map(|(line_no, line)| {
                 parse_line(line)
                     .map(|item| (*line_no, item))
-                    .map_err(|err| format!("{}: line {line_no}: {err}", path.display()))
+                    .map_err(|err| anyhow::anyhow!("{}: line {line_no}: {err}", path.display()))
             })
             .collect();
         batch.clear();
         for item in parsed {
-            items.push(item.map_err(|err| anyhow::anyhow!(err))?);
+            items.push(item?);
         }
         anyhow::Ok(())
     };
