@@ -438,6 +438,9 @@ pub(crate) struct Catalog {
     /// XOR of a hash of `(DocId, seq)` over the live documents: which versions are live,
     /// in 8 bytes (see [`Catalog::digest`]).
     digest: u64,
+    /// Bumped by every change to the live documents or the arenas: a table of arena rows
+    /// computed at one generation is valid while it lasts (see [`Catalog::arena_row`]).
+    generation: u64,
     /// Token totals of the live documents by kind and tenant (`[words, ident]`).
     tokens: [HashMap<String, [u64; 2]>; Kind::COUNT],
 }
@@ -526,6 +529,7 @@ impl Catalog {
     /// document its span. Rows no span covers (vectors that were zero) are dropped at the
     /// arena's next compaction.
     pub(crate) fn adopt_arena(&mut self, kind: Kind, dim: usize, data: Vec<f32>) {
+        self.generation += 1;
         let arena = &mut self.arenas[kind.index()];
         debug_assert!(arena.spans.is_empty());
         *arena = Arena {
@@ -547,6 +551,33 @@ impl Catalog {
             data: self.arenas[entry.doc.kind().index()].block(vectors.slot),
             rows: &vectors.rows,
         })
+    }
+
+    /// The generation of the live documents and arenas (see [`Catalog::arena_row`]).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Where the vector `key` lies in its kind's arena (a row of [`Catalog::arena`]),
+    /// if its document is live; valid until [`Catalog::generation`] changes.
+    pub(crate) fn arena_row(&self, key: VectorKey) -> Option<u32> {
+        let entry = self.entries.get(&key.doc())?;
+        let vectors = entry.vectors.as_ref()?;
+        let span = self.arenas[entry.doc.kind().index()].spans[vectors.slot as usize];
+        let wanted = (key.as_u64() & 0xffff) as u16;
+        // Rows are the vectors' indices in order, zero vectors left out: usually
+        // position `i` holds index `i`.
+        let position = match vectors.rows.get(usize::from(wanted)) {
+            Some(&row) if row == wanted => usize::from(wanted),
+            _ => vectors.rows.iter().position(|&row| row == wanted)?,
+        };
+        Some(span.start + position as u32)
+    }
+
+    /// The arena of `kind`: every row, `dim` floats each, and `dim`.
+    pub(crate) fn arena(&self, kind: Kind) -> (&[f32], usize) {
+        let arena = &self.arenas[kind.index()];
+        (&arena.data, arena.dim)
     }
 
     /// Every live document of `kind` that has vectors, with its rows, in memory order
@@ -616,6 +647,7 @@ impl Catalog {
 
     fn link(&mut self, doc_id: DocId, mut entry: Entry, vectors: Option<Vectors>) {
         self.digest ^= version_hash(doc_id, entry.seq);
+        self.generation += 1;
         self.add_tokens(entry.doc.kind(), entry.doc.tenant_id(), entry.tokens, true);
         let doc = &entry.doc;
         let ids = &mut self.ids[doc.kind().index()];
@@ -667,6 +699,7 @@ impl Catalog {
     pub(crate) fn remove(&mut self, doc_id: DocId) -> Option<Entry> {
         let mut entry = self.entries.remove(&doc_id)?;
         self.digest ^= version_hash(doc_id, entry.seq);
+        self.generation += 1;
         self.graph.remove(doc_id, &entry.doc);
         self.add_tokens(entry.doc.kind(), entry.doc.tenant_id(), entry.tokens, false);
         let doc = &entry.doc;

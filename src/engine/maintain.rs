@@ -18,6 +18,7 @@ use rayon::prelude::*;
 use super::{Counters, Inner};
 use crate::catalog::{Catalog, Entry, Normalised, Placed};
 use crate::id::{DocId, VectorKey};
+use crate::store::view::PublishedGraph;
 use crate::store::{LogEntry, Store, StoredVectors};
 use crate::text::TextIndex;
 use crate::vector::{Graph, Manifest};
@@ -326,8 +327,11 @@ fn load_graphs(engine: &Weak<Inner>) {
                 return;
             }
             if inner.store.is_read_only() {
-                // A reader's hnsw_rs reads the published files in place (it writes
-                // nothing, and has no copy to make).
+                if inner.vectors.has_flat(kind) {
+                    continue;
+                }
+                // A graph an earlier version published: hnsw_rs reads its files in
+                // place (a reader writes nothing, and has no copy to make).
                 published_checkpoint(&inner.store, kind)
                     .map(|found| found.map(|found| (found, inner.vectors.params())))
             } else {
@@ -379,16 +383,69 @@ enum Found {
     InPlace(Manifest, std::path::PathBuf, String),
 }
 
-/// Where a reader finds `kind`'s published checkpoint, its files checked.
+/// Installs, before a reader's first search, the graphs published as flat lists (a
+/// read and a check of a few bytes per edge); one that is damaged is left out, with a
+/// warning, and searches scan exactly.
+pub(super) fn install_published_graphs(inner: &Inner) {
+    for kind in Kind::ALL {
+        let phase = std::time::Instant::now();
+        let installed = (|| {
+            let Some(PublishedGraph::Flat { manifest, flat }) =
+                inner.store.published_graph(kind)?
+            else {
+                return Ok(None);
+            };
+            let manifest = checked_manifest(&inner.store, &manifest)?;
+            if flat.len() != manifest.n_points {
+                return Err(Error::corrupt("published graph: point count mismatch"));
+            }
+            let catalog = inner.read_catalog();
+            inner
+                .vectors
+                .install_flat(kind, flat, &catalog, manifest.covered_seq);
+            inner
+                .counters
+                .graph_checkpoint_loads
+                .fetch_add(1, Ordering::Relaxed);
+            Ok(Some(manifest.n_points))
+        })();
+        match installed {
+            Ok(None) => {}
+            Ok(Some(points)) => tracing::debug!(
+                kind = %kind,
+                points,
+                elapsed_ms = phase.elapsed().as_millis() as u64,
+                "published graph installed"
+            ),
+            Err(err) => {
+                tracing::warn!(kind = %kind, error = %err, "published graph unusable; scanning exactly");
+            }
+        }
+    }
+}
+
+/// Where a reader finds `kind`'s published checkpoint, its files checked (one an
+/// earlier version published as hnsw_rs's dump).
 fn published_checkpoint(store: &Store, kind: Kind) -> Result<Option<Found>> {
-    let Some((manifest_bytes, dir, basename)) = store.published_graph(kind)? else {
+    let Some(PublishedGraph::Raw {
+        manifest,
+        dir,
+        basename,
+    }) = store.published_graph(kind)?
+    else {
         return Ok(None);
     };
-    let manifest = decode_manifest(&manifest_bytes)?;
+    let manifest = checked_manifest(store, &manifest)?;
+    Ok(Some(Found::InPlace(manifest, dir, basename)))
+}
+
+/// A checkpoint's manifest, decoded and checked against the index's dimension.
+fn checked_manifest(store: &Store, bytes: &[u8]) -> Result<Manifest> {
+    let manifest = decode_manifest(bytes)?;
     if Some(manifest.dimensions) != store.meta().dimensions && manifest.n_points > 0 {
         return Err(Error::corrupt("graph checkpoint has another dimension"));
     }
-    Ok(Some(Found::InPlace(manifest, dir, basename)))
+    Ok(manifest)
 }
 
 /// The manifest and files of `kind`'s checkpoint, if it has one.
@@ -396,10 +453,7 @@ fn read_checkpoint(store: &Store, kind: Kind) -> Result<Option<(Manifest, Vec<Ve
     let Some(manifest_bytes) = store.checkpoint_manifest(kind)? else {
         return Ok(None);
     };
-    let manifest = decode_manifest(&manifest_bytes)?;
-    if Some(manifest.dimensions) != store.meta().dimensions && manifest.n_points > 0 {
-        return Err(Error::corrupt("graph checkpoint has another dimension"));
-    }
+    let manifest = checked_manifest(store, &manifest_bytes)?;
     let phase = std::time::Instant::now();
     let files = store.checkpoint_files(kind, manifest.files.len())?;
     tracing::debug!(
@@ -646,11 +700,12 @@ pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
         .next()
         .is_none();
     if complete {
+        let flat = graph.flat().encode();
         let _serial = inner.commit_lock.lock().unwrap_or_else(|p| p.into_inner());
         inner.publish(super::publish::Publish::Graph {
             kind,
             manifest: &manifest_bytes,
-            files: &files,
+            flat: &flat,
         })?;
     }
     inner

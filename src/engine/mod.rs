@@ -509,6 +509,7 @@ impl Engine {
             _lock_file: None,
             _temp_dir: None,
         });
+        maintain::install_published_graphs(&inner);
         maintain::spawn_loader(&inner)?;
         Ok(Engine {
             inner,
@@ -628,7 +629,7 @@ impl Engine {
         let graph_stats = |kind: Kind| {
             let covered = inner.vectors.covered(kind);
             GraphStats {
-                points: inner.vectors.graph(kind).len(),
+                points: inner.vectors.points(kind),
                 live_vectors: catalog.n_vectors(kind),
                 covered_seq: covered,
                 checkpoint_seq: inner.vectors.checkpointed(kind),

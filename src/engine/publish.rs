@@ -202,39 +202,55 @@ fn tidy(dir: &Path, store: &Store, list: &mut ViewList) -> Result<()> {
     Ok(())
 }
 
-/// Publishes a graph checkpoint (its manifest and files, as the store keeps them).
+/// Publishes a graph checkpoint: its manifest, and the graph as flat lists
+/// ([`crate::vector::FlatGraph`]), in one file.
 pub(super) fn publish_graph(
     dir: &Path,
     list: &mut ViewList,
     kind: Kind,
     manifest: &[u8],
-    files: &[Vec<u8>],
+    flat: &[u8],
 ) -> Result<()> {
     let name = list.new_name(&format!("graph-{kind}"));
-    let basename = name.strip_suffix(".rv").unwrap_or(&name).to_string();
-    // The dump files first, raw and under the names hnsw_rs loads them by, then the
-    // manifest that names them.
-    let files = files
-        .iter()
-        .zip([view::RAW_GRAPH, view::RAW_DATA])
-        .map(|(bytes, suffix)| view::write_raw(dir, &format!("{basename}{suffix}"), bytes))
-        .collect::<Result<Vec<_>>>()?;
-    let manifest = view::write_file(dir, &name, &[manifest])?;
-    list.set_graph(kind, view::ViewGraph { manifest, files });
+    let manifest = view::write_file(dir, &name, &[manifest, flat])?;
+    list.set_graph(
+        kind,
+        view::ViewGraph {
+            manifest,
+            files: Vec::new(),
+        },
+    );
     Ok(())
 }
 
-/// Publishes the graph checkpoint of `kind` the store keeps, if any.
-fn publish_stored_graph(dir: &Path, store: &Store, list: &mut ViewList, kind: Kind) -> Result<()> {
-    let Some(manifest) = store.checkpoint_manifest(kind)? else {
+/// Publishes the graph checkpoint of `kind` the store keeps, if any. Its edges come
+/// from `loaded` when that is the same graph (the checkpoint loaded, nothing inserted
+/// since), else from the checkpoint read back through hnsw_rs.
+fn publish_stored_graph(
+    dir: &Path,
+    store: &Store,
+    list: &mut ViewList,
+    kind: Kind,
+    loaded: Option<(&crate::vector::Graph, u64)>,
+    params: crate::vector::HnswParams,
+) -> Result<()> {
+    let Some(manifest_bytes) = store.checkpoint_manifest(kind)? else {
         return Ok(());
     };
-    let n_files = bincode::deserialize::<crate::vector::Manifest>(&manifest)
-        .map_err(|err| crate::Error::corrupt(format!("graph manifest: {err}")))?
-        .files
-        .len();
-    let files = store.checkpoint_files(kind, n_files)?;
-    publish_graph(dir, list, kind, &manifest, &files)
+    let manifest = bincode::deserialize::<crate::vector::Manifest>(&manifest_bytes)
+        .map_err(|err| crate::Error::corrupt(format!("graph manifest: {err}")))?;
+    let flat = match loaded {
+        Some((graph, covered))
+            if covered == manifest.covered_seq && graph.len() == manifest.n_points =>
+        {
+            graph.flat()
+        }
+        _ => {
+            let files = store.checkpoint_files(kind, manifest.files.len())?;
+            crate::vector::Graph::load(&manifest, &files, params, dir)?.flat()
+        }
+    };
+    publish_graph(dir, list, kind, &manifest_bytes, &flat.encode())
 }
 
 /// Whether every file `list` names is there, of its length (opening checks no more:
@@ -305,11 +321,12 @@ fn unpublished(dir: &Path, list: &ViewList) -> ViewList {
 pub(super) enum Publish<'a> {
     /// A commit's changes (none: the feedback windows changed).
     Changes(&'a [Change]),
-    /// A graph checkpoint: its manifest and files, as the store keeps them.
+    /// A graph checkpoint: its manifest, as the store keeps it, and the graph's
+    /// [`crate::vector::FlatGraph`] encoding.
     Graph {
         kind: Kind,
         manifest: &'a [u8],
-        files: &'a [Vec<u8>],
+        flat: &'a [u8],
     },
     /// The documents again, and the graph checkpoints among `damaged` (file names) from
     /// the store's.
@@ -345,8 +362,8 @@ impl Inner {
                 Publish::Graph {
                     kind,
                     manifest,
-                    files,
-                } => publish_graph(&self.dir, &mut list, kind, manifest, files),
+                    flat,
+                } => publish_graph(&self.dir, &mut list, kind, manifest, flat),
                 Publish::Again { damaged } => {
                     publish_base(&self.dir, &self.store, &mut list)?;
                     let is_damaged = |graph: &Option<view::ViewGraph>| {
@@ -366,13 +383,11 @@ impl Inner {
                             continue;
                         }
                         list.graphs[kind.index()] = None;
-                        publish_stored_graph(&self.dir, &self.store, &mut list, kind)?;
+                        self.publish_stored_graph(&mut list, kind)?;
                     }
                     Ok(())
                 }
-                Publish::StoredGraph(kind) => {
-                    publish_stored_graph(&self.dir, &self.store, &mut list, kind)
-                }
+                Publish::StoredGraph(kind) => self.publish_stored_graph(&mut list, kind),
             }
         })();
         match published {
@@ -394,6 +409,16 @@ impl Inner {
                 Err(err)
             }
         }
+    }
+
+    /// [`publish_stored_graph`], with this engine's graph when it is the checkpoint.
+    fn publish_stored_graph(&self, list: &mut ViewList, kind: Kind) -> Result<()> {
+        let vectors = &self.vectors;
+        let graph = vectors.graph(kind);
+        let unchanged =
+            vectors.dirty(kind) == 0 && vectors.checkpointed(kind) == vectors.covered(kind);
+        let loaded = unchanged.then(|| (graph.as_ref(), vectors.checkpointed(kind)));
+        publish_stored_graph(&self.dir, &self.store, list, kind, loaded, vectors.params())
     }
 
     /// Forgets the published base, so that the next publish writes one (the store

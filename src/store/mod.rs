@@ -132,14 +132,11 @@ impl Store {
         }
     }
 
-    /// Where a reader finds the published graph checkpoint of `kind` (see
-    /// [`view::Published::graph_in_place`]).
-    pub(crate) fn published_graph(
-        &self,
-        kind: Kind,
-    ) -> Result<Option<(Vec<u8>, std::path::PathBuf, String)>> {
+    /// The published graph checkpoint of `kind` a reader uses (see
+    /// [`view::Published::graph`]).
+    pub(crate) fn published_graph(&self, kind: Kind) -> Result<Option<view::PublishedGraph>> {
         match &self.view {
-            Some(view) => view.graph_in_place(kind),
+            Some(view) => view.graph(kind),
             None => Ok(None),
         }
     }

@@ -19,9 +19,10 @@
 //! ```text
 //! file    = "RUCHEVW1" [sections: u32 LE] ([length: u64 LE] [bytes])* [crc32 of all before: u32 LE]
 //! part    = section 0: bincode PartHeader, section 1: entries in the block encoding
-//! graph   = section 0: the checkpoint's manifest; its files are published beside, raw,
-//!           as hnsw_rs dumped them (NAME.hnsw.graph, NAME.hnsw.data), so that a reader's
-//!           hnsw_rs loads them in place
+//! graph   = section 0: the checkpoint's manifest, section 1: the graph's edges
+//!           ([`crate::vector::FlatGraph`]; readers search them over their own vectors).
+//!           Earlier versions published hnsw_rs's dump instead, raw, beside a graph file
+//!           of one section (NAME.hnsw.graph, NAME.hnsw.data): still read.
 //! ```
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -62,12 +63,29 @@ pub(crate) struct ViewFile {
     pub(crate) raw: bool,
 }
 
-/// A published graph checkpoint: its manifest, and the files hnsw_rs dumped.
+/// A published graph, as a reader finds it.
+pub(crate) enum PublishedGraph {
+    /// The checkpoint's manifest and the graph's edges (what writers publish).
+    Flat {
+        manifest: Vec<u8>,
+        flat: crate::vector::FlatGraph,
+    },
+    /// The checkpoint's manifest, and where hnsw_rs's dump lies (`dir/basename.hnsw.*`),
+    /// as earlier versions published it.
+    Raw {
+        manifest: Vec<u8>,
+        dir: PathBuf,
+        basename: String,
+    },
+}
+
+/// A published graph checkpoint: a file of its manifest and its edges (earlier
+/// versions: of its manifest alone, with the files hnsw_rs dumped beside it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ViewGraph {
     /// The checkpoint's manifest (`NAME.rv`).
     pub(crate) manifest: ViewFile,
-    /// `NAME.hnsw.graph` and `NAME.hnsw.data`, raw.
+    /// Empty, or (earlier versions) `NAME.hnsw.graph` and `NAME.hnsw.data`, raw.
     pub(crate) files: Vec<ViewFile>,
 }
 
@@ -308,30 +326,6 @@ pub(crate) fn write_sections(dir: &Path, name: &str, sections: &[Section<'_>]) -
         len,
         crc32,
         raw: false,
-    })
-}
-
-/// Writes `bytes` as the raw published file `name` in `dir/view/` (beside, synced,
-/// renamed, the directory synced).
-pub(crate) fn write_raw(dir: &Path, name: &str, bytes: &[u8]) -> Result<ViewFile> {
-    let view_dir = dir.join(VIEW_DIR);
-    std::fs::create_dir_all(&view_dir).map_err(|err| Error::io_at(&view_dir, err))?;
-    let path = view_dir.join(name);
-    let staging = view_dir.join(format!("{name}.tmp"));
-    {
-        let mut file =
-            std::fs::File::create(&staging).map_err(|err| Error::io_at(&staging, err))?;
-        file.write_all(bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(|err| Error::io_at(&staging, err))?;
-    }
-    std::fs::rename(&staging, &path).map_err(|err| Error::io_at(&path, err))?;
-    sync_dir(&view_dir)?;
-    Ok(ViewFile {
-        name: name.to_string(),
-        len: bytes.len() as u64,
-        crc32: crc32fast::hash(bytes),
-        raw: true,
     })
 }
 
@@ -628,32 +622,39 @@ impl Published {
             .collect()
     }
 
-    /// Where the published graph checkpoint of `kind` lies, if any: its manifest (read
-    /// and checked), the directory and the name hnsw_rs loads it by, after checking its
-    /// files. `None` when a writer replaced it meanwhile.
-    pub(crate) fn graph_in_place(&self, kind: Kind) -> Result<Option<(Vec<u8>, PathBuf, String)>> {
+    /// The published graph checkpoint of `kind`, if any, its files checked. `None` when
+    /// a writer replaced it meanwhile.
+    pub(crate) fn graph(&self, kind: Kind) -> Result<Option<PublishedGraph>> {
         let Some(graph) = self.list.graph(kind) else {
             return Ok(None);
         };
         let Some(sections) = read_file(&self.dir, &graph.manifest)? else {
             return Ok(None);
         };
-        if sections.len() != 1 {
-            return Err(Error::corrupt(format!(
-                "{}: not a graph manifest",
-                path_of(&self.dir, &graph.manifest).display()
-            )));
-        }
-        for file in &graph.files {
-            if read_file(&self.dir, file)?.is_none() {
-                return Ok(None);
+        let path = || path_of(&self.dir, &graph.manifest);
+        match (sections.len(), graph.files.is_empty()) {
+            (2, true) => Ok(Some(PublishedGraph::Flat {
+                manifest: sections.get(0).to_vec(),
+                flat: crate::vector::FlatGraph::decode(sections.get(1))
+                    .map_err(|err| Error::corrupt(format!("{}: {err}", path().display())))?,
+            })),
+            (1, false) => {
+                for file in &graph.files {
+                    if read_file(&self.dir, file)?.is_none() {
+                        return Ok(None);
+                    }
+                }
+                Ok(Some(PublishedGraph::Raw {
+                    manifest: sections.get(0).to_vec(),
+                    dir: self.dir.join(VIEW_DIR),
+                    basename: graph.basename().to_string(),
+                }))
             }
+            _ => Err(Error::corrupt(format!(
+                "{}: not a graph manifest",
+                path().display()
+            ))),
         }
-        Ok(Some((
-            sections.get(0).to_vec(),
-            self.dir.join(VIEW_DIR),
-            graph.basename().to_string(),
-        )))
     }
 
     /// Bytes of the published files.

@@ -136,6 +136,12 @@ impl Graph {
             .collect()
     }
 
+    /// The graph's edges as flat lists (what readers search; nobody may insert
+    /// meanwhile).
+    pub(crate) fn flat(&self) -> super::FlatGraph {
+        super::FlatGraph::from_hnsw(&self.hnsw)
+    }
+
     /// Dumps the graph: the bytes of its graph file and its data file.
     pub(crate) fn dump(&self) -> Result<Vec<Vec<u8>>> {
         let dir = tempfile::tempdir()?;

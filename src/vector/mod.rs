@@ -9,6 +9,7 @@
 //! A filtered candidate set below the exact-scan threshold is scanned exactly (recall
 //! 1.0, and faster than a graph search at that size).
 
+mod flat;
 mod graph;
 pub(crate) mod metric;
 
@@ -20,12 +21,16 @@ use crate::Kind;
 use crate::catalog::{Catalog, DocFilter};
 use crate::id::DocId;
 
+pub(crate) use self::flat::FlatGraph;
 pub use self::graph::HnswParams;
 pub(crate) use self::graph::{Graph, Manifest, SCRATCH_PREFIX};
 
 /// The graph of one kind and how far it covers the change sequence.
 pub(crate) struct KindGraph {
     graph: RwLock<Arc<Graph>>,
+    /// A reader's graph: a published one, searched in place over the catalog's vectors
+    /// (searched instead of `graph` when present; a reader never inserts).
+    flat: RwLock<Option<Arc<BoundFlat>>>,
     /// Every vector of this kind upserted at or before this sequence number is in `graph`.
     covered: AtomicU64,
     /// `covered` at the last checkpoint stored in sled.
@@ -53,6 +58,7 @@ impl VectorIndex {
     pub(crate) fn new(params: HnswParams) -> VectorIndex {
         let empty = || KindGraph {
             graph: RwLock::new(Arc::new(Graph::new(params, 0))),
+            flat: RwLock::new(None),
             covered: AtomicU64::new(0),
             checkpointed: AtomicU64::new(0),
             dirty: AtomicUsize::new(0),
@@ -103,6 +109,44 @@ impl VectorIndex {
             slot.dirty.store(0, Ordering::Release);
         } else {
             slot.dirty.store(usize::MAX / 2, Ordering::Release);
+        }
+    }
+
+    /// Installs a published graph covering `covered`, its nodes located in `catalog`
+    /// (a reader's, which does not change while it is open).
+    pub(crate) fn install_flat(
+        &self,
+        kind: Kind,
+        graph: FlatGraph,
+        catalog: &Catalog,
+        covered: u64,
+    ) {
+        let bound = BoundFlat::bind(graph, catalog);
+        let slot = self.kind_graph(kind);
+        *slot.flat.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(bound));
+        slot.covered.store(covered, Ordering::Release);
+        slot.checkpointed.store(covered, Ordering::Release);
+        slot.dirty.store(0, Ordering::Release);
+    }
+
+    /// Whether a published graph is installed for `kind`.
+    pub(crate) fn has_flat(&self, kind: Kind) -> bool {
+        self.flat(kind).is_some()
+    }
+
+    fn flat(&self, kind: Kind) -> Option<Arc<BoundFlat>> {
+        self.kind_graph(kind)
+            .flat
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The number of points in the graph of `kind` searches use.
+    pub(crate) fn points(&self, kind: Kind) -> usize {
+        match self.flat(kind) {
+            Some(flat) => flat.graph.len(),
+            None => self.graph(kind).len(),
         }
     }
 
@@ -168,7 +212,20 @@ impl VectorIndex {
         let mut best: FxHashMap<DocId, f32> = top_k(catalog, tail, k).into_iter().collect();
 
         plan.used_graph = true;
-        let graph = self.graph(filter.kind);
+        let flat = self.flat(filter.kind);
+        let graph = if flat.is_none() {
+            Some(self.graph(filter.kind))
+        } else {
+            None
+        };
+        let ef = self.params.ef_search;
+        let search =
+            |k: usize, accept: Option<&dyn Fn(crate::id::VectorKey) -> bool>| match (&flat, &graph)
+            {
+                (Some(flat), _) => flat.search(catalog, filter.kind, query, k, ef, accept),
+                (None, Some(graph)) => graph.search(query, k, accept),
+                (None, None) => Vec::new(),
+            };
         let rows_per_doc = catalog.n_vectors(filter.kind).div_ceil(n_docs).max(1);
         let fetch = k * rows_per_doc + 8;
         let accept = |key: crate::id::VectorKey| {
@@ -190,11 +247,11 @@ impl VectorIndex {
         // which keeps hnsw_rs's early exit; when too few survive, or the filter is
         // selective, the graph search applies the filter.
         if permissive {
-            collect(graph.search(query, fetch * 2, None), &mut from_graph);
+            collect(search(fetch * 2, None), &mut from_graph);
         }
         if from_graph.len() < k {
             from_graph.clear();
-            collect(graph.search(query, fetch, Some(&accept)), &mut from_graph);
+            collect(search(fetch, Some(&accept)), &mut from_graph);
         }
         // The graph's distance is that of the vector it reached: the document's best
         // cosine is taken over all its vectors (a rule's patterns and centroid).
@@ -204,6 +261,70 @@ impl VectorIndex {
             }
         }
         (top_k(catalog, best.into_iter().collect(), k), plan)
+    }
+}
+
+/// A published graph and where each of its nodes' vectors lies in the catalog's arena.
+pub(crate) struct BoundFlat {
+    graph: FlatGraph,
+    /// Each node's arena row (`u32::MAX`: its document is gone), valid while the
+    /// catalog is at `generation`.
+    rows: Vec<u32>,
+    generation: u64,
+}
+
+impl BoundFlat {
+    fn bind(graph: FlatGraph, catalog: &Catalog) -> BoundFlat {
+        use rayon::prelude::*;
+        let keys: Vec<crate::id::VectorKey> = graph.keys().collect();
+        let rows = keys
+            .par_iter()
+            .map(|&key| catalog.arena_row(key).unwrap_or(u32::MAX))
+            .collect();
+        BoundFlat {
+            graph,
+            rows,
+            generation: catalog.generation(),
+        }
+    }
+
+    /// [`FlatGraph::search`] over the vectors of `catalog`'s arena of `kind`.
+    fn search(
+        &self,
+        catalog: &Catalog,
+        kind: Kind,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        accept: Option<&dyn Fn(crate::id::VectorKey) -> bool>,
+    ) -> Vec<(crate::id::VectorKey, f32)> {
+        let (arena, dim) = catalog.arena(kind);
+        let at = |row: u32| {
+            let start = row as usize * dim;
+            arena.get(start..start + dim)
+        };
+        if catalog.generation() == self.generation {
+            self.graph.search(
+                query,
+                k,
+                ef,
+                |node| match self.rows[node as usize] {
+                    u32::MAX => None,
+                    row => at(row),
+                },
+                accept,
+            )
+        } else {
+            // The catalog changed since the rows were located (only a writer's does):
+            // locate each node as it is reached.
+            self.graph.search(
+                query,
+                k,
+                ef,
+                |node| catalog.arena_row(self.graph.key(node)).and_then(at),
+                accept,
+            )
+        }
     }
 }
 
@@ -286,7 +407,7 @@ fn scan_arena(
     kept
 }
 
-/// A cosine ordered by `total_cmp` (for the scan's heap).
+/// A cosine (or a distance) ordered by `total_cmp`, for heaps.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Cosine(f32);
 

@@ -364,7 +364,7 @@ fn old_published_graphs_go_after_one_more_generation() {
         std::fs::read_dir(path.join("view"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|name| name.ends_with(".hnsw.data"))
+            .filter(|name| name.starts_with("graph-"))
             .count()
     };
     for round in 0..4 {
@@ -382,4 +382,88 @@ fn old_published_graphs_go_after_one_more_generation() {
         // The graph in use and the one before it (a reader may be opening it).
         assert_eq!(graph_files(), (round + 1).min(2), "round {round}");
     }
+}
+
+/// A reader searches the graph the writer published, in place over its own vectors:
+/// from the first query, with the recall of the writer's graph, crossing the nodes of
+/// documents deleted since and never returning them.
+#[test]
+fn a_reader_searches_the_published_graph_from_its_first_query() {
+    const DIM: usize = 16;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let mut corpus = crate::common::clustered_vectors(29, 3_040, DIM, 30);
+    let queries = corpus.split_off(3_000);
+    let mut config = ruchedb::Config::default();
+    config.pipeline.retrieval.exact_scan_threshold = 0;
+    let writer = Engine::builder()
+        .config(config.clone())
+        .embedder_spec(EmbedderSpec::None)
+        .open_or_create(&path)
+        .unwrap();
+    writer
+        .upsert_chunks(
+            corpus
+                .iter()
+                .enumerate()
+                .map(|(i, v)| Chunk::new(format!("c{i:05}"), "x").with_embedding(v.clone())),
+        )
+        .unwrap();
+    writer.commit().unwrap();
+    writer.sync_graph().unwrap();
+    // A quarter deleted after the graph was published: its nodes stay in the graph.
+    let deleted = |i: usize| i % 4 == 1 || i < 30;
+    for i in (0..corpus.len()).filter(|&i| deleted(i)) {
+        writer.delete(Kind::Chunk, "default", &format!("c{i:05}"));
+    }
+    writer.commit().unwrap();
+
+    let reader = Engine::builder()
+        .config(config)
+        .open_read_only(&path)
+        .unwrap();
+    let stats = reader.stats();
+    assert_eq!(stats.counters.graph_checkpoint_loads, 1);
+    assert_eq!(stats.chunk_graph.tail_docs, 0);
+    assert_eq!(stats.chunk_graph.points, corpus.len());
+    let mut recall = 0.0;
+    for query in &queries {
+        let mut truth: Vec<(f32, String)> = (0..corpus.len())
+            .filter(|&i| !deleted(i))
+            .map(|i| {
+                let dot: f32 = corpus[i].iter().zip(query).map(|(a, b)| a * b).sum();
+                let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                (dot / (norm(&corpus[i]) * norm(query)), format!("c{i:05}"))
+            })
+            .collect();
+        truth.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        truth.truncate(10);
+        let hits = reader
+            .search(
+                &SearchRequest::chunks("")
+                    .embedding(query.clone())
+                    .chunk_weights(ruchedb::ChunkWeights {
+                        relevance_weight: 1.0,
+                        importance_weight: 0.0,
+                        recency_weight: 0.0,
+                        ..ruchedb::ChunkWeights::default()
+                    })
+                    .min_relevance(0.0)
+                    .top_k(10),
+            )
+            .unwrap()
+            .hits;
+        assert_eq!(hits.len(), 10);
+        for hit in &hits {
+            let i: usize = hit.id[1..].parse().unwrap();
+            assert!(!deleted(i), "{} was deleted", hit.id);
+        }
+        let found = hits
+            .iter()
+            .filter(|h| truth.iter().any(|(_, id)| *id == h.id))
+            .count();
+        recall += found as f64 / 10.0;
+    }
+    let recall = recall / queries.len() as f64;
+    assert!(recall >= 0.95, "mean recall@10 {recall}");
 }

@@ -1,0 +1,561 @@
+//! A graph hnsw_rs built, exported as flat neighbour lists and searched in place.
+//!
+//! hnsw_rs is the builder: it inserts in parallel and keeps the writer's graph. What a
+//! reader needs is only the graph's edges: the vectors are the catalog's (one copy in
+//! memory, shared with the exact scan), so a published graph is a few bytes per edge
+//! instead of hnsw_rs's dump with a second copy of every vector, it loads in
+//! milliseconds instead of being rebuilt node by node, and its search allocates nothing
+//! per candidate and takes no lock.
+//!
+//! Nodes are numbered by level, highest first: the nodes present at level `l` are
+//! `0..counts[l]`, so each level is a compressed sparse row indexed by node, and node 0
+//! (on the top level) is the entry point.
+//!
+//! ```text
+//! flat   = [version: u32 = 1] [nodes: u32] [levels: u32] [counts: u32 * levels]
+//!          [keys: u64 * nodes]
+//!          per level: [offsets: u32 * (counts[l] + 1)] [neighbours: u32 * offsets[last]]
+//! ```
+//! (little endian; the published file that holds it carries the checksum.)
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use hnsw_rs::prelude::Hnsw;
+use rustc_hash::FxHashMap;
+
+use super::Cosine;
+use super::metric::{self, CosineDistance};
+use crate::id::VectorKey;
+use crate::{Error, Result};
+
+const VERSION: u32 = 1;
+
+/// One level's adjacency: the neighbours of node `i` are
+/// `neighbours[offsets[i]..offsets[i + 1]]`, each a node of this level.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Level {
+    offsets: Vec<u32>,
+    neighbours: Vec<u32>,
+}
+
+impl Level {
+    fn of(&self, node: u32) -> &[u32] {
+        let node = node as usize;
+        &self.neighbours[self.offsets[node] as usize..self.offsets[node + 1] as usize]
+    }
+
+    fn nodes(&self) -> usize {
+        self.offsets.len() - 1
+    }
+}
+
+/// The edges of an HNSW graph and each node's key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct FlatGraph {
+    /// Each node's [`VectorKey`].
+    keys: Vec<u64>,
+    /// Level 0 first; `levels[l].nodes()` never grows with `l`.
+    levels: Vec<Level>,
+}
+
+impl FlatGraph {
+    /// The graph hnsw_rs holds, as flat lists (nobody may insert meanwhile).
+    pub(crate) fn from_hnsw(hnsw: &Hnsw<'_, f32, CosineDistance>) -> FlatGraph {
+        let indexation = hnsw.get_point_indexation();
+        if hnsw.get_nb_point() == 0 {
+            return FlatGraph::default();
+        }
+        let top = usize::from(indexation.get_max_level_observed());
+        let mut points = Vec::with_capacity(hnsw.get_nb_point());
+        let mut counts = vec![0usize; top + 1];
+        for level in (0..=top).rev() {
+            points.extend(indexation.get_layer_iterator(level));
+            counts[level] = points.len();
+        }
+        let index: FxHashMap<_, u32> = points
+            .iter()
+            .enumerate()
+            .map(|(node, point)| (point.get_point_id(), node as u32))
+            .collect();
+        let neighbourhoods: Vec<_> = points.iter().map(|p| p.get_neighborhood_id()).collect();
+        let levels = (0..=top)
+            .map(|level| {
+                let mut offsets = Vec::with_capacity(counts[level] + 1);
+                let mut neighbours = Vec::new();
+                offsets.push(0);
+                for neighbourhood in &neighbourhoods[..counts[level]] {
+                    let here = neighbourhood.get(level).map_or(&[][..], Vec::as_slice);
+                    neighbours.extend(
+                        here.iter()
+                            .filter_map(|n| index.get(&n.p_id).copied())
+                            .filter(|&node| (node as usize) < counts[level]),
+                    );
+                    offsets.push(neighbours.len() as u32);
+                }
+                Level {
+                    offsets,
+                    neighbours,
+                }
+            })
+            .collect();
+        FlatGraph {
+            keys: points.iter().map(|p| p.get_origin_id() as u64).collect(),
+            levels,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The key of `node`.
+    pub(crate) fn key(&self, node: u32) -> VectorKey {
+        VectorKey::from_u64(self.keys[node as usize])
+    }
+
+    /// Each node's key, by node.
+    pub(crate) fn keys(&self) -> impl ExactSizeIterator<Item = VectorKey> + '_ {
+        self.keys.iter().map(|&key| VectorKey::from_u64(key))
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let words = 3
+            + self.levels.len()
+            + 2 * self.keys.len()
+            + self
+                .levels
+                .iter()
+                .map(|l| l.offsets.len() + l.neighbours.len())
+                .sum::<usize>();
+        let mut out = Vec::with_capacity(4 * words);
+        let mut put = |value: u32| out.extend_from_slice(&value.to_le_bytes());
+        put(VERSION);
+        put(self.keys.len() as u32);
+        put(self.levels.len() as u32);
+        for level in &self.levels {
+            put(level.nodes() as u32);
+        }
+        for &key in &self.keys {
+            put(key as u32);
+            put((key >> 32) as u32);
+        }
+        for level in &self.levels {
+            level
+                .offsets
+                .iter()
+                .chain(&level.neighbours)
+                .for_each(|&v| put(v));
+        }
+        out
+    }
+
+    /// Reads what [`FlatGraph::encode`] wrote, checking every count, offset and
+    /// neighbour (a damaged graph is an error, never a panic or a search out of bounds).
+    pub(crate) fn decode(bytes: &[u8]) -> Result<FlatGraph> {
+        let damaged = |why: &str| Error::corrupt(format!("published graph: {why}"));
+        let mut words = bytes.chunks_exact(4);
+        if !words.remainder().is_empty() {
+            return Err(damaged("truncated"));
+        }
+        let mut next = || {
+            words
+                .next()
+                .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
+                .ok_or_else(|| damaged("truncated"))
+        };
+        if next()? != VERSION {
+            return Err(damaged("unknown version"));
+        }
+        let n = next()? as usize;
+        let n_levels = next()? as usize;
+        if (n == 0) != (n_levels == 0) || n_levels > 64 {
+            return Err(damaged("bad level count"));
+        }
+        let mut counts = Vec::with_capacity(n_levels);
+        for level in 0..n_levels {
+            let count = next()? as usize;
+            let fits = if level == 0 {
+                count == n
+            } else {
+                count >= 1 && count <= counts[level - 1]
+            };
+            if !fits {
+                return Err(damaged("bad node count"));
+            }
+            counts.push(count);
+        }
+        let need = 2 * n + counts.iter().map(|c| c + 1).sum::<usize>();
+        if bytes.len() / 4 < need {
+            return Err(damaged("truncated"));
+        }
+        let mut keys = Vec::with_capacity(n);
+        for _ in 0..n {
+            let low = u64::from(next()?);
+            keys.push(low | (u64::from(next()?) << 32));
+        }
+        let mut levels = Vec::with_capacity(n_levels);
+        for &count in &counts {
+            let offsets = (0..=count).map(|_| next()).collect::<Result<Vec<u32>>>()?;
+            if offsets[0] != 0 || offsets.windows(2).any(|w| w[0] > w[1]) {
+                return Err(damaged("bad offsets"));
+            }
+            let edges = offsets[count] as usize;
+            if bytes.len() / 4 < edges {
+                return Err(damaged("truncated"));
+            }
+            let neighbours = (0..edges).map(|_| next()).collect::<Result<Vec<u32>>>()?;
+            if neighbours.iter().any(|&node| node as usize >= count) {
+                return Err(damaged("neighbour out of range"));
+            }
+            levels.push(Level {
+                offsets,
+                neighbours,
+            });
+        }
+        if next().is_ok() {
+            return Err(damaged("trailing bytes"));
+        }
+        Ok(FlatGraph { keys, levels })
+    }
+
+    /// The `k` nodes nearest to `query` (normalised) that `accept` admits, best first,
+    /// with their cosine, searching with a candidate list of `ef`.
+    ///
+    /// `vector` gives a node's vector, or `None` for a node whose document is gone: the
+    /// search goes through such a node to its neighbours (so deletions do not cut the
+    /// graph) but never returns it.
+    pub(crate) fn search<'v>(
+        &self,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        vector: impl Fn(u32) -> Option<&'v [f32]>,
+        accept: Option<&dyn Fn(VectorKey) -> bool>,
+    ) -> Vec<(VectorKey, f32)> {
+        let n = self.keys.len();
+        if n == 0 || k == 0 {
+            return Vec::new();
+        }
+        let ef = ef.max(k);
+        // Distances are negated cosines: smaller is nearer.
+        let distance = |node: u32| vector(node).map(|v| -metric::dot(query, v));
+        let admitted =
+            |node: u32| accept.is_none_or(|f| f(VectorKey::from_u64(self.keys[node as usize])));
+
+        // The entry: the first live node, on the highest level that has one.
+        let Some((mut at, mut at_distance)) =
+            (0..n as u32).find_map(|node| distance(node).map(|d| (node, d)))
+        else {
+            return Vec::new();
+        };
+        let top = self
+            .levels
+            .iter()
+            .rposition(|level| (at as usize) < level.nodes())
+            .unwrap_or(0);
+        // Greedy descent through the upper levels.
+        for level in self.levels[1..=top].iter().rev() {
+            loop {
+                let mut moved = false;
+                for &next in level.of(at) {
+                    if let Some(d) = distance(next)
+                        && d < at_distance
+                    {
+                        (at, at_distance) = (next, d);
+                        moved = true;
+                    }
+                }
+                if !moved {
+                    break;
+                }
+            }
+        }
+
+        // Beam search on level 0.
+        let base = &self.levels[0];
+        let mut visited = Visited::new(n);
+        let mut candidates: BinaryHeap<Reverse<(Cosine, u32)>> = BinaryHeap::with_capacity(ef * 4);
+        let mut results: BinaryHeap<(Cosine, u32)> = BinaryHeap::with_capacity(ef + 1);
+        let mut pending: Vec<u32> = Vec::with_capacity(64);
+        visited.insert(at);
+        candidates.push(Reverse((Cosine(at_distance), at)));
+        if admitted(at) {
+            results.push((Cosine(at_distance), at));
+        }
+        while let Some(Reverse((Cosine(d), node))) = candidates.pop() {
+            let worst = results.peek().map_or(f32::INFINITY, |r| r.0.0);
+            if results.len() >= ef && d > worst {
+                break;
+            }
+            pending.clear();
+            pending.extend(base.of(node).iter().rev());
+            for &next in &pending {
+                if !visited.contains(next)
+                    && let Some(v) = vector(next)
+                {
+                    prefetch(v);
+                }
+            }
+            while let Some(next) = pending.pop() {
+                if !visited.insert(next) {
+                    continue;
+                }
+                let Some(d) = distance(next) else {
+                    // A node whose document is gone: its neighbours stand in for it.
+                    pending.extend(base.of(next).iter().filter(|&&m| !visited.contains(m)));
+                    continue;
+                };
+                let worst = results.peek().map_or(f32::INFINITY, |r| r.0.0);
+                if results.len() < ef || d < worst {
+                    candidates.push(Reverse((Cosine(d), next)));
+                    if admitted(next) {
+                        results.push((Cosine(d), next));
+                        if results.len() > ef {
+                            results.pop();
+                        }
+                    }
+                }
+            }
+        }
+        let mut found = results.into_vec();
+        found.sort_unstable();
+        found.truncate(k);
+        found
+            .into_iter()
+            .map(|(Cosine(d), node)| (VectorKey::from_u64(self.keys[node as usize]), -d))
+            .collect()
+    }
+}
+
+/// Asks the CPU to start loading the first lines of `v` (a neighbour about to be
+/// scored: the graph's walk is a chain of cache misses otherwise).
+#[inline]
+fn prefetch(v: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let ptr = v.as_ptr().cast::<i8>();
+        // 64-byte lines: the first four; the hardware prefetcher follows the rest once
+        // the dot product reads them in order.
+        for line in 0..v.len().div_ceil(16).min(4) {
+            // SAFETY: a prefetch never faults, and the address is within `v`.
+            unsafe { _mm_prefetch(ptr.add(line * 64), _MM_HINT_T0) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = v;
+}
+
+/// The nodes a search has reached, one bit each.
+struct Visited(Vec<u64>);
+
+impl Visited {
+    fn new(n: usize) -> Visited {
+        Visited(vec![0; n.div_ceil(64)])
+    }
+
+    fn contains(&self, node: u32) -> bool {
+        self.0[node as usize / 64] & (1 << (node % 64)) != 0
+    }
+
+    /// Marks `node`; returns whether it was new.
+    fn insert(&mut self, node: u32) -> bool {
+        let word = &mut self.0[node as usize / 64];
+        let bit = 1 << (node % 64);
+        let new = *word & bit == 0;
+        *word |= bit;
+        new
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vector::{Graph, HnswParams};
+    use rand_chacha::ChaCha8Rng;
+    use rand_chacha::rand_core::{RngCore, SeedableRng};
+
+    const DIM: usize = 24;
+
+    fn unit_vectors(seed: u64, n: usize) -> Vec<Vec<f32>> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        (0..n)
+            .map(|_| {
+                let mut v: Vec<f32> = (0..DIM)
+                    .map(|_| rng.next_u32() as f32 / u32::MAX as f32 - 0.5)
+                    .collect();
+                assert!(metric::normalize(&mut v));
+                v
+            })
+            .collect()
+    }
+
+    fn key(i: usize) -> VectorKey {
+        VectorKey::from_u64(1_000 + 7 * i as u64)
+    }
+
+    fn index_of(key: VectorKey) -> usize {
+        (key.as_u64() as usize - 1_000) / 7
+    }
+
+    /// A graph hnsw_rs built over `vectors` (keyed by [`key`]), and its flat export.
+    fn built(vectors: &[Vec<f32>]) -> (Graph, FlatGraph) {
+        let params = HnswParams {
+            max_connections: 8,
+            ef_construction: 64,
+            ef_search: 64,
+        };
+        let graph = Graph::new(params, vectors.len());
+        let items: Vec<(&[f32], VectorKey)> = vectors
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.as_slice(), key(i)))
+            .collect();
+        graph.insert(&items);
+        let flat = graph.flat();
+        (graph, flat)
+    }
+
+    /// The exact `k` nearest of those `live` admits, by index.
+    fn exact(
+        vectors: &[Vec<f32>],
+        query: &[f32],
+        k: usize,
+        live: impl Fn(usize) -> bool,
+    ) -> Vec<usize> {
+        let mut scored: Vec<(f32, usize)> = (0..vectors.len())
+            .filter(|&i| live(i))
+            .map(|i| (metric::dot(query, &vectors[i]), i))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.into_iter().take(k).map(|(_, i)| i).collect()
+    }
+
+    fn recall(found: &[(VectorKey, f32)], truth: &[usize]) -> f64 {
+        let hits = found
+            .iter()
+            .filter(|(key, _)| truth.contains(&index_of(*key)))
+            .count();
+        hits as f64 / truth.len() as f64
+    }
+
+    #[test]
+    fn the_export_searches_as_well_as_hnsw_rs_and_scores_exactly() {
+        let mut vectors = unit_vectors(7, 3_050);
+        let queries = vectors.split_off(3_000);
+        let (graph, flat) = built(&vectors);
+        assert_eq!(flat.len(), vectors.len());
+        let mut keys: Vec<u64> = flat.keys().map(VectorKey::as_u64).collect();
+        keys.sort_unstable();
+        let mut expected: Vec<u64> = (0..vectors.len()).map(|i| key(i).as_u64()).collect();
+        expected.sort_unstable();
+        assert_eq!(keys, expected, "every point exported once");
+
+        let vector_of = |node: u32| Some(vectors[index_of(flat.key(node))].as_slice());
+        let (mut ours, mut theirs) = (0.0, 0.0);
+        for query in &queries {
+            let truth = exact(&vectors, query, 10, |_| true);
+            let found = flat.search(query, 10, 64, vector_of, None);
+            assert_eq!(found.len(), 10);
+            for pair in found.windows(2) {
+                assert!(pair[0].1 >= pair[1].1, "best first");
+            }
+            for (key, cosine) in &found {
+                assert_eq!(*cosine, metric::dot(query, &vectors[index_of(*key)]));
+            }
+            ours += recall(&found, &truth);
+            theirs += recall(&graph.search(query, 10, None), &truth);
+        }
+        let n = queries.len() as f64;
+        let (ours, theirs) = (ours / n, theirs / n);
+        assert!(ours >= 0.95, "flat recall {ours}");
+        assert!(
+            ours >= theirs - 0.03,
+            "flat {ours} against hnsw_rs {theirs}"
+        );
+    }
+
+    #[test]
+    fn gone_nodes_are_crossed_never_returned_and_the_filter_holds() {
+        let mut vectors = unit_vectors(11, 2_040);
+        let queries = vectors.split_off(2_000);
+        let (_, flat) = built(&vectors);
+        // Two thirds of the documents gone, the entry point among them.
+        let live = |i: usize| i.is_multiple_of(3) && index_of(flat.key(0)) != i;
+        let vector_of = |node: u32| {
+            let i = index_of(flat.key(node));
+            live(i).then(|| vectors[i].as_slice())
+        };
+        let even = |key: VectorKey| index_of(key).is_multiple_of(2);
+        let mut total = 0.0;
+        for query in &queries {
+            let found = flat.search(query, 10, 64, vector_of, None);
+            assert!(found.iter().all(|(key, _)| live(index_of(*key))));
+            total += recall(&found, &exact(&vectors, query, 10, live));
+            let filtered = flat.search(query, 10, 64, vector_of, Some(&even));
+            assert_eq!(filtered.len(), 10);
+            assert!(
+                filtered
+                    .iter()
+                    .all(|(key, _)| even(*key) && live(index_of(*key)))
+            );
+        }
+        let mean = total / queries.len() as f64;
+        assert!(mean >= 0.9, "recall among the live {mean}");
+
+        let none = |_: u32| None;
+        assert!(flat.search(&queries[0], 10, 64, none, None).is_empty());
+        assert!(
+            FlatGraph::default()
+                .search(&queries[0], 10, 64, vector_of, None)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn encoding_round_trips_and_damage_is_an_error_not_a_panic() {
+        let vectors = unit_vectors(3, 500);
+        let (_, flat) = built(&vectors);
+        let bytes = flat.encode();
+        assert_eq!(FlatGraph::decode(&bytes).unwrap(), flat);
+        assert_eq!(
+            FlatGraph::decode(&FlatGraph::default().encode()).unwrap(),
+            FlatGraph::default()
+        );
+        for len in [
+            0,
+            3,
+            4,
+            11,
+            12,
+            bytes.len() / 2,
+            bytes.len() - 4,
+            bytes.len() - 1,
+        ] {
+            assert!(
+                FlatGraph::decode(&bytes[..len]).is_err(),
+                "truncated at {len}"
+            );
+        }
+        let mut longer = bytes.clone();
+        longer.extend_from_slice(&[0; 4]);
+        assert!(FlatGraph::decode(&longer).is_err(), "trailing bytes");
+        // Any word changed: an error, or a graph whose every neighbour is in range.
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for _ in 0..2_000 {
+            let mut damaged = bytes.clone();
+            let at = (rng.next_u32() as usize % (damaged.len() / 4)) * 4;
+            let value = match rng.next_u32() % 3 {
+                0 => u32::MAX,
+                1 => rng.next_u32() % 4_096,
+                _ => rng.next_u32(),
+            };
+            damaged[at..at + 4].copy_from_slice(&value.to_le_bytes());
+            if let Ok(graph) = FlatGraph::decode(&damaged) {
+                let vector_of = |node: u32| vectors.get(node as usize).map(Vec::as_slice);
+                graph.search(&vectors[0], 5, 16, vector_of, None);
+            }
+        }
+    }
+}
