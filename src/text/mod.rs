@@ -93,6 +93,29 @@ impl TextQuery {
         self.query.is_none() || self.scope.docs == 0
     }
 
+    /// The BM25 weight of each term of the query, in the order of the clauses of
+    /// [`TextQuery::to_query`] (none for an empty query or scope).
+    fn term_weights(
+        &self,
+        statistics: &ScopedStatistics<'_>,
+        searcher: &tantivy::Searcher,
+    ) -> Result<Vec<Box<dyn tantivy::query::Weight>>> {
+        let Some(parts) = self.query.as_ref().filter(|_| self.scope.docs > 0) else {
+            return Ok(Vec::new());
+        };
+        parts
+            .terms
+            .iter()
+            .map(|term| {
+                TermQuery::new(term.clone(), IndexRecordOption::WithFreqs)
+                    .weight(EnableScoring::enabled_from_statistics_provider(
+                        statistics, searcher,
+                    ))
+                    .map_err(tantivy_err)
+            })
+            .collect()
+    }
+
     fn to_query(&self) -> Option<BooleanQuery> {
         if self.scope.docs == 0 {
             return None;
@@ -607,23 +630,19 @@ impl TextIndex {
         // document's BM25 does not depend on the path that found it.
         let mut hits = heap.into_vec();
         hits.sort_unstable_by_key(|entry| entry.at);
+        let terms = query.term_weights(&statistics, &searcher)?;
         let mut i = 0;
         while i < hits.len() {
             let ord = hits[i].at.0;
-            let mut scorer = weight
-                .scorer(&searcher.segment_readers()[ord], 1.0)
-                .map_err(tantivy_err)?;
-            while i < hits.len() && hits[i].at.0 == ord {
-                let seg_doc = hits[i].at.1;
-                let mut at = scorer.doc();
-                if at < seg_doc {
-                    at = scorer.seek(seg_doc);
+            let end = i + hits[i..].partition_point(|hit| hit.at.0 == ord);
+            let targets: Vec<u32> = hits[i..end].iter().map(|hit| hit.at.1).collect();
+            let scores = score_each(&terms, &searcher.segment_readers()[ord], &targets)?;
+            for (hit, score) in hits[i..end].iter_mut().zip(scores) {
+                if let Some(score) = score {
+                    hit.score = score;
                 }
-                if at == seg_doc {
-                    hits[i].score = scorer.score();
-                }
-                i += 1;
             }
+            i = end;
         }
         hits.sort();
         Ok(hits
@@ -650,37 +669,23 @@ impl TextIndex {
         docs: &[DocId],
     ) -> Result<HashMap<DocId, f32>> {
         let mut scores = HashMap::new();
-        let Some(text_query) = query.to_query() else {
-            return Ok(scores);
-        };
-        if docs.is_empty() {
+        if query.is_empty() || docs.is_empty() {
             return Ok(scores);
         }
         let searcher = self.reader.searcher();
         let statistics = self.statistics(&searcher, query.scope);
-        let weight = text_query
-            .weight(EnableScoring::enabled_from_statistics_provider(
-                &statistics,
-                &searcher,
-            ))
-            .map_err(tantivy_err)?;
+        let terms = query.term_weights(&statistics, &searcher)?;
         let mut targets: Vec<(u32, DocId)> = Vec::with_capacity(docs.len());
         for segment in searcher.segment_readers() {
             self.locate(segment, docs, &mut targets)?;
             if targets.is_empty() {
                 continue;
             }
-            let mut scorer = weight.scorer(segment, 1.0).map_err(tantivy_err)?;
-            for &(seg_doc, doc) in &targets {
-                let mut at = scorer.doc();
-                if at < seg_doc {
-                    at = scorer.seek(seg_doc);
-                }
-                if at == TERMINATED {
-                    break;
-                }
-                if at == seg_doc {
-                    scores.insert(doc, scorer.score());
+            let seg_docs: Vec<u32> = targets.iter().map(|&(seg_doc, _)| seg_doc).collect();
+            let found = score_each(&terms, segment, &seg_docs)?;
+            for (&(_, doc), score) in targets.iter().zip(found) {
+                if let Some(score) = score {
+                    scores.insert(doc, score);
                 }
             }
         }
@@ -835,6 +840,35 @@ impl TextIndex {
 
 /// A candidate in the top-k heap. The heap's maximum is the *worst* candidate, so that
 /// popping evicts it: lower score is "greater", and among equal scores the larger user id.
+/// The BM25 score of each of `targets` (documents of `segment`, ascending) that contains
+/// a term: the sum of the terms' scores in `terms`' order, as the union of the query's
+/// clauses adds them, so equal to the query's own score. Each term's postings seek
+/// from target to target; the union scorer would refill a window of 4,096 documents
+/// of every term at each seek.
+fn score_each(
+    terms: &[Box<dyn tantivy::query::Weight>],
+    segment: &tantivy::SegmentReader,
+    targets: &[u32],
+) -> Result<Vec<Option<f32>>> {
+    let mut scores = vec![None; targets.len()];
+    for term in terms {
+        let mut scorer = term.scorer(segment, 1.0).map_err(tantivy_err)?;
+        for (score, &seg_doc) in scores.iter_mut().zip(targets) {
+            let mut at = scorer.doc();
+            if at < seg_doc {
+                at = scorer.seek(seg_doc);
+            }
+            if at == TERMINATED {
+                break;
+            }
+            if at == seg_doc {
+                *score.get_or_insert(0.0) += scorer.score();
+            }
+        }
+    }
+    Ok(scores)
+}
+
 struct HeapEntry<'a> {
     score: f32,
     user_id: &'a str,
@@ -969,6 +1003,30 @@ mod tests {
             .collect();
         let scored = text.score_docs(&query, &all).unwrap();
         assert_eq!(scored, full);
+        // Both are tantivy's own scores: its boolean query visiting every match.
+        let searcher = text.reader.searcher();
+        let statistics = text.statistics(&searcher, query.scope);
+        let weight = query
+            .to_query()
+            .unwrap()
+            .weight(EnableScoring::enabled_from_statistics_provider(
+                &statistics,
+                &searcher,
+            ))
+            .unwrap();
+        let mut visited = HashMap::new();
+        for segment in searcher.segment_readers() {
+            let doc_ids = segment.fast_fields().u64("doc_id").unwrap();
+            let alive = segment.alive_bitset();
+            weight
+                .for_each(segment, &mut |seg_doc, score| {
+                    if alive.is_none_or(|alive| alive.is_alive(seg_doc)) {
+                        visited.insert(DocId::new(doc_ids.first(seg_doc).unwrap()), score);
+                    }
+                })
+                .unwrap();
+        }
+        assert_eq!(scored, visited);
         assert!(scored.len() > 50 && scored.len() < all.len());
         assert!(!scored.contains_key(&DocId::new(0)), "deleted");
 
