@@ -336,6 +336,7 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
             )?;
         }
         out.flush()?;
+        engine.finish();
         return Ok(ExitCode::SUCCESS);
     }
     let line = QueryLine {
@@ -381,6 +382,7 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
         }
     }
     out.flush()?;
+    engine.finish();
     Ok(if response.hits.is_empty() {
         ExitCode::from(1)
     } else {

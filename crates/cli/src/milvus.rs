@@ -34,6 +34,17 @@ impl Searcher {
             Searcher::Milvus(index) => index.search(request),
         }
     }
+
+    /// Ends a command that is about to exit. A reader has nothing to flush or release
+    /// (it holds no lock and wrote nothing): its memory, a catalog of every document
+    /// that takes tens of milliseconds to free at 20,000, goes back with the process.
+    /// A writer (an index opened to be published) closes as usual.
+    pub fn finish(self) {
+        match self {
+            Searcher::Local(engine) if engine.is_read_only() => std::mem::forget(engine),
+            other => drop(other),
+        }
+    }
 }
 
 #[cfg(feature = "milvus")]
