@@ -259,3 +259,94 @@ fn entity_lists_are_stored_with_their_documents_checked_and_repaired() {
     }
     assert_eq!(stored(&path), lists);
 }
+
+/// A reader of an index whose graph an earlier version published (hnsw_rs's dump, raw,
+/// beside a manifest file of one section) loads it through hnsw_rs and answers as the
+/// writer does; the writer's next checkpoint publishes the flat lists in its place.
+#[test]
+fn a_graph_published_by_an_earlier_version_still_loads() {
+    use crate::store::view;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let mut config = crate::Config::default();
+    config.pipeline.retrieval.exact_scan_threshold = 0;
+    let writer = Engine::builder()
+        .config(config.clone())
+        .embedder_spec(crate::EmbedderSpec::None)
+        .create(&path)
+        .unwrap();
+    writer.upsert_chunks((0..300).map(chunk)).unwrap();
+    writer.commit().unwrap();
+    writer.sync_graph().unwrap();
+    let expected: Vec<Vec<String>> = ["topic1", "note number 7", "topic4 about"]
+        .iter()
+        .map(|text| search_ids(&writer, text))
+        .collect();
+
+    // The view as an earlier version published it.
+    let inner = &writer.inner;
+    let manifest = inner
+        .store
+        .checkpoint_manifest(Kind::Chunk)
+        .unwrap()
+        .unwrap();
+    let n_files = bincode::deserialize::<crate::vector::Manifest>(&manifest)
+        .unwrap()
+        .files
+        .len();
+    let files = inner.store.checkpoint_files(Kind::Chunk, n_files).unwrap();
+    {
+        let _serial = inner.commit_lock.lock().unwrap();
+        let mut guard = inner.view.lock().unwrap();
+        let list = guard.as_mut().unwrap();
+        let name = list.new_name("graph-chunk");
+        let basename = name.strip_suffix(".rv").unwrap().to_string();
+        let raw = files
+            .iter()
+            .zip([view::RAW_GRAPH, view::RAW_DATA])
+            .map(|(bytes, suffix)| {
+                let name = format!("{basename}{suffix}");
+                std::fs::write(path.join(view::VIEW_DIR).join(&name), bytes).unwrap();
+                view::ViewFile {
+                    name,
+                    len: bytes.len() as u64,
+                    crc32: crc32fast::hash(bytes),
+                    raw: true,
+                }
+            })
+            .collect();
+        let manifest_file = view::write_file(&path, &name, &[&manifest]).unwrap();
+        list.set_graph(
+            Kind::Chunk,
+            view::ViewGraph {
+                manifest: manifest_file,
+                files: raw,
+            },
+        );
+        let list = list.clone();
+        inner.write_manifest_with(Some(&list)).unwrap();
+    }
+
+    let reader = Engine::builder()
+        .config(config)
+        .open_read_only(&path)
+        .unwrap();
+    reader.inner.worker.wait_loaded();
+    assert!(!reader.inner.vectors.has_flat(Kind::Chunk));
+    let stats = reader.stats();
+    assert_eq!(stats.counters.graph_checkpoint_loads, 1);
+    assert_eq!(stats.chunk_graph.points, 300);
+    let got: Vec<Vec<String>> = ["topic1", "note number 7", "topic4 about"]
+        .iter()
+        .map(|text| search_ids(&reader, text))
+        .collect();
+    assert_eq!(got, expected);
+
+    // The next checkpoint publishes the graph as flat lists.
+    writer.upsert_chunks((300..310).map(chunk)).unwrap();
+    writer.commit().unwrap();
+    writer.sync_graph().unwrap();
+    let reader = Engine::builder().open_read_only(&path).unwrap();
+    assert!(reader.inner.vectors.has_flat(Kind::Chunk));
+    assert_eq!(reader.stats().chunk_graph.points, 310);
+}
