@@ -202,6 +202,8 @@ struct Arena {
     /// Dimensions of every row (0 before the first).
     dim: usize,
     data: Vec<f32>,
+    /// `data` quantized, row for row, for exact scans that read a quarter of the bytes.
+    quantized: metric::Quantized,
     spans: Vec<Span>,
     live_rows: usize,
     dead_rows: usize,
@@ -240,6 +242,7 @@ impl Arena {
         let start = u32::try_from(self.data.len() / dim).ok()?;
         let slot = u32::try_from(self.spans.len()).ok()?;
         self.data.extend_from_slice(&vectors.data);
+        self.quantized.extend(&vectors.data, dim);
         self.spans.push(Span {
             doc,
             start,
@@ -287,12 +290,19 @@ impl Arena {
     fn compact(&mut self) -> Vec<(DocId, u32)> {
         let dim = self.dim;
         let mut data = Vec::with_capacity(self.live_rows * dim);
+        let mut quantized = metric::Quantized::with_capacity(self.live_rows, dim);
         let mut spans = Vec::with_capacity(self.spans.len());
         let mut moved = Vec::with_capacity(self.spans.len());
         for span in self.spans.iter().filter(|span| span.live) {
             let start = span.start as usize * dim;
             let new_start = (data.len() / dim.max(1)) as u32;
             data.extend_from_slice(&self.data[start..start + span.rows as usize * dim]);
+            quantized.copy_rows(
+                &self.quantized,
+                span.start as usize,
+                span.rows as usize,
+                dim,
+            );
             moved.push((span.doc, spans.len() as u32));
             spans.push(Span {
                 start: new_start,
@@ -300,21 +310,18 @@ impl Arena {
             });
         }
         self.data = data;
+        self.quantized = quantized;
         self.spans = spans;
         self.dead_rows = 0;
         moved
     }
 
-    /// Every live document's rows, in arena order.
-    fn blocks(&self) -> impl Iterator<Item = (DocId, &[f32])> {
-        let dim = self.dim;
-        self.spans.iter().filter(|span| span.live).map(move |span| {
-            let start = span.start as usize * dim;
-            (
-                span.doc,
-                &self.data[start..start + span.rows as usize * dim],
-            )
-        })
+    /// Every live document's first row and number of rows, in arena order.
+    fn spans(&self) -> impl Iterator<Item = (DocId, usize, usize)> + '_ {
+        self.spans
+            .iter()
+            .filter(|span| span.live)
+            .map(|span| (span.doc, span.start as usize, span.rows as usize))
     }
 }
 
@@ -534,6 +541,7 @@ impl Catalog {
         debug_assert!(arena.spans.is_empty());
         *arena = Arena {
             dim,
+            quantized: metric::Quantized::of(&data, dim),
             data,
             ..Arena::default()
         };
@@ -574,16 +582,26 @@ impl Catalog {
         Some(span.start + position as u32)
     }
 
+    /// The arena of `kind` for an exact scan: its rows (`dim` floats each), their
+    /// quantized copy, and each live document's first row and number of rows, in
+    /// memory order.
+    pub(crate) fn scan_view(
+        &self,
+        kind: Kind,
+    ) -> (
+        &[f32],
+        &metric::Quantized,
+        usize,
+        impl Iterator<Item = (DocId, usize, usize)> + '_,
+    ) {
+        let arena = &self.arenas[kind.index()];
+        (&arena.data, &arena.quantized, arena.dim, arena.spans())
+    }
+
     /// The arena of `kind`: every row, `dim` floats each, and `dim`.
     pub(crate) fn arena(&self, kind: Kind) -> (&[f32], usize) {
         let arena = &self.arenas[kind.index()];
         (&arena.data, arena.dim)
-    }
-
-    /// Every live document of `kind` that has vectors, with its rows, in memory order
-    /// (the exact scan's loop).
-    pub(crate) fn vector_blocks(&self, kind: Kind) -> impl Iterator<Item = (DocId, &[f32])> {
-        self.arenas[kind.index()].blocks()
     }
 
     /// The live version of a user id.
@@ -875,7 +893,12 @@ mod tests {
                 );
             } else {
                 let rows = 1 + (next() % 3) as usize;
-                let data: Vec<f32> = (0..rows * 4).map(|_| (next() % 1_000) as f32).collect();
+                let mut data: Vec<f32> = (0..rows * 4)
+                    .map(|_| 1.0 + (next() % 1_000) as f32)
+                    .collect();
+                data.chunks_exact_mut(4).for_each(|row| {
+                    metric::normalize(row);
+                });
                 let chunk = Document::Chunk(crate::Chunk::new(format!("c{doc}"), "x"));
                 let vectors = Normalised {
                     data: data.clone(),
@@ -900,10 +923,19 @@ mod tests {
             let got = catalog.vectors(DocId::new(*doc)).expect("live");
             assert_eq!(got.data, data.as_slice());
         }
-        let blocks: BTreeMap<u64, Vec<f32>> = catalog
-            .vector_blocks(Kind::Chunk)
-            .map(|(doc, block)| (doc.as_u64(), block.to_vec()))
-            .collect();
+        let (data, quantized, dim, spans) = catalog.scan_view(Kind::Chunk);
+        let mut blocks = BTreeMap::new();
+        for (doc, start, rows) in spans {
+            let block = &data[start * dim..(start + rows) * dim];
+            // The 8-bit copy moved with the rows: each row's bounds hold its own cosine.
+            for (i, row) in block.chunks_exact(dim).enumerate() {
+                let query = metric::QuantizedQuery::new(row);
+                let (low, high) = quantized.bounds(&query, start + i, dim);
+                let own = metric::dot(row, row);
+                assert!(low <= own && own <= high, "{low} {own} {high}");
+            }
+            blocks.insert(doc.as_u64(), block.to_vec());
+        }
         assert_eq!(blocks, model);
     }
 

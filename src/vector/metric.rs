@@ -49,6 +49,263 @@ fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
     sum
 }
 
+/// The exact dot product of 16-bit codes `a` with 8-bit codes `b`. (`|a| <= 32,767` and
+/// `|b| <= 127` keep every partial sum of up to 250 products per lane far from `i32`'s
+/// bounds; longer vectors are summed in `i64` between blocks.)
+pub(crate) fn dot_codes(a: &[i16], b: &[i8]) -> i64 {
+    debug_assert_eq!(a.len(), b.len());
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports the features `dot_codes_avx2` is compiled for.
+            return unsafe { dot_codes_avx2(a, b) };
+        }
+    }
+    dot_codes_portable(a, b)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dot_codes_avx2(a: &[i16], b: &[i8]) -> i64 {
+    use std::arch::x86_64::*;
+    let n = a.len().min(b.len());
+    let blocks = n / 16;
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut total = 0i64;
+    // At most 256 blocks per `i32` accumulator: 8 lanes, each adding 2 products of at
+    // most 32,767 * 127 per block, stay below 2^31.
+    let mut from = 0;
+    while from < blocks {
+        let to = (from + 256).min(blocks);
+        let mut acc = _mm256_setzero_si256();
+        for i in from..to {
+            // SAFETY: `i * 16 + 16 <= n`, within both slices; unaligned loads.
+            let (q, c) = unsafe {
+                (
+                    _mm256_loadu_si256(pa.add(i * 16).cast::<__m256i>()),
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128(pb.add(i * 16).cast::<__m128i>())),
+                )
+            };
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(q, c));
+        }
+        let mut lanes = [0i32; 8];
+        // SAFETY: `lanes` holds eight `i32`s.
+        unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast::<__m256i>(), acc) };
+        total += lanes.iter().map(|&x| i64::from(x)).sum::<i64>();
+        from = to;
+    }
+    total + dot_codes_portable(&a[blocks * 16..n], &b[blocks * 16..n])
+}
+
+fn dot_codes_portable(a: &[i16], b: &[i8]) -> i64 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| i64::from(i32::from(x) * i32::from(y)))
+        .sum()
+}
+
+/// A normalised query quantized to 16 bits for [`Quantized::bounds`]: `query ≈ scale *
+/// codes`, within `error`.
+#[derive(Debug)]
+pub(crate) struct QuantizedQuery {
+    codes: Vec<i16>,
+    scale: f32,
+    error: f32,
+}
+
+impl QuantizedQuery {
+    pub(crate) fn new(query: &[f32]) -> QuantizedQuery {
+        let max = query.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+        let scale = if max > 0.0 && max.is_finite() {
+            max / 32_767.0
+        } else {
+            1.0
+        };
+        let mut error = 0.0f64;
+        let codes = query
+            .iter()
+            .map(|&x| {
+                let code = (x / scale).round().clamp(-32_767.0, 32_767.0);
+                let code = if code.is_finite() { code as i16 } else { 0 };
+                let diff = f64::from(x) - f64::from(scale) * f64::from(code);
+                error += diff * diff;
+                code
+            })
+            .collect();
+        QuantizedQuery {
+            codes,
+            scale,
+            error: (error.sqrt() as f32).next_up(),
+        }
+    }
+}
+
+/// Rows of normalised vectors quantized to 8 bits, each with its scale and its distance
+/// to the row it stands for, so that an exact scan reads a quarter of the bytes: for a
+/// normalised query `q`, `dot(q, row)` lies within [`Quantized::bounds`], and only rows
+/// whose bound reaches the best `k` need their `f32` values.
+#[derive(Debug, Default)]
+pub(crate) struct Quantized {
+    codes: Vec<i8>,
+    /// Per row: `row ≈ scale * codes`.
+    scales: Vec<f32>,
+    /// Per row: an upper bound of `|row - scale * codes|`.
+    errors: Vec<f32>,
+}
+
+/// What float rounding may add to a bound: the dot products of at most a few thousand
+/// terms of magnitude at most 1, in `f32`, on both sides.
+const ROUNDING: f32 = 1e-4;
+
+impl Quantized {
+    pub(crate) fn with_capacity(rows: usize, dim: usize) -> Quantized {
+        Quantized {
+            codes: Vec::with_capacity(rows * dim),
+            scales: Vec::with_capacity(rows),
+            errors: Vec::with_capacity(rows),
+        }
+    }
+
+    /// `data` (rows of `dim`) quantized, in parallel.
+    pub(crate) fn of(data: &[f32], dim: usize) -> Quantized {
+        use rayon::prelude::*;
+        if dim == 0 {
+            return Quantized::default();
+        }
+        const ROWS: usize = 1_024;
+        let parts: Vec<Quantized> = data
+            .par_chunks(ROWS * dim)
+            .map(|rows| {
+                let mut part = Quantized::with_capacity(rows.len() / dim, dim);
+                part.extend(rows, dim);
+                part
+            })
+            .collect();
+        let mut all = Quantized::with_capacity(data.len() / dim, dim);
+        for part in parts {
+            all.codes.extend_from_slice(&part.codes);
+            all.scales.extend_from_slice(&part.scales);
+            all.errors.extend_from_slice(&part.errors);
+        }
+        all
+    }
+
+    /// Appends `data`, rows of `dim`.
+    pub(crate) fn extend(&mut self, data: &[f32], dim: usize) {
+        if dim == 0 {
+            return;
+        }
+        for row in data.chunks_exact(dim) {
+            let max = row.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            let scale = if max > 0.0 && max.is_finite() {
+                max / 127.0
+            } else {
+                1.0
+            };
+            let mut error = 0.0f64;
+            for &x in row {
+                let code = (x / scale).round().clamp(-127.0, 127.0);
+                let code = if code.is_finite() { code as i8 } else { 0 };
+                let diff = f64::from(x) - f64::from(scale) * f64::from(code);
+                error += diff * diff;
+                self.codes.push(code);
+            }
+            self.scales.push(scale);
+            // Rounded up: the bound must hold for the `f32` value too.
+            self.errors.push((error.sqrt() as f32).next_up());
+        }
+    }
+
+    /// Appends `rows` rows of `from`, from row `start`.
+    pub(crate) fn copy_rows(&mut self, from: &Quantized, start: usize, rows: usize, dim: usize) {
+        self.codes
+            .extend_from_slice(&from.codes[start * dim..(start + rows) * dim]);
+        self.scales
+            .extend_from_slice(&from.scales[start..start + rows]);
+        self.errors
+            .extend_from_slice(&from.errors[start..start + rows]);
+    }
+
+    /// The middle of [`Quantized::bounds`] for every row, in order, into `out`, and the
+    /// half-width of each row's bounds is then [`Quantized::slack`]. One pass over the
+    /// codes (dead rows included: the arena keeps them until they are as many as the
+    /// live ones), without a call per row.
+    pub(crate) fn estimates(&self, query: &QuantizedQuery, dim: usize, out: &mut Vec<f32>) {
+        out.clear();
+        if dim == 0 || query.codes.len() != dim {
+            return;
+        }
+        out.reserve(self.scales.len());
+        #[cfg(target_arch = "x86_64")]
+        {
+            if dim <= 4_096 && std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU supports the features `estimates_avx2` is compiled for.
+                unsafe { self.estimates_avx2(query, dim, out) };
+                return;
+            }
+        }
+        for (row, codes) in self.codes.chunks_exact(dim).enumerate() {
+            out.push(self.estimate(query, row, dot_codes(&query.codes, codes)));
+        }
+    }
+
+    #[inline]
+    fn estimate(&self, query: &QuantizedQuery, row: usize, dot: i64) -> f32 {
+        ((f64::from(query.scale) * f64::from(self.scales[row])) * dot as f64) as f32
+    }
+
+    /// [`Quantized::estimates`] with AVX2, for `dim <= 4,096` (each `i32` lane then adds
+    /// at most 256 pairs of products of at most `32,767 * 127`: below 2^31).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn estimates_avx2(&self, query: &QuantizedQuery, dim: usize, out: &mut Vec<f32>) {
+        use std::arch::x86_64::*;
+        let blocks = dim / 16;
+        let q = query.codes.as_ptr();
+        for (row, codes) in self.codes.chunks_exact(dim).enumerate() {
+            let c = codes.as_ptr();
+            let mut acc = _mm256_setzero_si256();
+            for i in 0..blocks {
+                // SAFETY: `i * 16 + 16 <= dim`, the length of both `codes` and the
+                // query's codes; unaligned loads.
+                let (qv, cv) = unsafe {
+                    (
+                        _mm256_loadu_si256(q.add(i * 16).cast::<__m256i>()),
+                        _mm256_cvtepi8_epi16(_mm_loadu_si128(c.add(i * 16).cast::<__m128i>())),
+                    )
+                };
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(qv, cv));
+            }
+            let mut lanes = [0i32; 8];
+            // SAFETY: `lanes` holds eight `i32`s.
+            unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast::<__m256i>(), acc) };
+            let dot = lanes.iter().map(|&x| i64::from(x)).sum::<i64>()
+                + dot_codes_portable(&query.codes[blocks * 16..], &codes[blocks * 16..]);
+            out.push(self.estimate(query, row, dot));
+        }
+    }
+
+    /// The half-width of the bounds of `row` for `query` (see [`Quantized::bounds`]).
+    #[inline]
+    pub(crate) fn slack(&self, query: &QuantizedQuery, row: usize) -> f32 {
+        (1.0 + query.error) * self.errors[row] + query.error + ROUNDING
+    }
+
+    /// Bounds of `dot(query, row)` for a normalised query, as [`dot`] computes it.
+    /// (Scans take [`Quantized::estimates`] of every row at once.)
+    ///
+    /// With `query = sq * cq + rq` and `row = sr * cr + rr`, `dot(query, row) =
+    /// sq * sr * dot(cq, cr) + sq * dot(cq, rr) + dot(rq, row)`, and the last two terms
+    /// are at most `|sq * cq| * |rr| <= (1 + |rq|) * |rr|` and `|rq| * |row| = |rq|`.
+    #[cfg(test)]
+    pub(crate) fn bounds(&self, query: &QuantizedQuery, row: usize, dim: usize) -> (f32, f32) {
+        let codes = &self.codes[row * dim..(row + 1) * dim];
+        let estimate = self.estimate(query, row, dot_codes(&query.codes, codes));
+        let slack = self.slack(query, row);
+        (estimate - slack, estimate + slack)
+    }
+}
+
 /// L2-normalises `v` in place; returns `false` (leaving it untouched) for a zero vector.
 pub(crate) fn normalize(v: &mut [f32]) -> bool {
     let norm = v
@@ -97,6 +354,96 @@ mod tests {
             let a: Vec<f32> = (0..len).map(|i| (i as f32 * 0.37).sin()).collect();
             let b: Vec<f32> = (0..len).map(|i| (i as f32 * 0.11).cos()).collect();
             assert!((dot(&a, &b) - naive(&a, &b)).abs() < 1e-4, "len {len}");
+        }
+    }
+
+    #[test]
+    fn dot_codes_matches_naive_for_every_length() {
+        for len in (0..140).chain([4_096, 5_000]) {
+            let a: Vec<i16> = (0..len)
+                .map(|i| {
+                    if i % 3 == 0 {
+                        32_767
+                    } else {
+                        -(i as i16 % 1_000) * 31
+                    }
+                })
+                .collect();
+            let b: Vec<i8> = (0..len)
+                .map(|i| {
+                    if i % 3 == 0 {
+                        127
+                    } else {
+                        ((i * 53) % 255) as u8 as i8
+                    }
+                })
+                .collect();
+            let naive: i64 = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| i64::from(*x) * i64::from(*y))
+                .sum();
+            assert_eq!(dot_codes(&a, &b), naive, "len {len}");
+        }
+    }
+
+    #[test]
+    fn quantized_bounds_hold_and_copies_match() {
+        let mut rows = Vec::new();
+        let mut seed = 17u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        };
+        for dim in [3, 8, 37, 384] {
+            let n = 300;
+            rows.clear();
+            for i in 0..n {
+                let mut v: Vec<f32> = (0..dim).map(|_| next()).collect();
+                // Some rows dominated by one coordinate, one tiny.
+                if i % 7 == 0 {
+                    v[i % dim] = 40.0;
+                }
+                if i == 5 {
+                    v.iter_mut().for_each(|x| *x *= 1e-30);
+                }
+                assert!(normalize(&mut v));
+                rows.extend_from_slice(&v);
+            }
+            let all = Quantized::of(&rows, dim);
+            let mut grown = Quantized::default();
+            grown.extend(&rows[..10 * dim], dim);
+            grown.extend(&rows[10 * dim..], dim);
+            assert_eq!(grown.codes, all.codes);
+            assert_eq!(grown.scales, all.scales);
+            let mut copied = Quantized::default();
+            copied.copy_rows(&all, 100, 50, dim);
+            assert_eq!(copied.codes, all.codes[100 * dim..150 * dim]);
+            assert_eq!(copied.errors, all.errors[100..150]);
+            for _ in 0..20 {
+                let mut query: Vec<f32> = (0..dim).map(|_| next()).collect();
+                assert!(normalize(&mut query));
+                let quantized = QuantizedQuery::new(&query);
+                let mut estimates = Vec::new();
+                all.estimates(&quantized, dim, &mut estimates);
+                assert_eq!(estimates.len(), n);
+                for (i, row) in rows.chunks_exact(dim).enumerate() {
+                    let exact = dot(&query, row);
+                    let (low, high) = all.bounds(&quantized, i, dim);
+                    let slack = all.slack(&quantized, i);
+                    assert_eq!((estimates[i] - slack, estimates[i] + slack), (low, high));
+                    assert!(
+                        low <= exact && exact <= high,
+                        "dim {dim} row {i}: {low} {exact} {high}"
+                    );
+                    assert!(
+                        high - low < 0.1 * (dim as f32).sqrt().max(1.0),
+                        "dim {dim}: loose"
+                    );
+                }
+            }
         }
     }
 

@@ -359,6 +359,11 @@ fn scan(
 /// `k`-th), for [`top_k`] to order. The filter is asked only about documents whose cosine
 /// would enter the best `k` so far, so it costs nothing for the rest.
 /// (While a graph checkpoint loads, the graph covers nothing: this is the whole tail.)
+///
+/// The scan reads the arena's 8-bit copy (a quarter of the bytes: a scan is bound by
+/// memory), which bounds each cosine from below and above; only the documents whose
+/// upper bound reaches the `k`-th best lower bound are scored again from their `f32`
+/// rows, so the result is the exact scan's, not an approximation.
 fn scan_arena(
     catalog: &Catalog,
     filter: &DocFilter<'_>,
@@ -368,22 +373,36 @@ fn scan_arena(
 ) -> Vec<(DocId, f32)> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-    // The best `k` admitted cosines so far (a min-heap), and every admitted candidate
-    // at or above the smallest of them.
+    let (data, quantized, dim, spans) = catalog.scan_view(filter.kind);
+    if dim != query.len() {
+        return Vec::new();
+    }
+    // The best `k` lower bounds of admitted documents so far (a min-heap), and every
+    // admitted document whose upper bound reaches the smallest of them.
     // (Sized by what a scan can keep, not by `k`: a request may ask for a million.)
     let room = k.min(catalog.n_vectors(filter.kind)).min(4_096);
     let mut floor: BinaryHeap<Reverse<Cosine>> = BinaryHeap::with_capacity(room + 1);
-    let mut kept: Vec<(DocId, f32)> = Vec::with_capacity(4 * room);
+    let mut kept: Vec<(DocId, usize, usize, f32)> = Vec::with_capacity(4 * room);
     let mut prune_at = 8 * k;
-    let dim = query.len();
-    for (doc, block) in catalog.vector_blocks(filter.kind) {
+    let lowest = |floor: &BinaryHeap<Reverse<Cosine>>| {
+        if floor.len() == k {
+            floor.peek().map_or(f32::NEG_INFINITY, |min| min.0.0)
+        } else {
+            f32::NEG_INFINITY
+        }
+    };
+    let coded = metric::QuantizedQuery::new(query);
+    let mut estimates = Vec::new();
+    quantized.estimates(&coded, dim, &mut estimates);
+    for (doc, start, rows) in spans {
         plan.exact_scanned += 1;
-        let cosine = graph::best_cosine(query, block, dim);
-        if floor.len() == k
-            && floor
-                .peek()
-                .is_some_and(|min| cosine.total_cmp(&min.0.0).is_lt())
-        {
+        let (mut low, mut high) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
+        for (row, &estimate) in estimates[start..start + rows].iter().enumerate() {
+            let slack = quantized.slack(&coded, start + row);
+            low = low.max(estimate - slack);
+            high = high.max(estimate + slack);
+        }
+        if high < lowest(&floor) {
             continue;
         }
         if !catalog
@@ -392,19 +411,26 @@ fn scan_arena(
         {
             continue;
         }
-        floor.push(Reverse(Cosine(cosine)));
+        floor.push(Reverse(Cosine(low)));
         if floor.len() > k {
             floor.pop();
         }
-        kept.push((doc, cosine));
+        kept.push((doc, start, rows, high));
         if kept.len() >= prune_at {
-            let min = floor.peek().map_or(f32::NEG_INFINITY, |c| c.0.0);
-            kept.retain(|&(_, c)| c.total_cmp(&min).is_ge());
+            let min = lowest(&floor);
+            kept.retain(|&(.., high)| high >= min);
             // Many ties with the floor: prune less often rather than at every push.
             prune_at = prune_at.max(2 * kept.len());
         }
     }
-    kept
+    let min = lowest(&floor);
+    kept.into_iter()
+        .filter(|&(.., high)| high >= min)
+        .map(|(doc, start, rows, _)| {
+            let block = &data[start * dim..(start + rows) * dim];
+            (doc, graph::best_cosine(query, block, dim))
+        })
+        .collect()
 }
 
 /// A cosine (or a distance) ordered by `total_cmp`, for heaps.
