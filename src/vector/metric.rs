@@ -195,6 +195,7 @@ impl Quantized {
         if dim == 0 {
             return;
         }
+        self.codes.reserve(data.len());
         for row in data.chunks_exact(dim) {
             let max = row.iter().fold(0.0f32, |m, x| m.max(x.abs()));
             let scale = if max > 0.0 && max.is_finite() {
@@ -202,17 +203,25 @@ impl Quantized {
             } else {
                 1.0
             };
-            let mut error = 0.0f64;
-            for &x in row {
-                let code = (x / scale).round().clamp(-127.0, 127.0);
-                let code = if code.is_finite() { code as i8 } else { 0 };
-                let diff = f64::from(x) - f64::from(scale) * f64::from(code);
-                error += diff * diff;
-                self.codes.push(code);
-            }
+            let inverse = 1.0 / scale;
+            let start = self.codes.len();
+            // Rounded half away from zero; `as` saturates (and makes NaN 0).
+            self.codes.extend(row.iter().map(|&x| {
+                let y = x * inverse;
+                ((y + 0.5f32.copysign(y)) as i32).clamp(-127, 127) as i8
+            }));
+            let error: f32 = row
+                .iter()
+                .zip(&self.codes[start..])
+                .map(|(&x, &code)| {
+                    let diff = x - scale * f32::from(code);
+                    diff * diff
+                })
+                .sum();
             self.scales.push(scale);
-            // Rounded up: the bound must hold for the `f32` value too.
-            self.errors.push((error.sqrt() as f32).next_up());
+            // Widened past the sum's rounding (a relative 2.3e-5 at 384 terms) and
+            // rounded up: the bound must hold.
+            self.errors.push((error.sqrt() * (1.0 + 1e-4)).next_up());
         }
     }
 
