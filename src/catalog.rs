@@ -202,8 +202,10 @@ struct Arena {
     /// Dimensions of every row (0 before the first).
     dim: usize,
     data: Vec<f32>,
-    /// `data` quantized, row for row, for exact scans that read a quarter of the bytes.
-    quantized: metric::Quantized,
+    /// `data` quantized, row for row, for exact scans that read a quarter of the bytes:
+    /// made by the first scan (an index searched through its graph never needs it),
+    /// then kept up to date.
+    quantized: std::sync::OnceLock<metric::Quantized>,
     spans: Vec<Span>,
     live_rows: usize,
     dead_rows: usize,
@@ -242,7 +244,9 @@ impl Arena {
         let start = u32::try_from(self.data.len() / dim).ok()?;
         let slot = u32::try_from(self.spans.len()).ok()?;
         self.data.extend_from_slice(&vectors.data);
-        self.quantized.extend(&vectors.data, dim);
+        if let Some(quantized) = self.quantized.get_mut() {
+            quantized.extend(&vectors.data, dim);
+        }
         self.spans.push(Span {
             doc,
             start,
@@ -290,19 +294,19 @@ impl Arena {
     fn compact(&mut self) -> Vec<(DocId, u32)> {
         let dim = self.dim;
         let mut data = Vec::with_capacity(self.live_rows * dim);
-        let mut quantized = metric::Quantized::with_capacity(self.live_rows, dim);
+        let mut quantized = self
+            .quantized
+            .get()
+            .map(|_| metric::Quantized::with_capacity(self.live_rows, dim));
         let mut spans = Vec::with_capacity(self.spans.len());
         let mut moved = Vec::with_capacity(self.spans.len());
         for span in self.spans.iter().filter(|span| span.live) {
             let start = span.start as usize * dim;
             let new_start = (data.len() / dim.max(1)) as u32;
             data.extend_from_slice(&self.data[start..start + span.rows as usize * dim]);
-            quantized.copy_rows(
-                &self.quantized,
-                span.start as usize,
-                span.rows as usize,
-                dim,
-            );
+            if let (Some(to), Some(from)) = (quantized.as_mut(), self.quantized.get()) {
+                to.copy_rows(from, span.start as usize, span.rows as usize, dim);
+            }
             moved.push((span.doc, spans.len() as u32));
             spans.push(Span {
                 start: new_start,
@@ -310,7 +314,7 @@ impl Arena {
             });
         }
         self.data = data;
-        self.quantized = quantized;
+        self.quantized = quantized.map(std::sync::OnceLock::from).unwrap_or_default();
         self.spans = spans;
         self.dead_rows = 0;
         moved
@@ -541,7 +545,6 @@ impl Catalog {
         debug_assert!(arena.spans.is_empty());
         *arena = Arena {
             dim,
-            quantized: metric::Quantized::of(&data, dim),
             data,
             ..Arena::default()
         };
@@ -595,7 +598,10 @@ impl Catalog {
         impl Iterator<Item = (DocId, usize, usize)> + '_,
     ) {
         let arena = &self.arenas[kind.index()];
-        (&arena.data, &arena.quantized, arena.dim, arena.spans())
+        let quantized = arena
+            .quantized
+            .get_or_init(|| metric::Quantized::of(&arena.data, arena.dim));
+        (&arena.data, quantized, arena.dim, arena.spans())
     }
 
     /// The arena of `kind`: every row, `dim` floats each, and `dim`.
@@ -868,7 +874,10 @@ mod tests {
         // document (a zero vector's) that no span covers.
         let mut data = Vec::new();
         for doc in 0..500u64 {
-            let rows: Vec<f32> = (0..8).map(|_| (next() % 1_000) as f32).collect();
+            let mut rows: Vec<f32> = (0..8).map(|_| 1.0 + (next() % 1_000) as f32).collect();
+            rows.chunks_exact_mut(4).for_each(|row| {
+                metric::normalize(row);
+            });
             data.extend_from_slice(&rows);
             data.extend_from_slice(&[0.0; 4]);
             model.insert(doc, rows);
@@ -883,6 +892,8 @@ mod tests {
             catalog.insert_placed(DocId::new(doc), Entry::new(chunk, doc), Some(placed));
         }
         let mut compactions = 0;
+        // The 8-bit copy made now, then kept up to date through the sequence.
+        let _ = catalog.scan_view(Kind::Chunk).1;
         for step in 500..20_000u64 {
             let doc = next() % 3_000;
             let before = catalog.arenas[Kind::Chunk.index()].spans.len();

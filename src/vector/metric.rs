@@ -166,27 +166,11 @@ impl Quantized {
         }
     }
 
-    /// `data` (rows of `dim`) quantized, in parallel.
+    /// `data` (rows of `dim`) quantized. (On the caller's thread: a scan makes it while
+    /// it holds the catalog's read lock, where a rayon worker must not wait for jobs.)
     pub(crate) fn of(data: &[f32], dim: usize) -> Quantized {
-        use rayon::prelude::*;
-        if dim == 0 {
-            return Quantized::default();
-        }
-        const ROWS: usize = 1_024;
-        let parts: Vec<Quantized> = data
-            .par_chunks(ROWS * dim)
-            .map(|rows| {
-                let mut part = Quantized::with_capacity(rows.len() / dim, dim);
-                part.extend(rows, dim);
-                part
-            })
-            .collect();
-        let mut all = Quantized::with_capacity(data.len() / dim, dim);
-        for part in parts {
-            all.codes.extend_from_slice(&part.codes);
-            all.scales.extend_from_slice(&part.scales);
-            all.errors.extend_from_slice(&part.errors);
-        }
+        let mut all = Quantized::with_capacity(data.len() / dim.max(1), dim);
+        all.extend(data, dim);
         all
     }
 
