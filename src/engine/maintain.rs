@@ -389,27 +389,7 @@ enum Found {
 pub(super) fn install_published_graphs(inner: &Inner) {
     for kind in Kind::ALL {
         let phase = std::time::Instant::now();
-        let installed = (|| {
-            let Some(PublishedGraph::Flat { manifest, flat }) =
-                inner.store.published_graph(kind)?
-            else {
-                return Ok(None);
-            };
-            let manifest = checked_manifest(&inner.store, &manifest)?;
-            if flat.len() != manifest.n_points {
-                return Err(Error::corrupt("published graph: point count mismatch"));
-            }
-            let catalog = inner.read_catalog();
-            inner
-                .vectors
-                .install_flat(kind, flat, &catalog, manifest.covered_seq);
-            inner
-                .counters
-                .graph_checkpoint_loads
-                .fetch_add(1, Ordering::Relaxed);
-            Ok(Some(manifest.n_points))
-        })();
-        match installed {
+        match install_published_graph(inner, kind) {
             Ok(None) => {}
             Ok(Some(points)) => tracing::debug!(
                 kind = %kind,
@@ -422,6 +402,26 @@ pub(super) fn install_published_graphs(inner: &Inner) {
             }
         }
     }
+}
+
+/// Installs `kind`'s published flat graph, if it has one; returns its number of points.
+fn install_published_graph(inner: &Inner, kind: Kind) -> Result<Option<usize>> {
+    let Some(PublishedGraph::Flat { manifest, flat }) = inner.store.published_graph(kind)? else {
+        return Ok(None);
+    };
+    let manifest = checked_manifest(&inner.store, &manifest)?;
+    if flat.len() != manifest.n_points {
+        return Err(Error::corrupt("published graph: point count mismatch"));
+    }
+    let catalog = inner.read_catalog();
+    inner
+        .vectors
+        .install_flat(kind, flat, &catalog, manifest.covered_seq);
+    inner
+        .counters
+        .graph_checkpoint_loads
+        .fetch_add(1, Ordering::Relaxed);
+    Ok(Some(manifest.n_points))
 }
 
 /// Where a reader finds `kind`'s published checkpoint, its files checked (one an

@@ -223,36 +223,6 @@ pub(super) fn publish_graph(
     Ok(())
 }
 
-/// Publishes the graph checkpoint of `kind` the store keeps, if any. Its edges come
-/// from `loaded` when that is the same graph (the checkpoint loaded, nothing inserted
-/// since), else from the checkpoint read back through hnsw_rs.
-fn publish_stored_graph(
-    dir: &Path,
-    store: &Store,
-    list: &mut ViewList,
-    kind: Kind,
-    loaded: Option<(&crate::vector::Graph, u64)>,
-    params: crate::vector::HnswParams,
-) -> Result<()> {
-    let Some(manifest_bytes) = store.checkpoint_manifest(kind)? else {
-        return Ok(());
-    };
-    let manifest = bincode::deserialize::<crate::vector::Manifest>(&manifest_bytes)
-        .map_err(|err| crate::Error::corrupt(format!("graph manifest: {err}")))?;
-    let flat = match loaded {
-        Some((graph, covered))
-            if covered == manifest.covered_seq && graph.len() == manifest.n_points =>
-        {
-            graph.flat()
-        }
-        _ => {
-            let files = store.checkpoint_files(kind, manifest.files.len())?;
-            crate::vector::Graph::load(&manifest, &files, params, dir)?.flat()
-        }
-    };
-    publish_graph(dir, list, kind, &manifest_bytes, &flat.encode())
-}
-
 /// Whether every file `list` names is there, of its length (opening checks no more:
 /// reading every file would cost as much as the store; [`spawn_verifier`] reads them
 /// after the open).
@@ -411,14 +381,28 @@ impl Inner {
         }
     }
 
-    /// [`publish_stored_graph`], with this engine's graph when it is the checkpoint.
+    /// Publishes the graph checkpoint of `kind` the store keeps, if any. Its edges come
+    /// from this engine's graph when that is the checkpoint (loaded, nothing inserted
+    /// since), else from the checkpoint read back through hnsw_rs.
     fn publish_stored_graph(&self, list: &mut ViewList, kind: Kind) -> Result<()> {
+        let Some(manifest_bytes) = self.store.checkpoint_manifest(kind)? else {
+            return Ok(());
+        };
+        let manifest = bincode::deserialize::<crate::vector::Manifest>(&manifest_bytes)
+            .map_err(|err| crate::Error::corrupt(format!("graph manifest: {err}")))?;
         let vectors = &self.vectors;
         let graph = vectors.graph(kind);
-        let unchanged =
-            vectors.dirty(kind) == 0 && vectors.checkpointed(kind) == vectors.covered(kind);
-        let loaded = unchanged.then(|| (graph.as_ref(), vectors.checkpointed(kind)));
-        publish_stored_graph(&self.dir, &self.store, list, kind, loaded, vectors.params())
+        let loaded = vectors.dirty(kind) == 0
+            && vectors.checkpointed(kind) == vectors.covered(kind)
+            && vectors.covered(kind) == manifest.covered_seq
+            && graph.len() == manifest.n_points;
+        let flat = if loaded {
+            graph.flat()
+        } else {
+            let files = self.store.checkpoint_files(kind, manifest.files.len())?;
+            crate::vector::Graph::load(&manifest, &files, vectors.params(), &self.dir)?.flat()
+        };
+        publish_graph(&self.dir, list, kind, &manifest_bytes, &flat.encode())
     }
 
     /// Forgets the published base, so that the next publish writes one (the store

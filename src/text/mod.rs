@@ -793,23 +793,15 @@ impl TextIndex {
                     else {
                         continue;
                     };
-                    for &(seg_doc, doc) in &targets {
-                        let mut at = postings.doc();
-                        if at < seg_doc {
-                            at = postings.seek(seg_doc);
+                    let seg_docs = targets.iter().map(|&(seg_doc, _)| seg_doc);
+                    each_found(&mut postings, seg_docs, |t, _| {
+                        let entry = out.entry(targets[t].1).or_default();
+                        if field == self.fields.words {
+                            entry.words += idf[i] / idf_sum.max(f32::MIN_POSITIVE);
+                        } else {
+                            entry.codes += 1;
                         }
-                        if at == TERMINATED {
-                            break;
-                        }
-                        if at == seg_doc {
-                            let entry = out.entry(doc).or_default();
-                            if field == self.fields.words {
-                                entry.words += idf[i] / idf_sum.max(f32::MIN_POSITIVE);
-                            } else {
-                                entry.codes += 1;
-                            }
-                        }
-                    }
+                    });
                 }
             }
         }
@@ -838,8 +830,6 @@ impl TextIndex {
     }
 }
 
-/// A candidate in the top-k heap. The heap's maximum is the *worst* candidate, so that
-/// popping evicts it: lower score is "greater", and among equal scores the larger user id.
 /// The BM25 score of each of `targets` (documents of `segment`, ascending) that contains
 /// a term: the sum of the terms' scores in `terms`' order, as the union of the query's
 /// clauses adds them, so equal to the query's own score. Each term's postings seek
@@ -853,22 +843,36 @@ fn score_each(
     let mut scores = vec![None; targets.len()];
     for term in terms {
         let mut scorer = term.scorer(segment, 1.0).map_err(tantivy_err)?;
-        for (score, &seg_doc) in scores.iter_mut().zip(targets) {
-            let mut at = scorer.doc();
-            if at < seg_doc {
-                at = scorer.seek(seg_doc);
-            }
-            if at == TERMINATED {
-                break;
-            }
-            if at == seg_doc {
-                *score.get_or_insert(0.0) += scorer.score();
-            }
-        }
+        each_found(scorer.as_mut(), targets.iter().copied(), |i, scorer| {
+            *scores[i].get_or_insert(0.0) += scorer.score();
+        });
     }
     Ok(scores)
 }
 
+/// Walks `set` along `targets` (ascending documents of its segment), calling `found`
+/// with the position of each target it contains, positioned on it.
+fn each_found<D: DocSet + ?Sized>(
+    set: &mut D,
+    targets: impl Iterator<Item = u32>,
+    mut found: impl FnMut(usize, &mut D),
+) {
+    for (i, target) in targets.enumerate() {
+        let mut at = set.doc();
+        if at < target {
+            at = set.seek(target);
+        }
+        if at == TERMINATED {
+            break;
+        }
+        if at == target {
+            found(i, set);
+        }
+    }
+}
+
+/// A candidate in the top-k heap. The heap's maximum is the *worst* candidate, so that
+/// popping evicts it: lower score is "greater", and among equal scores the larger user id.
 struct HeapEntry<'a> {
     score: f32,
     user_id: &'a str,

@@ -125,8 +125,7 @@ impl VectorIndex {
         let slot = self.kind_graph(kind);
         *slot.flat.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(bound));
         slot.covered.store(covered, Ordering::Release);
-        slot.checkpointed.store(covered, Ordering::Release);
-        slot.dirty.store(0, Ordering::Release);
+        self.mark_checkpointed(kind, covered);
     }
 
     /// Whether a published graph is installed for `kind`.
@@ -213,19 +212,12 @@ impl VectorIndex {
 
         plan.used_graph = true;
         let flat = self.flat(filter.kind);
-        let graph = if flat.is_none() {
-            Some(self.graph(filter.kind))
-        } else {
-            None
-        };
+        let graph = self.graph(filter.kind);
         let ef = self.params.ef_search;
-        let search =
-            |k: usize, accept: Option<&dyn Fn(crate::id::VectorKey) -> bool>| match (&flat, &graph)
-            {
-                (Some(flat), _) => flat.search(catalog, filter.kind, query, k, ef, accept),
-                (None, Some(graph)) => graph.search(query, k, accept),
-                (None, None) => Vec::new(),
-            };
+        let search = |k: usize, accept: Option<&dyn Fn(crate::id::VectorKey) -> bool>| match &flat {
+            Some(flat) => flat.search(catalog, filter.kind, query, k, ef, accept),
+            None => graph.search(query, k, accept),
+        };
         let rows_per_doc = catalog.n_vectors(filter.kind).div_ceil(n_docs).max(1);
         let fetch = k * rows_per_doc + 8;
         let accept = |key: crate::id::VectorKey| {
