@@ -335,13 +335,18 @@ fn load_graphs(engine: &Weak<Inner>) {
                 published_checkpoint(&inner.store, kind)
                     .map(|found| found.map(|found| (found, inner.vectors.params())))
             } else {
-                read_checkpoint(&inner.store, kind).map(|found| {
-                    found.map(|(manifest, files)| {
-                        (
-                            Found::Bytes(manifest, files, inner.dir.clone()),
-                            inner.vectors.params(),
-                        )
-                    })
+                read_checkpoint(&inner.store, kind).and_then(|found| {
+                    let Some((manifest, files)) = found else {
+                        return Ok(None);
+                    };
+                    let catalog = inner.read_catalog();
+                    let files = Graph::unpack(&manifest, files, |key| {
+                        crate::vector::catalog_vector(&catalog, kind, key)
+                    })?;
+                    Ok(Some((
+                        Found::Bytes(manifest, files, inner.dir.clone()),
+                        inner.vectors.params(),
+                    )))
                 })
             }
         };
@@ -375,9 +380,9 @@ fn load_graphs(engine: &Weak<Inner>) {
     }
 }
 
-/// A graph checkpoint found: its bytes (a writer's, from the store, unpacked into a
-/// scratch directory of the index to load), or where its published files lie (a
-/// reader's).
+/// A graph checkpoint found: its bytes (a writer's, from the store, [unpacked]
+/// (Graph::unpack), to write into a scratch directory of the index to load), or where
+/// its published files lie (a reader's).
 enum Found {
     Bytes(Manifest, Vec<Vec<u8>>, std::path::PathBuf),
     InPlace(Manifest, std::path::PathBuf, String),
@@ -682,7 +687,14 @@ pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
     };
     let covered = vectors.covered(kind);
     let graph = vectors.graph(kind);
-    let files = graph.dump()?;
+    let mut files = graph.dump()?;
+    // The vectors are the documents': the checkpoint keeps their keys.
+    files[1] = {
+        let catalog = inner.read_catalog();
+        crate::vector::key_data(&files[1], |key| {
+            crate::vector::catalog_vector(&catalog, kind, key)
+        })?
+    };
     let manifest = Manifest {
         covered_seq: covered,
         n_points: graph.len(),

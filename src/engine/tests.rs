@@ -290,11 +290,25 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
         .checkpoint_manifest(Kind::Chunk)
         .unwrap()
         .unwrap();
-    let n_files = bincode::deserialize::<crate::vector::Manifest>(&manifest)
+    let manifest = bincode::deserialize::<crate::vector::Manifest>(&manifest).unwrap();
+    let files = inner
+        .store
+        .checkpoint_files(Kind::Chunk, manifest.files.len())
+        .unwrap();
+    // Earlier versions kept hnsw_rs's data file whole.
+    assert!(crate::vector::is_keyed(&files[1]));
+    let files = {
+        let catalog = inner.read_catalog();
+        crate::vector::Graph::unpack(&manifest, files, |key| {
+            crate::vector::catalog_vector(&catalog, Kind::Chunk, key)
+        })
         .unwrap()
-        .files
-        .len();
-    let files = inner.store.checkpoint_files(Kind::Chunk, n_files).unwrap();
+    };
+    let manifest = bincode::serialize(&crate::vector::Manifest {
+        files: crate::vector::Graph::file_sums(&files),
+        ..manifest
+    })
+    .unwrap();
     {
         let _serial = inner.commit_lock.lock().unwrap();
         let mut guard = inner.view.lock().unwrap();

@@ -6,6 +6,20 @@
 //! stored in sled by the caller, with a manifest that records their lengths and CRC32s so
 //! that a damaged checkpoint is detected before hnsw_rs (which panics on bad input) reads
 //! it.
+//!
+//! hnsw_rs's data file holds a copy of every vector, which the store already holds in
+//! its documents: a checkpoint keeps it *keyed* instead ([`key_data`]), each vector that
+//! is a live document's arena row replaced by its key, and gets the rows back from the
+//! catalog when it is loaded ([`unkey_data`]). Only the vectors of documents deleted
+//! before the checkpoint (nodes the graph still has) are kept whole.
+//!
+//! ```text
+//! keyed = "RUCHEKV1" [dim: u64 LE] [points: u64 LE]
+//!         ([key: u64 LE] [0: a catalog row | 1: dim f32 LE])*
+//! ```
+//!
+//! (hnsw_rs writes in the machine's byte order, read here as little-endian: ruche's
+//! files and arenas are little-endian throughout.)
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -158,7 +172,6 @@ impl Graph {
         Ok(files)
     }
 
-    /// Reloads a dumped graph, after checking its files against the manifest.
     /// Checks the files of a checkpoint against the lengths and CRC-32s of its manifest.
     pub(crate) fn verify(manifest: &Manifest, files: &[Vec<u8>]) -> Result<()> {
         if files.len() != manifest.files.len() {
@@ -172,16 +185,39 @@ impl Graph {
         Ok(())
     }
 
-    /// hnsw_rs reads files: they are unpacked into a scratch directory (prefix
-    /// [`SCRATCH_PREFIX`]) in `scratch`, the index directory, or in the system's
-    /// temporary directory when `scratch` cannot take one.
+    /// Checks a checkpoint's files against its manifest, and gives a keyed data file
+    /// the vectors `row` has back ([`unkey_data`]): the files [`Graph::load`] takes.
+    pub(crate) fn unpack<'a>(
+        manifest: &Manifest,
+        mut files: Vec<Vec<u8>>,
+        row: impl Fn(VectorKey) -> Option<&'a [f32]>,
+    ) -> Result<Vec<Vec<u8>>> {
+        Graph::verify(manifest, &files)?;
+        if let Some(data) = files.get_mut(1)
+            && is_keyed(data)
+        {
+            let (unkeyed, missing) = unkey_data(data, manifest.dimensions, row)?;
+            if missing > 0 {
+                tracing::debug!(
+                    missing,
+                    "graph checkpoint: nodes of documents deleted since"
+                );
+            }
+            *data = unkeyed;
+        }
+        Ok(files)
+    }
+
+    /// Loads the files of a checkpoint, [unpacked](Graph::unpack). hnsw_rs reads files:
+    /// they are written into a scratch directory (prefix [`SCRATCH_PREFIX`]) in
+    /// `scratch`, the index directory, or in the system's temporary directory when
+    /// `scratch` cannot take one.
     pub(crate) fn load(
         manifest: &Manifest,
         files: &[Vec<u8>],
         params: HnswParams,
         scratch: &Path,
     ) -> Result<Graph> {
-        Graph::verify(manifest, files)?;
         let phase = std::time::Instant::now();
         let dir = tempfile::Builder::new()
             .prefix(SCRATCH_PREFIX)
@@ -240,10 +276,308 @@ impl Graph {
     }
 }
 
+/// The magic of a keyed data file.
+const KEYED_MAGIC: &[u8; 8] = b"RUCHEKV1";
+/// hnsw_rs's magic, at the head of its data file and of each of its points.
+const HNSW_DATA_MAGIC: u32 = 0xa67f_0000;
+
+/// A keyed copy of hnsw_rs's data file `data` (see the module's doc): each point whose
+/// vector is, bit for bit, what `row` gives for its key is written as its key alone.
+pub(crate) fn key_data<'a>(
+    data: &[u8],
+    row: impl Fn(VectorKey) -> Option<&'a [f32]>,
+) -> Result<Vec<u8>> {
+    let damaged = |why: &str| Error::corrupt(format!("graph dump: {why}"));
+    let mut reader = Bytes::new(data, damaged);
+    if reader.u32_le()? != HNSW_DATA_MAGIC {
+        return Err(damaged("not a data file"));
+    }
+    let dim = reader.u64_le()? as usize;
+    let vector_bytes = dim.checked_mul(4).ok_or_else(|| damaged("bad dimension"))?;
+    let mut points = Vec::new();
+    while !reader.is_empty() {
+        if reader.u32_le()? != HNSW_DATA_MAGIC {
+            return Err(damaged("bad point magic"));
+        }
+        let key = reader.u64_le()?;
+        let len = reader.u64_le()?;
+        if len != vector_bytes as u64 {
+            return Err(damaged("a vector of another dimension"));
+        }
+        points.push((key, reader.take(vector_bytes)?));
+    }
+    let mut out = Vec::with_capacity(24 + points.len() * 9);
+    out.extend_from_slice(KEYED_MAGIC);
+    out.extend_from_slice(&(dim as u64).to_le_bytes());
+    out.extend_from_slice(&(points.len() as u64).to_le_bytes());
+    for (key, bytes) in points {
+        out.extend_from_slice(&key.to_le_bytes());
+        let same = row(VectorKey::from_u64(key)).is_some_and(|row| {
+            row.len() == dim
+                && row
+                    .iter()
+                    .zip(bytes.chunks_exact(4))
+                    .all(|(x, b)| x.to_le_bytes() == b)
+        });
+        if same {
+            out.push(0);
+        } else {
+            out.push(1);
+            out.extend_from_slice(bytes);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a checkpoint's data file is keyed ([`key_data`]), not as hnsw_rs wrote it.
+pub(crate) fn is_keyed(data: &[u8]) -> bool {
+    data.starts_with(KEYED_MAGIC)
+}
+
+/// hnsw_rs's data file of a keyed one: each key's vector is what `row` gives, or zeros
+/// when it gives none (a document deleted since the checkpoint: its node is dead, and
+/// zeros keep it out of everyone's way). Returns the file and the number of such keys.
+/// Vectors have `dim` dimensions: a file that says otherwise is damaged.
+pub(crate) fn unkey_data<'a>(
+    keyed: &[u8],
+    dim: usize,
+    row: impl Fn(VectorKey) -> Option<&'a [f32]>,
+) -> Result<(Vec<u8>, usize)> {
+    let damaged = |why: &str| Error::corrupt(format!("graph checkpoint: keyed data: {why}"));
+    let mut reader = Bytes::new(keyed, damaged);
+    if reader.take(KEYED_MAGIC.len())? != KEYED_MAGIC {
+        return Err(damaged("bad magic"));
+    }
+    if reader.u64_le()? != dim as u64 {
+        return Err(damaged("vectors of another dimension"));
+    }
+    let points = reader.u64_le()?;
+    let vector_bytes = dim * 4;
+    // Each point takes at least 9 bytes: a count the file cannot hold is damage, not
+    // an allocation to attempt.
+    if points > (keyed.len() / 9) as u64 {
+        return Err(damaged("truncated"));
+    }
+    let mut out = Vec::with_capacity(12 + points as usize * (20 + vector_bytes));
+    out.extend_from_slice(&HNSW_DATA_MAGIC.to_le_bytes());
+    out.extend_from_slice(&dim.to_le_bytes());
+    let mut missing = 0;
+    for _ in 0..points {
+        let key = reader.u64_le()?;
+        out.extend_from_slice(&HNSW_DATA_MAGIC.to_le_bytes());
+        out.extend_from_slice(&key.to_le_bytes());
+        out.extend_from_slice(&(vector_bytes as u64).to_le_bytes());
+        match reader.take(1)?[0] {
+            0 => match row(VectorKey::from_u64(key)).filter(|row| row.len() == dim) {
+                Some(row) => {
+                    for x in row {
+                        out.extend_from_slice(&x.to_le_bytes());
+                    }
+                }
+                None => {
+                    missing += 1;
+                    out.resize(out.len() + vector_bytes, 0);
+                }
+            },
+            1 => out.extend_from_slice(reader.take(vector_bytes)?),
+            _ => return Err(damaged("bad point tag")),
+        }
+    }
+    if !reader.is_empty() {
+        return Err(damaged("trailing bytes"));
+    }
+    Ok((out, missing))
+}
+
+/// A cursor over bytes whose every read is checked.
+struct Bytes<'a, F> {
+    rest: &'a [u8],
+    damaged: F,
+}
+
+impl<'a, F: Fn(&str) -> Error> Bytes<'a, F> {
+    fn new(bytes: &'a [u8], damaged: F) -> Self {
+        Bytes {
+            rest: bytes,
+            damaged,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.rest.len() < n {
+            return Err((self.damaged)("truncated"));
+        }
+        let (head, tail) = self.rest.split_at(n);
+        self.rest = tail;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        Ok(self.take(N)?.try_into().expect("N bytes"))
+    }
+
+    fn u32_le(&mut self) -> Result<u32> {
+        self.array().map(u32::from_le_bytes)
+    }
+
+    fn u64_le(&mut self) -> Result<u64> {
+        self.array().map(u64::from_le_bytes)
+    }
+}
+
 /// Exact cosine of `query` against each vector of a flat `n x dim` block.
 pub(crate) fn best_cosine(query: &[f32], block: &[f32], dim: usize) -> f32 {
     block
         .chunks_exact(dim)
         .map(|v| metric::dot(query, v))
         .fold(f32::NEG_INFINITY, f32::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    const DIM: usize = 8;
+
+    fn vector(i: u64) -> Vec<f32> {
+        let v: Vec<f32> = (0..DIM as u64)
+            .map(|d| {
+                let mut x = (i * 8 + d + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                x ^= x >> 29;
+                (x % 1_000) as f32 - 500.0
+            })
+            .collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.into_iter().map(|x| x / norm).collect()
+    }
+
+    /// A graph of 60 points keyed as documents' first rows are, and its dump.
+    fn dumped() -> (Graph, Vec<Vec<u8>>, HashMap<u64, Vec<f32>>) {
+        let graph = Graph::new(HnswParams::default(), 60);
+        let rows: HashMap<u64, Vec<f32>> = (0..60u64).map(|i| (i << 16, vector(i))).collect();
+        let mut keys: Vec<u64> = rows.keys().copied().collect();
+        keys.sort_unstable();
+        let items: Vec<(&[f32], VectorKey)> = keys
+            .iter()
+            .map(|key| (rows[key].as_slice(), VectorKey::from_u64(*key)))
+            .collect();
+        graph.insert(&items);
+        let files = graph.dump().unwrap();
+        (graph, files, rows)
+    }
+
+    #[test]
+    fn a_keyed_checkpoint_keeps_only_the_vectors_the_catalog_lacks_and_loads_back() {
+        let (graph, files, rows) = dumped();
+        let data = &files[1];
+        // At the checkpoint, documents 0 to 4 were deleted already and document 6's row
+        // differs (the graph's copy is what counts): those stay whole.
+        let mut changed = rows[&(6 << 16)].clone();
+        changed[0] += 0.5;
+        let at_checkpoint = |key: VectorKey| match key.as_u64() >> 16 {
+            0..=4 => None,
+            6 => Some(changed.as_slice()),
+            _ => rows.get(&key.as_u64()).map(Vec::as_slice),
+        };
+        let keyed = key_data(data, at_checkpoint).unwrap();
+        assert!(is_keyed(&keyed));
+        assert!(!is_keyed(data));
+        assert_eq!(keyed.len(), 24 + 60 * 9 + 6 * DIM * 4);
+
+        // Unkeyed with the same rows: hnsw_rs's file, byte for byte.
+        let (again, missing) = unkey_data(&keyed, DIM, at_checkpoint).unwrap();
+        assert_eq!((&again, missing), (data, 0));
+
+        // Documents 10 to 14 deleted since: their nodes get zeros, the rest is as dumped.
+        let now = |key: VectorKey| match key.as_u64() >> 16 {
+            10..=14 => None,
+            _ => rows.get(&key.as_u64()).map(Vec::as_slice),
+        };
+        let (unkeyed, missing) = unkey_data(&keyed, DIM, now).unwrap();
+        assert_eq!(missing, 5);
+        assert_eq!(unkeyed.len(), data.len());
+        let record = 4 + 8 + 8 + DIM * 4;
+        let mut differing = 0;
+        for (a, b) in data[12..].chunks(record).zip(unkeyed[12..].chunks(record)) {
+            assert_eq!(a[..20], b[..20]);
+            if a != b {
+                differing += 1;
+                assert!(b[20..].iter().all(|&byte| byte == 0));
+                let key = u64::from_le_bytes(a[4..12].try_into().unwrap());
+                assert!((10..=14).contains(&(key >> 16)), "key {key:#x}");
+            }
+        }
+        assert_eq!(differing, 5);
+
+        // The graph hnsw_rs loads from the unpacked files finds what the original finds.
+        let manifest = Manifest {
+            covered_seq: 60,
+            n_points: 60,
+            dimensions: DIM,
+            files: Graph::file_sums(&[files[0].clone(), keyed.clone()]),
+        };
+        let unpacked =
+            Graph::unpack(&manifest, vec![files[0].clone(), keyed.clone()], now).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let loaded =
+            Graph::load(&manifest, &unpacked, HnswParams::default(), scratch.path()).unwrap();
+        assert_eq!(loaded.len(), 60);
+        for i in [20u64, 33, 59] {
+            let query = vector(i);
+            let found = loaded.search(&query, 5, None);
+            assert_eq!(found[0].0.as_u64(), i << 16);
+            assert_eq!(found[0], graph.search(&query, 5, None)[0]);
+            for (key, cosine) in found {
+                let exact = metric::dot(&query, &rows[&key.as_u64()]);
+                assert!((10..=14).contains(&(key.as_u64() >> 16)) || (cosine - exact).abs() < 1e-5);
+            }
+        }
+        // A damaged keyed file is refused before it is unkeyed.
+        let mut damaged = keyed.clone();
+        damaged[30] ^= 1;
+        assert!(Graph::unpack(&manifest, vec![files[0].clone(), damaged], now).is_err());
+    }
+
+    #[test]
+    fn damaged_data_is_an_error_never_a_panic() {
+        let (_, files, rows) = dumped();
+        let row = |key: VectorKey| rows.get(&key.as_u64()).map(Vec::as_slice);
+        let keyed = key_data(&files[1], |key| {
+            (key.as_u64() % 3 != 0).then(|| row(key)).flatten()
+        })
+        .unwrap();
+        for len in (0..keyed.len()).step_by(7) {
+            assert!(
+                unkey_data(&keyed[..len], DIM, row).is_err(),
+                "truncated at {len}"
+            );
+        }
+        for len in (0..files[1].len()).step_by(13) {
+            let _ = key_data(&files[1][..len], row);
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..2_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let mut bytes = keyed.clone();
+            let at = (state as usize) % bytes.len();
+            bytes[at] ^= (state >> 32) as u8 | 1;
+            let _ = unkey_data(&bytes, DIM, row);
+            let mut raw = files[1].clone();
+            let at = (state >> 8) as usize % raw.len();
+            raw[at] ^= (state >> 40) as u8 | 1;
+            let _ = key_data(&raw, row);
+        }
+        // A count of points the file cannot hold is refused, not allocated.
+        let mut huge = keyed.clone();
+        huge[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(unkey_data(&huge, DIM, row).is_err());
+    }
 }

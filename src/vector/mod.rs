@@ -19,11 +19,13 @@ use std::sync::{Arc, RwLock};
 
 use crate::Kind;
 use crate::catalog::{Catalog, DocFilter};
-use crate::id::DocId;
+use crate::id::{DocId, VectorKey};
 
 pub(crate) use self::flat::FlatGraph;
 pub use self::graph::HnswParams;
-pub(crate) use self::graph::{Graph, Manifest, SCRATCH_PREFIX};
+#[cfg(test)]
+pub(crate) use self::graph::is_keyed;
+pub(crate) use self::graph::{Graph, Manifest, SCRATCH_PREFIX, key_data};
 
 /// The graph of one kind and how far it covers the change sequence.
 pub(crate) struct KindGraph {
@@ -214,20 +216,19 @@ impl VectorIndex {
         let flat = self.flat(filter.kind);
         let graph = self.graph(filter.kind);
         let ef = self.params.ef_search;
-        let search = |k: usize, accept: Option<&dyn Fn(crate::id::VectorKey) -> bool>| match &flat {
+        let search = |k: usize, accept: Option<&dyn Fn(VectorKey) -> bool>| match &flat {
             Some(flat) => flat.search(catalog, filter.kind, query, k, ef, accept),
             None => graph.search(query, k, accept),
         };
         let rows_per_doc = catalog.n_vectors(filter.kind).div_ceil(n_docs).max(1);
         let fetch = k * rows_per_doc + 8;
-        let accept = |key: crate::id::VectorKey| {
+        let accept = |key: VectorKey| {
             catalog
                 .get(key.doc())
                 .is_some_and(|entry| filter.matches(&entry.doc))
         };
         let mut from_graph = FxHashMap::default();
-        let collect = |hits: Vec<(crate::id::VectorKey, f32)>,
-                       from_graph: &mut FxHashMap<DocId, f32>| {
+        let collect = |hits: Vec<(VectorKey, f32)>, from_graph: &mut FxHashMap<DocId, f32>| {
             for (key, cosine) in hits {
                 if accept(key) {
                     let slot = from_graph.entry(key.doc()).or_insert(f32::NEG_INFINITY);
@@ -268,7 +269,7 @@ pub(crate) struct BoundFlat {
 impl BoundFlat {
     fn bind(graph: FlatGraph, catalog: &Catalog) -> BoundFlat {
         use rayon::prelude::*;
-        let keys: Vec<crate::id::VectorKey> = graph.keys().collect();
+        let keys: Vec<VectorKey> = graph.keys().collect();
         let rows = keys
             .par_iter()
             .map(|&key| catalog.arena_row(key).unwrap_or(u32::MAX))
@@ -288,8 +289,8 @@ impl BoundFlat {
         query: &[f32],
         k: usize,
         ef: usize,
-        accept: Option<&dyn Fn(crate::id::VectorKey) -> bool>,
-    ) -> Vec<(crate::id::VectorKey, f32)> {
+        accept: Option<&dyn Fn(VectorKey) -> bool>,
+    ) -> Vec<(VectorKey, f32)> {
         let (arena, dim) = catalog.arena(kind);
         let at = |row: u32| {
             let start = row as usize * dim;
@@ -423,6 +424,17 @@ fn scan_arena(
             (doc, graph::best_cosine(query, block, dim))
         })
         .collect()
+}
+
+/// The vector `key` names, as the catalog's arena of `kind` holds it (normalised), if it
+/// is a live document's.
+pub(crate) fn catalog_vector(catalog: &Catalog, kind: Kind, key: VectorKey) -> Option<&[f32]> {
+    if catalog.get(key.doc())?.doc.kind() != kind {
+        return None;
+    }
+    let row = catalog.arena_row(key)? as usize;
+    let (data, dim) = catalog.arena(kind);
+    data.get(row * dim..(row + 1) * dim)
 }
 
 /// A cosine (or a distance) ordered by `total_cmp`, for heaps.

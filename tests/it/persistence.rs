@@ -106,6 +106,41 @@ fn reopen_loads_the_graph_and_gives_identical_results() {
     assert_eq!(engine.stats().counters.graph_vectors_inserted, 0);
 }
 
+/// A checkpoint keeps the keys of the vectors its documents hold, not the vectors: the
+/// ones deleted after it was stored are gone from the store when it is loaded, and their
+/// nodes (never returned) are passed through.
+#[test]
+fn a_graph_loads_from_its_checkpoint_after_documents_it_holds_are_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let deleted: Vec<String> = (0..1_500).step_by(9).map(|i| format!("c{i:05}")).collect();
+    let before = {
+        let engine = builder().config(graph_config()).create(&path).unwrap();
+        engine.upsert_chunks(chunks(1_500)).unwrap();
+        engine.commit().unwrap();
+        engine.sync_graph().unwrap();
+        let checkpoints = engine.stats().counters.graph_checkpoints;
+        for id in &deleted {
+            engine.delete(Kind::Chunk, "default", id);
+        }
+        engine.commit().unwrap();
+        engine.sync_graph().unwrap();
+        assert_eq!(engine.stats().counters.graph_checkpoints, checkpoints);
+        let results = results(&engine);
+        engine.close().unwrap();
+        results
+    };
+    let engine = builder().config(graph_config()).open(&path).unwrap();
+    engine.sync_graph().unwrap();
+    let stats = engine.stats();
+    assert_eq!(stats.counters.graph_checkpoint_loads, 1);
+    assert_eq!(stats.counters.graph_rebuilds, 0);
+    assert_eq!(stats.chunk_graph.points, 1_500);
+    let after = results(&engine);
+    assert_eq!(after, before);
+    assert!(after.iter().flatten().all(|(id, _)| !deleted.contains(id)));
+}
+
 /// Dropping an engine while its graph checkpoint loads releases the index at once: a
 /// second engine opens it in the same process, and the scratch directory a process left
 /// behind (killed during a load) is removed, while the user's own files stay.
