@@ -63,9 +63,40 @@ struct Sled {
     graphs: [sled::Tree; Kind::COUNT],
 }
 
+/// The size of sled's segments in a new store. sled writes a value (or a tree node)
+/// larger than a quarter of a segment into a file of its own, and keeps such files
+/// until the segment that points to them is cleaned: at 512 KiB (sled's default) a
+/// block of 64 documents with 384-d vectors is one, and so is every node that holds
+/// several. At 8 MiB they stay in the segments, whose space sled reclaims: 100,000
+/// chunks take 0.64 GB of store instead of 0.93, and 1,000 commits of 20 upserts over
+/// 4,000 chunks 52 MB instead of 80.
+const SEGMENT_SIZE: usize = 8 << 20;
+
+/// The segment size of the store under `path`: the one it was created with (sled
+/// refuses another), or [`SEGMENT_SIZE`] for a new one.
+fn segment_size(path: &Path) -> usize {
+    std::fs::read(path.join("conf"))
+        .ok()
+        .and_then(|conf| {
+            conf.split(|&b| b == b'\n')
+                .find_map(|line| line.strip_prefix(b"segment_size: "))
+                .and_then(|value| std::str::from_utf8(value).ok()?.trim().parse().ok())
+        })
+        .unwrap_or(SEGMENT_SIZE)
+}
+
 impl Store {
     /// Opens (or, with `create`, initialises) the store under `path`.
     pub(crate) fn open(path: &Path, create: bool, cache_bytes: u64) -> Result<Store> {
+        Store::open_segmented(path, create, cache_bytes, segment_size(path))
+    }
+
+    fn open_segmented(
+        path: &Path,
+        create: bool,
+        cache_bytes: u64,
+        segment_size: usize,
+    ) -> Result<Store> {
         remove_unfinished_snapshots(path)?;
         // The caller holds the index's LOCK, so a sled lock conflict can only be a
         // handle of this process that is still shutting down (sled's flusher thread
@@ -75,6 +106,7 @@ impl Store {
             let opened = sled::Config::new()
                 .path(path)
                 .cache_capacity(cache_bytes)
+                .segment_size(segment_size)
                 .flush_every_ms(Some(500))
                 .open()
                 .map_err(|err| sled_error(err, path));
@@ -961,6 +993,22 @@ fn sled_error(err: sled::Error, path: &Path) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_store_keeps_the_segment_size_it_was_created_with() {
+        let dir = tempfile::tempdir().unwrap();
+        // A store an earlier version created, at sled's default segment size.
+        let old = dir.path().join("old");
+        drop(Store::open_segmented(&old, true, 1 << 20, 512 * 1024).unwrap());
+        assert_eq!(segment_size(&old), 512 * 1024);
+        drop(Store::open(&old, false, 1 << 20).unwrap());
+        // A new one.
+        let new = dir.path().join("new");
+        assert_eq!(segment_size(&new), SEGMENT_SIZE);
+        drop(Store::open(&new, true, 1 << 20).unwrap());
+        assert_eq!(segment_size(&new), SEGMENT_SIZE);
+        drop(Store::open(&new, false, 1 << 20).unwrap());
+    }
 
     #[test]
     fn marks_are_pruned_to_the_newest_and_the_horizon_follows() {
