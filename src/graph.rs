@@ -187,7 +187,7 @@ pub(crate) fn entities_of(doc: &Document) -> Vec<String> {
 #[derive(Debug, Default)]
 struct ScopeGraph {
     /// Entity → the documents that mention it.
-    docs_of: HashMap<String, Vec<DocId>>,
+    docs_of: crate::catalog::StrMap<Vec<DocId>>,
     /// Document → the entities it mentions.
     entities_of: FxHashMap<DocId, Box<[String]>>,
     /// The longest entity, in words (how long an n-gram of the query to look up).
@@ -200,7 +200,7 @@ struct ScopeGraph {
 #[derive(Debug, Default)]
 pub(crate) struct EntityGraph {
     /// By kind (`Kind::index`), then tenant.
-    scopes: [HashMap<String, ScopeGraph>; Kind::COUNT],
+    scopes: [crate::catalog::StrMap<ScopeGraph>; Kind::COUNT],
 }
 
 /// A document the graph leg found.

@@ -306,12 +306,13 @@ impl Store {
         Ok(entries.into_iter().flatten().collect())
     }
 
-    /// The stored entity lists of every document that has them.
-    pub(crate) fn entity_lists(&self) -> Result<std::collections::HashMap<DocId, Vec<String>>> {
+    /// The stored entity lists of every document that has them (a reader's are handed
+    /// over once, see [`view::Published::take_entities`]).
+    pub(crate) fn entity_lists(&self) -> Result<rustc_hash::FxHashMap<DocId, Vec<String>>> {
         if let Some(view) = &self.view {
-            return Ok(view.entities.clone());
+            return Ok(view.take_entities());
         }
-        let mut lists = std::collections::HashMap::new();
+        let mut lists = rustc_hash::FxHashMap::default();
         for item in self.sled()?.main.scan_prefix([keys::ENTITIES]) {
             let (_, bytes) = item.map_err(sled_err)?;
             for (doc, entities) in entities::decode(&bytes)? {

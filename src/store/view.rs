@@ -236,9 +236,9 @@ impl Part {
     }
 }
 
-/// The sections of a file read whole.
+/// The sections of a file, mapped whole.
 pub(crate) struct Sections {
-    bytes: Vec<u8>,
+    bytes: memmap2::Mmap,
     ranges: Vec<Range<usize>>,
 }
 
@@ -344,25 +344,27 @@ pub(crate) fn read_file(dir: &Path, file: &ViewFile) -> Result<Option<Sections>>
 /// [`read_file`], keeping the file open: its content stays readable even once a writer
 /// removes it.
 fn open_file(dir: &Path, file: &ViewFile) -> Result<Option<(std::fs::File, Sections)>> {
-    use std::io::Read;
     let path = path_of(dir, file);
-    let mut handle = match std::fs::File::open(&path) {
+    let handle = match std::fs::File::open(&path) {
         Ok(handle) => handle,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(Error::io_at(&path, err)),
     };
-    let mut bytes = Vec::with_capacity(usize::try_from(file.len).unwrap_or(0));
-    handle
-        .read_to_end(&mut bytes)
-        .map_err(|err| Error::io_at(&path, err))?;
     let damaged = |why: &str| Error::corrupt(format!("{}: {why}", path.display()));
-    if bytes.len() as u64 != file.len {
+    let len = handle
+        .metadata()
+        .map_err(|err| Error::io_at(&path, err))?
+        .len();
+    if len != file.len {
         return Err(damaged(&format!(
-            "{} bytes, the manifest records {}",
-            bytes.len(),
+            "{len} bytes, the manifest records {}",
             file.len
         )));
     }
+    if len == 0 {
+        return Err(damaged("empty"));
+    }
+    let bytes = map(&handle, &path)?;
     if file.raw {
         if crc32fast::hash(&bytes) != file.crc32 {
             return Err(damaged("checksum mismatch"));
@@ -410,6 +412,15 @@ fn open_file(dir: &Path, file: &ViewFile) -> Result<Option<(std::fs::File, Secti
         return Err(damaged("trailing bytes"));
     }
     Ok(Some((handle, Sections { bytes, ranges })))
+}
+
+/// Maps a published file whole (its pages read ahead: it is about to be checked).
+fn map(handle: &std::fs::File, path: &Path) -> Result<memmap2::Mmap> {
+    // SAFETY: a published file is never written after its rename into `view/` (a writer
+    // removes it, which leaves a mapping intact, and never truncates it), so the mapped
+    // bytes cannot change under the reader; its length is checked by the caller.
+    unsafe { memmap2::MmapOptions::new().populate().map(handle) }
+        .map_err(|err| Error::io_at(path, err))
 }
 
 /// Reads a published part.
@@ -466,20 +477,22 @@ pub(crate) fn next_free_number(dir: &Path) -> u64 {
 /// hold.
 ///
 /// The documents are not copied out of the files: each live version is a span of the
-/// file that holds it. The files' bytes, read whole at open (their checksums are
-/// verified), are kept until [`Published::release`] (once the catalog is built), then
-/// read again from the files kept open when a document is asked for.
+/// file that holds it. The files, mapped whole at open (their checksums are verified),
+/// stay mapped until [`Published::release`] (once the catalog is built); a document
+/// asked for afterwards is read from the files kept open.
 pub(crate) struct Published {
     pub(crate) dir: PathBuf,
     pub(crate) list: ViewList,
     pub(crate) meta: Meta,
-    pub(crate) entities: HashMap<DocId, Vec<String>>,
+    /// The live documents' entity lists, until the catalog takes them
+    /// ([`Published::take_entities`]).
+    entities: std::sync::Mutex<rustc_hash::FxHashMap<DocId, Vec<String>>>,
     pub(crate) feedback: HashMap<String, Vec<FeedbackEntry>>,
     /// Each live version: its file (an index into `files`) and its entry's span there.
     docs: BTreeMap<DocId, (usize, usize, usize)>,
     /// The base's and parts' files, kept open, with their paths and lengths.
     files: Vec<(std::sync::Mutex<std::fs::File>, PathBuf, u64)>,
-    bytes: std::sync::Mutex<Option<Arc<Vec<Vec<u8>>>>>,
+    bytes: std::sync::Mutex<Option<Arc<Vec<memmap2::Mmap>>>>,
 }
 
 impl Published {
@@ -496,7 +509,7 @@ impl Published {
             return Ok(None);
         };
         let mut docs = BTreeMap::new();
-        let mut entities = HashMap::new();
+        let mut entities = rustc_hash::FxHashMap::default();
         let mut feedback = Vec::new();
         let mut meta = None;
         let mut handles = Vec::with_capacity(opened.len());
@@ -540,7 +553,7 @@ impl Published {
             dir: dir.to_path_buf(),
             list: list.clone(),
             meta,
-            entities,
+            entities: std::sync::Mutex::new(entities),
             feedback: feedback.into_iter().collect(),
             docs,
             files: handles,
@@ -548,14 +561,19 @@ impl Published {
         }))
     }
 
-    /// Drops the files' bytes read at open (documents are read from the files then).
+    /// The live documents' entity lists, handed over once: the catalog built from them
+    /// is the only one a reader builds of this state (a refresh loads the next).
+    pub(crate) fn take_entities(&self) -> rustc_hash::FxHashMap<DocId, Vec<String>> {
+        std::mem::take(&mut *self.entities.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Unmaps the files (documents are read from the files then).
     pub(crate) fn release(&self) {
         *self.bytes.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
-    /// The files' bytes: those read at open, or read again.
-    fn buffers(&self) -> Result<Arc<Vec<Vec<u8>>>> {
-        use std::io::{Read, Seek};
+    /// The files' bytes: those mapped at open, or mapped again.
+    fn buffers(&self) -> Result<Arc<Vec<memmap2::Mmap>>> {
         if let Some(bytes) = self
             .bytes
             .lock()
@@ -566,11 +584,8 @@ impl Published {
         }
         let mut buffers = Vec::with_capacity(self.files.len());
         for (file, path, len) in &self.files {
-            let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
-            let mut bytes = Vec::new();
-            file.seek(std::io::SeekFrom::Start(0))
-                .and_then(|_| file.read_to_end(&mut bytes))
-                .map_err(|err| Error::io_at(path, err))?;
+            let file = file.lock().unwrap_or_else(|p| p.into_inner());
+            let bytes = map(&file, path)?;
             if bytes.len() as u64 != *len {
                 return Err(Error::corrupt(format!(
                     "{}: {} bytes, the manifest records {len}",

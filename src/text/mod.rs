@@ -8,8 +8,9 @@
 
 pub(crate) mod analyzer;
 
+use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -659,7 +660,7 @@ impl TextIndex {
         &self,
         query: &TextQuery,
         docs: &[DocId],
-    ) -> Result<HashMap<DocId, f32>> {
+    ) -> Result<FxHashMap<DocId, f32>> {
         guarded("scoring", || self.score_docs_unguarded(query, docs))
     }
 
@@ -667,8 +668,8 @@ impl TextIndex {
         &self,
         query: &TextQuery,
         docs: &[DocId],
-    ) -> Result<HashMap<DocId, f32>> {
-        let mut scores = HashMap::new();
+    ) -> Result<FxHashMap<DocId, f32>> {
+        let mut scores = FxHashMap::default();
         if query.is_empty() || docs.is_empty() {
             return Ok(scores);
         }
@@ -746,7 +747,7 @@ impl TextIndex {
         &self,
         query: &TextQuery,
         docs: &[DocId],
-    ) -> Result<HashMap<DocId, Coverage>> {
+    ) -> Result<FxHashMap<DocId, Coverage>> {
         guarded("measuring coverage", || {
             self.coverage_unguarded(query, docs)
         })
@@ -756,8 +757,8 @@ impl TextIndex {
         &self,
         query: &TextQuery,
         docs: &[DocId],
-    ) -> Result<HashMap<DocId, Coverage>> {
-        let mut out: HashMap<DocId, Coverage> = HashMap::new();
+    ) -> Result<FxHashMap<DocId, Coverage>> {
+        let mut out: FxHashMap<DocId, Coverage> = FxHashMap::default();
         let Some(parts) = query.query.as_ref() else {
             return Ok(out);
         };
@@ -1000,7 +1001,7 @@ mod tests {
         // A limit above the number of matches never fills the heap: nothing is pruned.
         let user_ids: Vec<String> = all.iter().map(|d| format!("c{:04}", d.as_u64())).collect();
         let accept_all = |doc: DocId| Some(user_ids[doc.as_u64() as usize].as_str());
-        let full: HashMap<DocId, f32> = text
+        let full: FxHashMap<DocId, f32> = text
             .search(&query, all.len(), &accept_all)
             .unwrap()
             .into_iter()
@@ -1018,7 +1019,7 @@ mod tests {
                 &searcher,
             ))
             .unwrap();
-        let mut visited = HashMap::new();
+        let mut visited = FxHashMap::default();
         for segment in searcher.segment_readers() {
             let doc_ids = segment.fast_fields().u64("doc_id").unwrap();
             let alive = segment.alive_bitset();
