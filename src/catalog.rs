@@ -53,7 +53,7 @@ impl Entry {
     }
 }
 
-/// The row of a document's centroid (see [`Normalised::from_stored`]); patterns are rows
+/// The row of a document's centroid (see [`DocRows::from_stored`]); patterns are rows
 /// `1..CENTROID_ROW`.
 pub(crate) const CENTROID_ROW: u16 = u16::MAX;
 
@@ -71,17 +71,34 @@ impl Vectors {
     }
 }
 
-/// A document's normalised vectors, owned (before the catalog takes them into an arena,
-/// or copied out of it for a graph build).
-#[derive(Debug, Clone)]
-pub(crate) struct Normalised {
+/// The inverse of the norm of `v` as a factor that turns `dot(q, v)` into a cosine, or
+/// `None` for a vector that has no direction (zero, not finite, or so large or small
+/// that its inverse norm is not a normal `f32`).
+pub(crate) fn inverse_norm(v: &[f32]) -> Option<f32> {
+    let norm = v
+        .iter()
+        .map(|x| f64::from(*x) * f64::from(*x))
+        .sum::<f64>()
+        .sqrt();
+    let inverse = (1.0 / norm) as f32;
+    (norm > 0.0 && norm.is_finite() && inverse.is_normal()).then_some(inverse)
+}
+
+/// A document's vectors as its kind's arena keeps them: each row as stored (a rule's
+/// centroid, which is derived, normalised), with the inverse of its norm, so that the
+/// arena is the one copy of each vector, exact, and a cosine is `dot(q, row) * inverse`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DocRows {
     /// `rows.len() x dim`, row-major.
     pub(crate) data: Vec<f32>,
+    /// Per row, the inverse of its norm.
+    pub(crate) inverse: Vec<f32>,
     pub(crate) rows: Vec<u16>,
 }
 
-impl Normalised {
-    /// Normalises the present vectors of `stored`; `None` when all are zero or absent.
+impl DocRows {
+    /// The rows of the present vectors of `stored` that have a direction; `None` when
+    /// none has.
     ///
     /// A document with several vectors (a rule with patterns) also gets their centroid,
     /// the normalised mean of its normalised vectors, as row [`CENTROID_ROW`]: the rule's
@@ -89,12 +106,19 @@ impl Normalised {
     /// them in particular matches it through the centroid (a prototype, as in few-shot
     /// classification): on CLINC150 and BANKING77 with 10 patterns per rule it lifts the
     /// bundled embedder's vector leg from 74% to 79% and from 67% to 72% top-1.
-    pub(crate) fn from_stored(stored: &StoredVectors) -> Option<Normalised> {
+    pub(crate) fn from_stored(stored: &StoredVectors) -> Option<DocRows> {
         let dim = stored.indexed().next()?.1.len();
-        let mut data = vec![0.0; Normalised::capacity(stored) * dim];
-        let rows = Normalised::normalise_into(stored, dim, &mut data);
+        let capacity = DocRows::capacity(stored);
+        let mut data = vec![0.0; capacity * dim];
+        let mut inverse = vec![0.0; capacity];
+        let rows = DocRows::fill(stored, dim, &mut data, &mut inverse);
         data.truncate(rows.len() * dim);
-        (!rows.is_empty()).then_some(Normalised { data, rows })
+        inverse.truncate(rows.len());
+        (!rows.is_empty()).then_some(DocRows {
+            data,
+            inverse,
+            rows,
+        })
     }
 
     /// The most rows `stored` can take: its vectors, and a centroid when it has two.
@@ -103,32 +127,42 @@ impl Normalised {
         n + usize::from(n >= 2)
     }
 
-    /// Normalises the vectors of `stored` that have `dim` dimensions into `out` (at least
-    /// [`Normalised::capacity`] rows), as [`Normalised::from_stored`] does; returns which
+    /// Writes the rows of the vectors of `stored` that have `dim` dimensions and a
+    /// direction into `data` and their inverse norms into `inverse` (room for at least
+    /// [`DocRows::capacity`] rows), as [`DocRows::from_stored`] does; returns which
     /// vector each row written is.
-    pub(crate) fn normalise_into(stored: &StoredVectors, dim: usize, out: &mut [f32]) -> Vec<u16> {
+    pub(crate) fn fill(
+        stored: &StoredVectors,
+        dim: usize,
+        data: &mut [f32],
+        inverse: &mut [f32],
+    ) -> Vec<u16> {
         let mut rows = Vec::new();
         for (idx, vector) in stored.indexed() {
             if vector.len() != dim {
                 continue;
             }
+            let Some(inv) = inverse_norm(vector) else {
+                continue;
+            };
             let at = rows.len() * dim;
-            let row = &mut out[at..at + dim];
-            row.copy_from_slice(vector);
-            if metric::normalize(row) {
-                rows.push(u16::try_from(idx).expect("vector index checked at validation"));
-            }
+            data[at..at + dim].copy_from_slice(vector);
+            inverse[rows.len()] = inv;
+            rows.push(u16::try_from(idx).expect("vector index checked at validation"));
         }
         if rows.len() >= 2 {
-            let (filled, rest) = out.split_at_mut(rows.len() * dim);
+            let (filled, rest) = data.split_at_mut(rows.len() * dim);
             let centroid = &mut rest[..dim];
             centroid.fill(0.0);
-            for row in filled.chunks_exact(dim) {
+            for (row, &inv) in filled.chunks_exact(dim).zip(inverse.iter()) {
                 for (sum, x) in centroid.iter_mut().zip(row) {
-                    *sum += x;
+                    *sum += x * inv;
                 }
             }
-            if metric::normalize(centroid) {
+            if metric::normalize(centroid)
+                && let Some(inv) = inverse_norm(centroid)
+            {
+                inverse[rows.len()] = inv;
                 rows.push(CENTROID_ROW);
             }
         }
@@ -142,9 +176,104 @@ impl Normalised {
     pub(crate) fn view(&self) -> VectorsRef<'_> {
         VectorsRef {
             data: &self.data,
+            inverse: &self.inverse,
             rows: &self.rows,
         }
     }
+}
+
+/// A document's vectors normalised, owned (what a graph is built from, and what
+/// [`crate::document_vectors`] gives another backend).
+#[derive(Debug, Clone)]
+pub(crate) struct Normalised {
+    /// `rows.len() x dim`, row-major.
+    pub(crate) data: Vec<f32>,
+    pub(crate) rows: Vec<u16>,
+}
+
+impl Normalised {
+    /// Each row with its graph key.
+    pub(crate) fn keyed(
+        &self,
+        doc: DocId,
+        dim: usize,
+    ) -> impl Iterator<Item = (&[f32], VectorKey)> {
+        self.data
+            .chunks_exact(dim.max(1))
+            .zip(self.rows.iter())
+            .map(move |(v, &row)| (v, VectorKey::new(doc, usize::from(row))))
+    }
+}
+
+/// The rows of an arena, borrowed: `dim` floats each, as stored, with the inverse of
+/// each row's norm.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ArenaView<'a> {
+    pub(crate) data: &'a [f32],
+    pub(crate) inverse: &'a [f32],
+    pub(crate) dim: usize,
+}
+
+impl<'a> ArenaView<'a> {
+    /// Row `row` and its inverse norm.
+    #[inline]
+    pub(crate) fn row(&self, row: usize) -> Option<(&'a [f32], f32)> {
+        let inverse = *self.inverse.get(row)?;
+        let start = row * self.dim;
+        Some((self.data.get(start..start + self.dim)?, inverse))
+    }
+
+    /// `rows` rows from `start`, and their inverse norms.
+    pub(crate) fn rows(&self, start: usize, rows: usize) -> (&'a [f32], &'a [f32]) {
+        (
+            &self.data[start * self.dim..(start + rows) * self.dim],
+            &self.inverse[start..start + rows],
+        )
+    }
+}
+
+/// A document's rows in its arena, borrowed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct VectorsRef<'a> {
+    /// `rows.len() x dim`, row-major, as stored.
+    pub(crate) data: &'a [f32],
+    /// Per row, the inverse of its norm.
+    pub(crate) inverse: &'a [f32],
+    pub(crate) rows: &'a [u16],
+}
+
+impl VectorsRef<'_> {
+    /// The best cosine of `query` (normalised) over the rows, and which row gave it.
+    pub(crate) fn best(&self, query: &[f32]) -> (f32, u16) {
+        self.data
+            .chunks_exact(query.len().max(1))
+            .zip(self.inverse)
+            .zip(self.rows.iter())
+            .map(|((v, &inv), &row)| (metric::dot(query, v) * inv, row))
+            .fold((f32::NEG_INFINITY, 0), |best, next| {
+                if next.0 > best.0 { next } else { best }
+            })
+    }
+
+    /// The rows normalised (each component times its row's inverse norm: the one
+    /// definition of a normalised row, so that a graph's copy and the catalog's agree
+    /// bit for bit).
+    pub(crate) fn normalised(self) -> Normalised {
+        let dim = self.data.len() / self.rows.len().max(1);
+        Normalised {
+            data: normalised_rows(self.data, self.inverse, dim),
+            rows: self.rows.to_vec(),
+        }
+    }
+}
+
+/// `data` (rows of `dim`) with each row times its inverse norm.
+pub(crate) fn normalised_rows(data: &[f32], inverse: &[f32], dim: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(data.len());
+    for (row, &inv) in data.chunks_exact(dim.max(1)).zip(inverse) {
+        out.extend(row.iter().map(|x| x * inv));
+    }
+    out
 }
 
 /// A document's rows already written into the arena an open fills (see
@@ -155,50 +284,10 @@ pub(crate) struct Placed {
     pub(crate) rows: Vec<u16>,
 }
 
-/// A document's normalised vectors, borrowed from its arena.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct VectorsRef<'a> {
-    /// `rows.len() x dim`, row-major.
-    pub(crate) data: &'a [f32],
-    pub(crate) rows: &'a [u16],
-}
-
-impl<'a> VectorsRef<'a> {
-    /// The best cosine of `query` over the rows, and which row gave it.
-    pub(crate) fn best(&self, query: &[f32]) -> (f32, u16) {
-        self.data
-            .chunks_exact(query.len())
-            .zip(self.rows.iter())
-            .map(|(v, &row)| (metric::dot(query, v), row))
-            .fold((f32::NEG_INFINITY, 0), |best, next| {
-                if next.0 > best.0 { next } else { best }
-            })
-    }
-
-    /// Each row with its graph key.
-    pub(crate) fn keyed(
-        self,
-        doc: DocId,
-        dim: usize,
-    ) -> impl Iterator<Item = (&'a [f32], VectorKey)> {
-        self.data
-            .chunks_exact(dim)
-            .zip(self.rows.iter())
-            .map(move |(v, &row)| (v, VectorKey::new(doc, usize::from(row))))
-    }
-
-    pub(crate) fn to_owned(self) -> Normalised {
-        Normalised {
-            data: self.data.to_vec(),
-            rows: self.rows.to_vec(),
-        }
-    }
-}
-
-/// The normalised vectors of one kind's live documents, one contiguous block, so an
-/// exact scan reads memory in order (about 50 ns per 384-d row on one core, against
-/// 150 for vectors allocated one document at a time). This is the catalog's only copy
-/// of each vector.
+/// The vectors of one kind's live documents, one contiguous block, so an exact scan
+/// reads memory in order (about 50 ns per 384-d row on one core, against 150 for
+/// vectors allocated one document at a time). This is the catalog's only copy of each
+/// vector: as stored, with the inverse of each row's norm beside it.
 ///
 /// Each document owns a span of consecutive rows; a removed document's span stays, dead,
 /// until dead rows outnumber live ones and [`Arena::compact`] copies the live spans down.
@@ -207,9 +296,11 @@ struct Arena {
     /// Dimensions of every row (0 before the first).
     dim: usize,
     data: Vec<f32>,
-    /// `data` quantized, row for row, for exact scans that read a quarter of the bytes:
-    /// made by the first scan (an index searched through its graph never needs it),
-    /// then kept up to date.
+    /// Per row, the inverse of its norm (a cosine is `dot(q, row) * inverse`).
+    inverse: Vec<f32>,
+    /// The rows normalised and quantized, row for row, for exact scans that read a
+    /// quarter of the bytes: made by the first scan (an index searched through its
+    /// graph never needs it), then kept up to date.
     quantized: std::sync::OnceLock<metric::Quantized>,
     spans: Vec<Span>,
     live_rows: usize,
@@ -228,7 +319,7 @@ struct Span {
 impl Arena {
     /// Appends a document's rows; returns its slot, or `None` when their dimensions are
     /// not the arena's (the store validates dimensions, so that is a bug, not user data).
-    fn push(&mut self, doc: DocId, vectors: &Normalised) -> Option<u32> {
+    fn push(&mut self, doc: DocId, vectors: &DocRows) -> Option<u32> {
         let dim = vectors.dim();
         if self.dim == 0 {
             self.dim = dim;
@@ -246,11 +337,12 @@ impl Arena {
             );
             return None;
         }
-        let start = u32::try_from(self.data.len() / dim).ok()?;
+        let start = u32::try_from(self.inverse.len()).ok()?;
         let slot = u32::try_from(self.spans.len()).ok()?;
         self.data.extend_from_slice(&vectors.data);
+        self.inverse.extend_from_slice(&vectors.inverse);
         if let Some(quantized) = self.quantized.get_mut() {
-            quantized.extend(&vectors.data, dim);
+            quantized.extend(&vectors.data, &vectors.inverse, dim);
         }
         self.spans.push(Span {
             doc,
@@ -275,10 +367,15 @@ impl Arena {
         Some(slot)
     }
 
-    fn block(&self, slot: u32) -> &[f32] {
+    /// A span's rows and their inverse norms.
+    fn block(&self, slot: u32) -> (&[f32], &[f32]) {
         let span = self.spans[slot as usize];
-        let start = span.start as usize * self.dim;
-        &self.data[start..start + span.rows as usize * self.dim]
+        let start = span.start as usize;
+        let rows = span.rows as usize;
+        (
+            &self.data[start * self.dim..(start + rows) * self.dim],
+            &self.inverse[start..start + rows],
+        )
     }
 
     fn kill(&mut self, slot: u32) {
@@ -299,6 +396,7 @@ impl Arena {
     fn compact(&mut self) -> Vec<(DocId, u32)> {
         let dim = self.dim;
         let mut data = Vec::with_capacity(self.live_rows * dim);
+        let mut inverse = Vec::with_capacity(self.live_rows);
         let mut quantized = self
             .quantized
             .get()
@@ -306,11 +404,12 @@ impl Arena {
         let mut spans = Vec::with_capacity(self.spans.len());
         let mut moved = Vec::with_capacity(self.spans.len());
         for span in self.spans.iter().filter(|span| span.live) {
-            let start = span.start as usize * dim;
-            let new_start = (data.len() / dim.max(1)) as u32;
-            data.extend_from_slice(&self.data[start..start + span.rows as usize * dim]);
+            let (start, rows) = (span.start as usize, span.rows as usize);
+            let new_start = inverse.len() as u32;
+            data.extend_from_slice(&self.data[start * dim..(start + rows) * dim]);
+            inverse.extend_from_slice(&self.inverse[start..start + rows]);
             if let (Some(to), Some(from)) = (quantized.as_mut(), self.quantized.get()) {
-                to.copy_rows(from, span.start as usize, span.rows as usize, dim);
+                to.copy_rows(from, start, rows, dim);
             }
             moved.push((span.doc, spans.len() as u32));
             spans.push(Span {
@@ -319,6 +418,7 @@ impl Arena {
             });
         }
         self.data = data;
+        self.inverse = inverse;
         self.quantized = quantized.map(std::sync::OnceLock::from).unwrap_or_default();
         self.spans = spans;
         self.dead_rows = 0;
@@ -542,13 +642,21 @@ impl Catalog {
     /// arena of `kind` (empty until then); [`Catalog::insert_placed`] then gives each
     /// document its span. Rows no span covers (vectors that were zero) are dropped at the
     /// arena's next compaction.
-    pub(crate) fn adopt_arena(&mut self, kind: Kind, dim: usize, data: Vec<f32>) {
+    pub(crate) fn adopt_arena(
+        &mut self,
+        kind: Kind,
+        dim: usize,
+        data: Vec<f32>,
+        inverse: Vec<f32>,
+    ) {
         self.generation += 1;
         let arena = &mut self.arenas[kind.index()];
         debug_assert!(arena.spans.is_empty());
+        debug_assert_eq!(data.len(), inverse.len() * dim);
         *arena = Arena {
             dim,
             data,
+            inverse,
             ..Arena::default()
         };
     }
@@ -561,8 +669,10 @@ impl Catalog {
     /// An entry's normalised vectors.
     pub(crate) fn vectors_of<'a>(&'a self, entry: &'a Entry) -> Option<VectorsRef<'a>> {
         let vectors = entry.vectors.as_ref()?;
+        let (data, inverse) = self.arenas[entry.doc.kind().index()].block(vectors.slot);
         Some(VectorsRef {
-            data: self.arenas[entry.doc.kind().index()].block(vectors.slot),
+            data,
+            inverse,
             rows: &vectors.rows,
         })
     }
@@ -588,29 +698,31 @@ impl Catalog {
         Some(span.start + position as u32)
     }
 
-    /// The arena of `kind` for an exact scan: its rows (`dim` floats each), their
-    /// quantized copy, and each live document's first row and number of rows, in
-    /// memory order.
+    /// The arena of `kind` for an exact scan: its rows, their normalised and quantized
+    /// copy, and each live document's first row and number of rows, in memory order.
     pub(crate) fn scan_view(
         &self,
         kind: Kind,
     ) -> (
-        &[f32],
+        ArenaView<'_>,
         &metric::Quantized,
-        usize,
         impl Iterator<Item = (DocId, usize, usize)> + '_,
     ) {
         let arena = &self.arenas[kind.index()];
         let quantized = arena
             .quantized
-            .get_or_init(|| metric::Quantized::of(&arena.data, arena.dim));
-        (&arena.data, quantized, arena.dim, arena.spans())
+            .get_or_init(|| metric::Quantized::of(&arena.data, &arena.inverse, arena.dim));
+        (self.arena(kind), quantized, arena.spans())
     }
 
-    /// The arena of `kind`: every row, `dim` floats each, and `dim`.
-    pub(crate) fn arena(&self, kind: Kind) -> (&[f32], usize) {
+    /// The rows of the arena of `kind`.
+    pub(crate) fn arena(&self, kind: Kind) -> ArenaView<'_> {
         let arena = &self.arenas[kind.index()];
-        (&arena.data, arena.dim)
+        ArenaView {
+            data: &arena.data,
+            inverse: &arena.inverse,
+            dim: arena.dim,
+        }
     }
 
     /// The live version of a user id.
@@ -631,7 +743,7 @@ impl Catalog {
         &mut self,
         doc_id: DocId,
         entry: Entry,
-        vectors: Option<Normalised>,
+        vectors: Option<DocRows>,
         entities: Vec<String>,
     ) {
         self.remove_existing(doc_id);
@@ -884,18 +996,23 @@ mod tests {
             state
         };
         // An open's arena first: filled in one piece, with a spare row after each
-        // document (a zero vector's) that no span covers.
-        let mut data = Vec::new();
+        // document (a zero vector's) that no span covers. Rows are kept as stored (not
+        // normalised), with their inverse norms.
+        let inverses = |rows: &[f32]| -> Vec<f32> {
+            rows.chunks_exact(4)
+                .map(|row| inverse_norm(row).unwrap())
+                .collect()
+        };
+        let (mut data, mut inverse) = (Vec::new(), Vec::new());
         for doc in 0..500u64 {
-            let mut rows: Vec<f32> = (0..8).map(|_| 1.0 + (next() % 1_000) as f32).collect();
-            rows.chunks_exact_mut(4).for_each(|row| {
-                metric::normalize(row);
-            });
+            let rows: Vec<f32> = (0..8).map(|_| 1.0 + (next() % 1_000) as f32).collect();
             data.extend_from_slice(&rows);
             data.extend_from_slice(&[0.0; 4]);
+            inverse.extend(inverses(&rows));
+            inverse.push(0.0);
             model.insert(doc, rows);
         }
-        catalog.adopt_arena(Kind::Chunk, 4, data);
+        catalog.adopt_arena(Kind::Chunk, 4, data, inverse);
         for doc in 0..500u64 {
             let chunk = Document::Chunk(crate::Chunk::new(format!("c{doc}"), "x"));
             let placed = Placed {
@@ -917,14 +1034,12 @@ mod tests {
                 );
             } else {
                 let rows = 1 + (next() % 3) as usize;
-                let mut data: Vec<f32> = (0..rows * 4)
+                let data: Vec<f32> = (0..rows * 4)
                     .map(|_| 1.0 + (next() % 1_000) as f32)
                     .collect();
-                data.chunks_exact_mut(4).for_each(|row| {
-                    metric::normalize(row);
-                });
                 let chunk = Document::Chunk(crate::Chunk::new(format!("c{doc}"), "x"));
-                let vectors = Normalised {
+                let vectors = DocRows {
+                    inverse: inverses(&data),
                     data: data.clone(),
                     rows: (0..rows as u16).collect(),
                 };
@@ -946,16 +1061,19 @@ mod tests {
         for (doc, data) in &model {
             let got = catalog.vectors(DocId::new(*doc)).expect("live");
             assert_eq!(got.data, data.as_slice());
+            assert_eq!(got.inverse, inverses(data).as_slice());
         }
-        let (data, quantized, dim, spans) = catalog.scan_view(Kind::Chunk);
+        let (arena, quantized, spans) = catalog.scan_view(Kind::Chunk);
+        let dim = arena.dim;
         let mut blocks = BTreeMap::new();
         for (doc, start, rows) in spans {
-            let block = &data[start * dim..(start + rows) * dim];
+            let (block, inverse) = arena.rows(start, rows);
             // The 8-bit copy moved with the rows: each row's bounds hold its own cosine.
-            for (i, row) in block.chunks_exact(dim).enumerate() {
+            let normalised = normalised_rows(block, inverse, dim);
+            for (i, row) in normalised.chunks_exact(dim).enumerate() {
                 let query = metric::QuantizedQuery::new(row);
                 let (low, high) = quantized.bounds(&query, start + i, dim);
-                let own = metric::dot(row, row);
+                let own = metric::dot(row, &block[i * dim..(i + 1) * dim]) * inverse[i];
                 assert!(low <= own && own <= high, "{low} {own} {high}");
             }
             blocks.insert(doc.as_u64(), block.to_vec());

@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use rayon::prelude::*;
 
 use super::{Counters, Inner};
-use crate::catalog::{Catalog, Entry, Normalised, Placed};
+use crate::catalog::{Catalog, DocRows, Entry, Normalised, Placed};
 use crate::id::{DocId, VectorKey};
 use crate::store::view::PublishedGraph;
 use crate::store::{LogEntry, Store, StoredVectors};
@@ -125,8 +125,8 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
 /// was derived (not stored) and whether it differs from the text's.
 type Built = (DocId, Entry, Option<StoredVectors>, Vec<String>, bool, bool);
 
-/// Normalises the vectors of `entries` straight into one arena per kind, allocated once
-/// and filled in parallel (each document writes its own disjoint rows), and gives the
+/// Writes the vectors of `entries` straight into one arena per kind, allocated once and
+/// filled in parallel (each document writes its own disjoint rows), and gives the
 /// arenas to `catalog`; returns where each entry's rows are.
 fn place_vectors(
     catalog: &mut Catalog,
@@ -147,24 +147,27 @@ fn place_vectors(
             .collect();
         let capacities: Vec<usize> = with_vectors
             .iter()
-            .map(|(_, vectors)| Normalised::capacity(vectors))
+            .map(|(_, vectors)| DocRows::capacity(vectors))
             .collect();
         let total: usize = capacities.iter().sum();
         if total == 0 || u32::try_from(total).is_err() {
             continue;
         }
         let mut data = vec![0.0f32; total * dim];
+        let mut inverse = vec![0.0f32; total];
         let mut slices = Vec::with_capacity(with_vectors.len());
-        let mut rest = data.as_mut_slice();
+        let (mut rest, mut rest_inverse) = (data.as_mut_slice(), inverse.as_mut_slice());
         for capacity in &capacities {
             let (head, tail) = rest.split_at_mut(capacity * dim);
-            slices.push(head);
+            let (head_inverse, tail_inverse) = rest_inverse.split_at_mut(*capacity);
+            slices.push((head, head_inverse));
             rest = tail;
+            rest_inverse = tail_inverse;
         }
         let rows: Vec<Vec<u16>> = with_vectors
             .par_iter()
             .zip(slices.into_par_iter())
-            .map(|((_, vectors), out)| Normalised::normalise_into(vectors, dim, out))
+            .map(|((_, vectors), (out, out_inverse))| DocRows::fill(vectors, dim, out, out_inverse))
             .collect();
         let mut start = 0u32;
         for (((i, _), rows), capacity) in with_vectors.iter().zip(rows).zip(&capacities) {
@@ -173,7 +176,7 @@ fn place_vectors(
             }
             start += *capacity as u32;
         }
-        catalog.adopt_arena(kind, dim, data);
+        catalog.adopt_arena(kind, dim, data, inverse);
     }
     placed
 }
@@ -614,7 +617,7 @@ fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
             if n_vectors >= INSERT_BATCH {
                 break;
             }
-            if let Some(vectors) = catalog.vectors(doc).map(|v| v.to_owned()) {
+            if let Some(vectors) = catalog.vectors(doc).map(|v| v.normalised()) {
                 n_vectors += vectors.rows.len();
                 batch.push((seq, doc, vectors));
             }
@@ -624,7 +627,7 @@ fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
     if let Some(&(last_seq, _, _)) = batch.last() {
         let items: Vec<(&[f32], VectorKey)> = batch
             .iter()
-            .flat_map(|(_, doc, vectors)| vectors.view().keyed(*doc, dim))
+            .flat_map(|(_, doc, vectors)| vectors.keyed(*doc, dim))
             .collect();
         graph.insert(&items);
         vectors.advance(kind, last_seq, items.len());
@@ -650,7 +653,7 @@ fn rebuild_graph(inner: &Inner, kind: Kind, dim: usize) {
         let catalog = inner.read_catalog();
         catalog
             .vectors_after(kind, 0)
-            .filter_map(|(seq, doc)| Some((seq, doc, catalog.vectors(doc)?.to_owned())))
+            .filter_map(|(seq, doc)| Some((seq, doc, catalog.vectors(doc)?.normalised())))
             .collect()
     };
     let covered = snapshot.last().map_or(0, |(seq, _, _)| *seq);
@@ -659,7 +662,7 @@ fn rebuild_graph(inner: &Inner, kind: Kind, dim: usize) {
     for chunk in snapshot.chunks(INSERT_BATCH) {
         let items: Vec<(&[f32], VectorKey)> = chunk
             .iter()
-            .flat_map(|(_, doc, vectors)| vectors.view().keyed(*doc, dim))
+            .flat_map(|(_, doc, vectors)| vectors.keyed(*doc, dim))
             .collect();
         graph.insert(&items);
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use rayon::prelude::*;
 
 use super::{Engine, Inner};
-use crate::catalog::{Entry, Normalised};
+use crate::catalog::{DocRows, Entry};
 use crate::doc::{Chunk, Document, Rule};
 use crate::id::DocId;
 use crate::store::{Change, DocRecord, StoredVectors};
@@ -229,7 +229,7 @@ impl Engine {
                     let (_, record, vectors) = change.written.as_ref()?;
                     let mut entry = Entry::new(document?, record.seq);
                     entry.tokens = tokens.unwrap_or_default();
-                    Some((entry, Normalised::from_stored(vectors)))
+                    Some((entry, DocRows::from_stored(vectors)))
                 })
                 .collect();
             let mut catalog = inner.write_catalog();
@@ -608,9 +608,10 @@ pub fn document_vectors(
                 _ => dimensions = Some(v.len()),
             }
         }
-        let rows = match crate::catalog::Normalised::from_stored(vectors) {
-            Some(normalised) => {
-                let dim = normalised.dim();
+        let rows = match DocRows::from_stored(vectors) {
+            Some(rows) => {
+                let dim = rows.dim();
+                let normalised = rows.view().normalised();
                 normalised
                     .rows
                     .iter()

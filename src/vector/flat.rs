@@ -222,15 +222,15 @@ impl FlatGraph {
     /// The `k` nodes nearest to `query` (normalised) that `accept` admits, best first,
     /// with their cosine, searching with a candidate list of `ef`.
     ///
-    /// `vector` gives a node's vector, or `None` for a node whose document is gone: the
-    /// search goes through such a node to its neighbours (so deletions do not cut the
-    /// graph) but never returns it.
+    /// `vector` gives a node's vector and the inverse of its norm, or `None` for a node
+    /// whose document is gone: the search goes through such a node to its neighbours (so
+    /// deletions do not cut the graph) but never returns it.
     pub(crate) fn search<'v>(
         &self,
         query: &[f32],
         k: usize,
         ef: usize,
-        vector: impl Fn(u32) -> Option<&'v [f32]>,
+        vector: impl Fn(u32) -> Option<(&'v [f32], f32)>,
         accept: Option<&dyn Fn(VectorKey) -> bool>,
     ) -> Vec<(VectorKey, f32)> {
         let n = self.keys.len();
@@ -239,7 +239,7 @@ impl FlatGraph {
         }
         let ef = ef.max(k);
         // Distances are negated cosines: smaller is nearer.
-        let distance = |node: u32| vector(node).map(|v| -metric::dot(query, v));
+        let distance = |node: u32| vector(node).map(|(v, inv)| -metric::dot(query, v) * inv);
         let admitted =
             |node: u32| accept.is_none_or(|f| f(VectorKey::from_u64(self.keys[node as usize])));
 
@@ -292,7 +292,7 @@ impl FlatGraph {
             pending.extend(base.of(node).iter().rev());
             for &next in &pending {
                 if !visited.contains(next)
-                    && let Some(v) = vector(next)
+                    && let Some((v, _)) = vector(next)
                 {
                     prefetch(v);
                 }
@@ -452,7 +452,7 @@ mod tests {
         expected.sort_unstable();
         assert_eq!(keys, expected, "every point exported once");
 
-        let vector_of = |node: u32| Some(vectors[index_of(flat.key(node))].as_slice());
+        let vector_of = |node: u32| Some((vectors[index_of(flat.key(node))].as_slice(), 1.0));
         let (mut ours, mut theirs) = (0.0, 0.0);
         for query in &queries {
             let truth = exact(&vectors, query, 10, |_| true);
@@ -485,7 +485,7 @@ mod tests {
         let live = |i: usize| i.is_multiple_of(3) && index_of(flat.key(0)) != i;
         let vector_of = |node: u32| {
             let i = index_of(flat.key(node));
-            live(i).then(|| vectors[i].as_slice())
+            live(i).then(|| (vectors[i].as_slice(), 1.0))
         };
         let even = |key: VectorKey| index_of(key).is_multiple_of(2);
         let mut total = 0.0;
@@ -553,7 +553,7 @@ mod tests {
             };
             damaged[at..at + 4].copy_from_slice(&value.to_le_bytes());
             if let Ok(graph) = FlatGraph::decode(&damaged) {
-                let vector_of = |node: u32| vectors.get(node as usize).map(Vec::as_slice);
+                let vector_of = |node: u32| vectors.get(node as usize).map(|v| (v.as_slice(), 1.0));
                 graph.search(&vectors[0], 5, 16, vector_of, None);
             }
         }

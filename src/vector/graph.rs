@@ -187,10 +187,10 @@ impl Graph {
 
     /// Checks a checkpoint's files against its manifest, and gives a keyed data file
     /// the vectors `row` has back ([`unkey_data`]): the files [`Graph::load`] takes.
-    pub(crate) fn unpack<'a>(
+    pub(crate) fn unpack(
         manifest: &Manifest,
         mut files: Vec<Vec<u8>>,
-        row: impl Fn(VectorKey) -> Option<&'a [f32]>,
+        row: impl Fn(VectorKey) -> Option<Vec<f32>>,
     ) -> Result<Vec<Vec<u8>>> {
         Graph::verify(manifest, &files)?;
         if let Some(data) = files.get_mut(1)
@@ -283,9 +283,9 @@ const HNSW_DATA_MAGIC: u32 = 0xa67f_0000;
 
 /// A keyed copy of hnsw_rs's data file `data` (see the module's doc): each point whose
 /// vector is, bit for bit, what `row` gives for its key is written as its key alone.
-pub(crate) fn key_data<'a>(
+pub(crate) fn key_data(
     data: &[u8],
-    row: impl Fn(VectorKey) -> Option<&'a [f32]>,
+    row: impl Fn(VectorKey) -> Option<Vec<f32>>,
 ) -> Result<Vec<u8>> {
     let damaged = |why: &str| Error::corrupt(format!("graph dump: {why}"));
     let mut reader = Bytes::new(data, damaged);
@@ -338,10 +338,10 @@ pub(crate) fn is_keyed(data: &[u8]) -> bool {
 /// when it gives none (a document deleted since the checkpoint: its node is dead, and
 /// zeros keep it out of everyone's way). Returns the file and the number of such keys.
 /// Vectors have `dim` dimensions: a file that says otherwise is damaged.
-pub(crate) fn unkey_data<'a>(
+pub(crate) fn unkey_data(
     keyed: &[u8],
     dim: usize,
-    row: impl Fn(VectorKey) -> Option<&'a [f32]>,
+    row: impl Fn(VectorKey) -> Option<Vec<f32>>,
 ) -> Result<(Vec<u8>, usize)> {
     let damaged = |why: &str| Error::corrupt(format!("graph checkpoint: keyed data: {why}"));
     let mut reader = Bytes::new(keyed, damaged);
@@ -429,11 +429,13 @@ impl<'a, F: Fn(&str) -> Error> Bytes<'a, F> {
     }
 }
 
-/// Exact cosine of `query` against each vector of a flat `n x dim` block.
-pub(crate) fn best_cosine(query: &[f32], block: &[f32], dim: usize) -> f32 {
+/// The best exact cosine of `query` (normalised) against the rows of a flat `n x dim`
+/// block, each with the inverse of its norm.
+pub(crate) fn best_cosine(query: &[f32], block: &[f32], inverse: &[f32], dim: usize) -> f32 {
     block
         .chunks_exact(dim)
-        .map(|v| metric::dot(query, v))
+        .zip(inverse)
+        .map(|(v, &inv)| metric::dot(query, v) * inv)
         .fold(f32::NEG_INFINITY, f32::max)
 }
 
@@ -482,8 +484,8 @@ mod tests {
         changed[0] += 0.5;
         let at_checkpoint = |key: VectorKey| match key.as_u64() >> 16 {
             0..=4 => None,
-            6 => Some(changed.as_slice()),
-            _ => rows.get(&key.as_u64()).map(Vec::as_slice),
+            6 => Some(changed.clone()),
+            _ => rows.get(&key.as_u64()).cloned(),
         };
         let keyed = key_data(data, at_checkpoint).unwrap();
         assert!(is_keyed(&keyed));
@@ -497,7 +499,7 @@ mod tests {
         // Documents 10 to 14 deleted since: their nodes get zeros, the rest is as dumped.
         let now = |key: VectorKey| match key.as_u64() >> 16 {
             10..=14 => None,
-            _ => rows.get(&key.as_u64()).map(Vec::as_slice),
+            _ => rows.get(&key.as_u64()).cloned(),
         };
         let (unkeyed, missing) = unkey_data(&keyed, DIM, now).unwrap();
         assert_eq!(missing, 5);
@@ -547,7 +549,7 @@ mod tests {
     #[test]
     fn damaged_data_is_an_error_never_a_panic() {
         let (_, files, rows) = dumped();
-        let row = |key: VectorKey| rows.get(&key.as_u64()).map(Vec::as_slice);
+        let row = |key: VectorKey| rows.get(&key.as_u64()).cloned();
         let keyed = key_data(&files[1], |key| {
             (key.as_u64() % 3 != 0).then(|| row(key)).flatten()
         })

@@ -166,21 +166,27 @@ impl Quantized {
         }
     }
 
-    /// `data` (rows of `dim`) quantized. (On the caller's thread: a scan makes it while
-    /// it holds the catalog's read lock, where a rayon worker must not wait for jobs.)
-    pub(crate) fn of(data: &[f32], dim: usize) -> Quantized {
-        let mut all = Quantized::with_capacity(data.len() / dim.max(1), dim);
-        all.extend(data, dim);
+    /// `data` (rows of `dim`, each times its `inverse` norm: normalised) quantized. (On
+    /// the caller's thread: a scan makes it while it holds the catalog's read lock,
+    /// where a rayon worker must not wait for jobs.)
+    pub(crate) fn of(data: &[f32], inverse: &[f32], dim: usize) -> Quantized {
+        let mut all = Quantized::with_capacity(inverse.len(), dim);
+        all.extend(data, inverse, dim);
         all
     }
 
-    /// Appends `data`, rows of `dim`.
-    pub(crate) fn extend(&mut self, data: &[f32], dim: usize) {
+    /// Appends `data`, rows of `dim`, each times its `inverse` norm.
+    pub(crate) fn extend(&mut self, data: &[f32], inverse: &[f32], dim: usize) {
         if dim == 0 {
             return;
         }
         self.codes.reserve(data.len());
-        for row in data.chunks_exact(dim) {
+        let mut row = vec![0.0f32; dim];
+        for (stored, &inv) in data.chunks_exact(dim).zip(inverse) {
+            for (x, &y) in row.iter_mut().zip(stored) {
+                *x = y * inv;
+            }
+            let row = row.as_slice();
             let max = row.iter().fold(0.0f32, |m, x| m.max(x.abs()));
             let scale = if max > 0.0 && max.is_finite() {
                 max / 127.0
@@ -393,6 +399,8 @@ mod tests {
         for dim in [3, 8, 37, 384] {
             let n = 300;
             rows.clear();
+            // Rows as stored (not normalised), with their inverse norms.
+            let mut inverse = Vec::new();
             for i in 0..n {
                 let mut v: Vec<f32> = (0..dim).map(|_| next()).collect();
                 // Some rows dominated by one coordinate, one tiny.
@@ -402,13 +410,13 @@ mod tests {
                 if i == 5 {
                     v.iter_mut().for_each(|x| *x *= 1e-30);
                 }
-                assert!(normalize(&mut v));
+                inverse.push(crate::catalog::inverse_norm(&v).unwrap());
                 rows.extend_from_slice(&v);
             }
-            let all = Quantized::of(&rows, dim);
+            let all = Quantized::of(&rows, &inverse, dim);
             let mut grown = Quantized::default();
-            grown.extend(&rows[..10 * dim], dim);
-            grown.extend(&rows[10 * dim..], dim);
+            grown.extend(&rows[..10 * dim], &inverse[..10], dim);
+            grown.extend(&rows[10 * dim..], &inverse[10..], dim);
             assert_eq!(grown.codes, all.codes);
             assert_eq!(grown.scales, all.scales);
             let mut copied = Quantized::default();
@@ -423,7 +431,7 @@ mod tests {
                 all.estimates(&quantized, dim, &mut estimates);
                 assert_eq!(estimates.len(), n);
                 for (i, row) in rows.chunks_exact(dim).enumerate() {
-                    let exact = dot(&query, row);
+                    let exact = dot(&query, row) * inverse[i];
                     let (low, high) = all.bounds(&quantized, i, dim);
                     let slack = all.slack(&quantized, i);
                     assert_eq!((estimates[i] - slack, estimates[i] + slack), (low, high));

@@ -291,11 +291,8 @@ impl BoundFlat {
         ef: usize,
         accept: Option<&dyn Fn(VectorKey) -> bool>,
     ) -> Vec<(VectorKey, f32)> {
-        let (arena, dim) = catalog.arena(kind);
-        let at = |row: u32| {
-            let start = row as usize * dim;
-            arena.get(start..start + dim)
-        };
+        let arena = catalog.arena(kind);
+        let at = |row: u32| arena.row(row as usize);
         if catalog.generation() == self.generation {
             self.graph.search(
                 query,
@@ -340,7 +337,10 @@ fn scan(
             continue;
         };
         if filter.matches(&entry.doc) {
-            scored.push((doc, graph::best_cosine(query, vectors.data, query.len())));
+            scored.push((
+                doc,
+                graph::best_cosine(query, vectors.data, vectors.inverse, query.len()),
+            ));
         }
     }
     plan.exact_scanned += scored.len();
@@ -366,7 +366,8 @@ fn scan_arena(
 ) -> Vec<(DocId, f32)> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-    let (data, quantized, dim, spans) = catalog.scan_view(filter.kind);
+    let (arena, quantized, spans) = catalog.scan_view(filter.kind);
+    let dim = arena.dim;
     if dim != query.len() {
         return Vec::new();
     }
@@ -420,21 +421,20 @@ fn scan_arena(
     kept.into_iter()
         .filter(|&(.., high)| high >= min)
         .map(|(doc, start, rows, _)| {
-            let block = &data[start * dim..(start + rows) * dim];
-            (doc, graph::best_cosine(query, block, dim))
+            let (block, inverse) = arena.rows(start, rows);
+            (doc, graph::best_cosine(query, block, inverse, dim))
         })
         .collect()
 }
 
-/// The vector `key` names, as the catalog's arena of `kind` holds it (normalised), if it
-/// is a live document's.
-pub(crate) fn catalog_vector(catalog: &Catalog, kind: Kind, key: VectorKey) -> Option<&[f32]> {
+/// The vector `key` names, normalised as a graph holds it (see
+/// [`crate::catalog::VectorsRef::normalised`]), if it is a live document's.
+pub(crate) fn catalog_vector(catalog: &Catalog, kind: Kind, key: VectorKey) -> Option<Vec<f32>> {
     if catalog.get(key.doc())?.doc.kind() != kind {
         return None;
     }
-    let row = catalog.arena_row(key)? as usize;
-    let (data, dim) = catalog.arena(kind);
-    data.get(row * dim..(row + 1) * dim)
+    let (row, inverse) = catalog.arena(kind).row(catalog.arena_row(key)? as usize)?;
+    Some(crate::catalog::normalised_rows(row, &[inverse], row.len()))
 }
 
 /// A cosine (or a distance) ordered by `total_cmp`, for heaps.
