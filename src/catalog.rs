@@ -3,8 +3,13 @@
 //! The catalog is derived from the store at open and updated at every commit, under the
 //! engine's write lock, in the same critical section that makes the text index's commit
 //! visible, so a search never sees one without the other. It holds each live document
-//! (without vectors), its normalised vectors, the sequence number that wrote it, and
-//! postings by tenant and context to enumerate candidate sets without a full scan.
+//! (without vectors), its vectors, the sequence number that wrote it, and postings by
+//! tenant and context to enumerate candidate sets without a full scan.
+//!
+//! A reader's catalog is built from a mapped base (`store::base`) without decoding a
+//! document: its entries point into the base's table, its arenas read the base's rows in
+//! place, and a document is decoded when a search or a filter needs more than its kind,
+//! tenant, id and context.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -15,6 +20,7 @@ use crate::Kind;
 use crate::doc::{Document, Scope};
 use crate::id::{DocId, VectorKey};
 use crate::store::StoredVectors;
+use crate::store::base::{BaseRows, MappedBase, Record};
 use crate::time::Timestamp;
 use crate::vector::metric;
 
@@ -30,25 +36,121 @@ pub(crate) type StrMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
 /// One live document.
 #[derive(Debug)]
 pub(crate) struct Entry {
-    pub(crate) doc: Arc<Document>,
+    doc: Source,
     /// The sequence number of the upsert that wrote this version.
     pub(crate) seq: u64,
-    /// Where its normalised vectors are in its kind's [`Arena`] (set by
-    /// [`Catalog::insert`]); `None` when the document has no vector.
+    /// Where its vectors are in its kind's [`Arena`] (set by [`Catalog::insert`]);
+    /// `None` when the document has no vector.
     pub(crate) vectors: Option<Vectors>,
     /// Its token counts in the text index, `[words, ident]` (for its scope's BM25
     /// statistics).
     pub(crate) tokens: [u32; 2],
 }
 
+/// Where an entry's document is.
+#[derive(Debug)]
+enum Source {
+    /// Decoded.
+    Ready(Arc<Document>),
+    /// Record `index` of a mapped base, decoded when first asked for.
+    Mapped {
+        base: Arc<MappedBase>,
+        index: u32,
+        decoded: std::sync::OnceLock<Arc<Document>>,
+    },
+}
+
 impl Entry {
     /// A document version, its vectors not yet placed (see [`Catalog::insert`]).
     pub(crate) fn new(doc: Document, seq: u64) -> Entry {
         Entry {
-            doc: Arc::new(doc),
+            doc: Source::Ready(Arc::new(doc)),
             seq,
             vectors: None,
             tokens: [0, 0],
+        }
+    }
+
+    /// Record `index` of `base`, its vectors not yet placed.
+    fn mapped(base: &Arc<MappedBase>, index: usize, record: &Record) -> Entry {
+        Entry {
+            doc: Source::Mapped {
+                base: Arc::clone(base),
+                index: index as u32,
+                decoded: std::sync::OnceLock::new(),
+            },
+            seq: record.seq,
+            vectors: None,
+            tokens: record.tokens,
+        }
+    }
+
+    /// The document, decoded if it was not.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::ErrorKind::Corrupt`] when a mapped base's entry does not decode.
+    pub(crate) fn doc(&self) -> crate::Result<&Arc<Document>> {
+        match &self.doc {
+            Source::Ready(doc) => Ok(doc),
+            Source::Mapped {
+                base,
+                index,
+                decoded,
+            } => {
+                if let Some(doc) = decoded.get() {
+                    return Ok(doc);
+                }
+                let record = base.record(*index as usize);
+                let doc = base.doc_record(&record)?.into_document()?;
+                Ok(decoded.get_or_init(|| Arc::new(doc)))
+            }
+        }
+    }
+
+    /// The document if it is decoded (always, but for a mapped base's).
+    fn decoded(&self) -> Option<&Arc<Document>> {
+        match &self.doc {
+            Source::Ready(doc) => Some(doc),
+            Source::Mapped { decoded, .. } => decoded.get(),
+        }
+    }
+
+    /// A mapped base's record of the document, when the entry is one.
+    fn record(&self) -> Option<(&MappedBase, Record)> {
+        match &self.doc {
+            Source::Ready(_) => None,
+            Source::Mapped { base, index, .. } => Some((base, base.record(*index as usize))),
+        }
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        match &self.doc {
+            Source::Ready(doc) => doc.kind(),
+            Source::Mapped { base, index, .. } => base.record(*index as usize).kind,
+        }
+    }
+
+    pub(crate) fn tenant_id(&self) -> &str {
+        match &self.doc {
+            Source::Ready(doc) => doc.tenant_id(),
+            Source::Mapped { base, index, .. } => base.tenant(&base.record(*index as usize)),
+        }
+    }
+
+    /// The user id.
+    pub(crate) fn id(&self) -> &str {
+        match &self.doc {
+            Source::Ready(doc) => doc.id(),
+            Source::Mapped { base, index, .. } => base.id(&base.record(*index as usize)),
+        }
+    }
+
+    /// A chunk's context.
+    pub(crate) fn context_id(&self) -> Option<&str> {
+        match &self.doc {
+            Source::Ready(doc) => doc.as_chunk().and_then(|c| c.context_id.as_deref()),
+            Source::Mapped { base, index, .. } => base.context(&base.record(*index as usize)),
         }
     }
 }
@@ -57,18 +159,11 @@ impl Entry {
 /// `1..CENTROID_ROW`.
 pub(crate) const CENTROID_ROW: u16 = u16::MAX;
 
-/// A document's place in its kind's arena: its span, and which of its vectors each of
-/// its rows is (0 = main, 1.. = patterns, [`CENTROID_ROW`]).
+/// A document's place in its kind's arena: its span (which records its rows, and which
+/// of its vectors each row is: 0 = main, 1.. = patterns, [`CENTROID_ROW`]).
 #[derive(Debug)]
 pub(crate) struct Vectors {
     slot: u32,
-    rows: Box<[u16]>,
-}
-
-impl Vectors {
-    pub(crate) fn len(&self) -> usize {
-        self.rows.len()
-    }
 }
 
 /// The inverse of the norm of `v` as a factor that turns `dot(q, v)` into a cosine, or
@@ -206,29 +301,56 @@ impl Normalised {
 }
 
 /// The rows of an arena, borrowed: `dim` floats each, as stored, with the inverse of
-/// each row's norm.
+/// each row's norm and which vector of its document each row is. Rows
+/// `0..base.inverse.len()` are a mapped base's, read in place; the rest are the
+/// arena's own.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ArenaView<'a> {
-    pub(crate) data: &'a [f32],
-    pub(crate) inverse: &'a [f32],
+    base: BaseRows<'a>,
+    own: BaseRows<'a>,
     pub(crate) dim: usize,
 }
 
 impl<'a> ArenaView<'a> {
+    /// The segment that holds row `row`, and the row's place in it.
+    #[inline]
+    fn segment(&self, row: usize) -> (&BaseRows<'a>, usize) {
+        let base_rows = self.base.inverse.len();
+        if row < base_rows {
+            (&self.base, row)
+        } else {
+            (&self.own, row - base_rows)
+        }
+    }
+
     /// Row `row` and its inverse norm.
     #[inline]
     pub(crate) fn row(&self, row: usize) -> Option<(&'a [f32], f32)> {
-        let inverse = *self.inverse.get(row)?;
+        let (segment, row) = self.segment(row);
+        let inverse = *segment.inverse.get(row)?;
         let start = row * self.dim;
-        Some((self.data.get(start..start + self.dim)?, inverse))
+        Some((segment.data.get(start..start + self.dim)?, inverse))
     }
 
-    /// `rows` rows from `start`, and their inverse norms.
+    /// `rows` rows from `start` (one document's: never across the two segments), and
+    /// their inverse norms.
     pub(crate) fn rows(&self, start: usize, rows: usize) -> (&'a [f32], &'a [f32]) {
+        let (segment, start) = self.segment(start);
         (
-            &self.data[start * self.dim..(start + rows) * self.dim],
-            &self.inverse[start..start + rows],
+            &segment.data[start * self.dim..(start + rows) * self.dim],
+            &segment.inverse[start..start + rows],
         )
+    }
+
+    /// Which vector of its document each of `rows` rows from `start` is.
+    fn indices(&self, start: usize, rows: usize) -> &'a [u16] {
+        let (segment, start) = self.segment(start);
+        &segment.indices[start..start + rows]
+    }
+
+    /// The two segments: the base's rows, then the arena's own.
+    fn segments(&self) -> [BaseRows<'a>; 2] {
+        [self.base, self.own]
     }
 }
 
@@ -276,28 +398,36 @@ pub(crate) fn normalised_rows(data: &[f32], inverse: &[f32], dim: usize) -> Vec<
     out
 }
 
-/// A document's rows already written into the arena an open fills (see
-/// [`Catalog::adopt_arena`]): the first row and which vector each row is.
+/// A document's rows already in its arena (see [`Catalog::adopt_arena`]): the first row
+/// and how many.
 #[derive(Debug)]
 pub(crate) struct Placed {
     pub(crate) start: u32,
-    pub(crate) rows: Vec<u16>,
+    pub(crate) rows: usize,
 }
 
 /// The vectors of one kind's live documents, one contiguous block, so an exact scan
 /// reads memory in order (about 50 ns per 384-d row on one core, against 150 for
 /// vectors allocated one document at a time). This is the catalog's only copy of each
-/// vector: as stored, with the inverse of each row's norm beside it.
+/// vector: as stored, with the inverse of each row's norm and which vector of its
+/// document each row is beside it. A reader's arena starts as a mapped base's rows, read
+/// in place; rows added later are the arena's own.
 ///
 /// Each document owns a span of consecutive rows; a removed document's span stays, dead,
-/// until dead rows outnumber live ones and [`Arena::compact`] copies the live spans down.
+/// until dead rows outnumber live ones and [`Arena::compact`] copies the live spans down
+/// (into the arena's own rows: the base is then let go).
 #[derive(Debug, Default)]
 struct Arena {
     /// Dimensions of every row (0 before the first).
     dim: usize,
+    /// The mapped base whose rows are rows `0..base_rows`.
+    base: Option<Arc<MappedBase>>,
+    base_rows: usize,
     data: Vec<f32>,
     /// Per row, the inverse of its norm (a cosine is `dot(q, row) * inverse`).
     inverse: Vec<f32>,
+    /// Per row, which vector of its document it is.
+    indices: Vec<u16>,
     /// The rows normalised and quantized, row for row, for exact scans that read a
     /// quarter of the bytes: made by the first scan (an index searched through its
     /// graph never needs it), then kept up to date.
@@ -317,6 +447,28 @@ struct Span {
 }
 
 impl Arena {
+    /// Every row.
+    fn view(&self, kind: Kind) -> ArenaView<'_> {
+        let base = match &self.base {
+            Some(base) => base.rows(kind),
+            None => BaseRows::default(),
+        };
+        ArenaView {
+            base,
+            own: BaseRows {
+                data: &self.data,
+                inverse: &self.inverse,
+                indices: &self.indices,
+            },
+            dim: self.dim,
+        }
+    }
+
+    /// The number of rows.
+    fn rows(&self) -> usize {
+        self.base_rows + self.inverse.len()
+    }
+
     /// Appends a document's rows; returns its slot, or `None` when their dimensions are
     /// not the arena's (the store validates dimensions, so that is a bug, not user data).
     fn push(&mut self, doc: DocId, vectors: &DocRows) -> Option<u32> {
@@ -337,10 +489,11 @@ impl Arena {
             );
             return None;
         }
-        let start = u32::try_from(self.inverse.len()).ok()?;
+        let start = u32::try_from(self.rows()).ok()?;
         let slot = u32::try_from(self.spans.len()).ok()?;
         self.data.extend_from_slice(&vectors.data);
         self.inverse.extend_from_slice(&vectors.inverse);
+        self.indices.extend_from_slice(&vectors.rows);
         if let Some(quantized) = self.quantized.get_mut() {
             quantized.extend(&vectors.data, &vectors.inverse, dim);
         }
@@ -354,7 +507,7 @@ impl Arena {
         Some(slot)
     }
 
-    /// Records a span whose rows are already in `data`; returns its slot.
+    /// Records a span whose rows are already in the arena; returns its slot.
     fn place(&mut self, doc: DocId, start: u32, rows: usize) -> Option<u32> {
         let slot = u32::try_from(self.spans.len()).ok()?;
         self.spans.push(Span {
@@ -365,17 +518,6 @@ impl Arena {
         });
         self.live_rows += rows;
         Some(slot)
-    }
-
-    /// A span's rows and their inverse norms.
-    fn block(&self, slot: u32) -> (&[f32], &[f32]) {
-        let span = self.spans[slot as usize];
-        let start = span.start as usize;
-        let rows = span.rows as usize;
-        (
-            &self.data[start * self.dim..(start + rows) * self.dim],
-            &self.inverse[start..start + rows],
-        )
     }
 
     fn kill(&mut self, slot: u32) {
@@ -392,33 +534,43 @@ impl Arena {
         self.dead_rows >= 1_024 && self.dead_rows > self.live_rows
     }
 
-    /// Drops the dead spans; returns each live document with its new slot.
-    fn compact(&mut self) -> Vec<(DocId, u32)> {
+    /// Drops the dead spans (and the base); returns each live document with its new
+    /// slot.
+    fn compact(&mut self, kind: Kind) -> Vec<(DocId, u32)> {
         let dim = self.dim;
         let mut data = Vec::with_capacity(self.live_rows * dim);
         let mut inverse = Vec::with_capacity(self.live_rows);
+        let mut indices = Vec::with_capacity(self.live_rows);
         let mut quantized = self
             .quantized
             .get()
             .map(|_| metric::Quantized::with_capacity(self.live_rows, dim));
         let mut spans = Vec::with_capacity(self.spans.len());
         let mut moved = Vec::with_capacity(self.spans.len());
-        for span in self.spans.iter().filter(|span| span.live) {
-            let (start, rows) = (span.start as usize, span.rows as usize);
-            let new_start = inverse.len() as u32;
-            data.extend_from_slice(&self.data[start * dim..(start + rows) * dim]);
-            inverse.extend_from_slice(&self.inverse[start..start + rows]);
-            if let (Some(to), Some(from)) = (quantized.as_mut(), self.quantized.get()) {
-                to.copy_rows(from, start, rows, dim);
+        {
+            let view = self.view(kind);
+            for span in self.spans.iter().filter(|span| span.live) {
+                let (start, rows) = (span.start as usize, span.rows as usize);
+                let new_start = inverse.len() as u32;
+                let (block, block_inverse) = view.rows(start, rows);
+                data.extend_from_slice(block);
+                inverse.extend_from_slice(block_inverse);
+                indices.extend_from_slice(view.indices(start, rows));
+                if let (Some(to), Some(from)) = (quantized.as_mut(), self.quantized.get()) {
+                    to.copy_rows(from, start, rows, dim);
+                }
+                moved.push((span.doc, spans.len() as u32));
+                spans.push(Span {
+                    start: new_start,
+                    ..*span
+                });
             }
-            moved.push((span.doc, spans.len() as u32));
-            spans.push(Span {
-                start: new_start,
-                ..*span
-            });
         }
+        self.base = None;
+        self.base_rows = 0;
         self.data = data;
         self.inverse = inverse;
+        self.indices = indices;
         self.quantized = quantized.map(std::sync::OnceLock::from).unwrap_or_default();
         self.spans = spans;
         self.dead_rows = 0;
@@ -457,6 +609,36 @@ pub(crate) struct DocFilter<'a> {
 }
 
 impl DocFilter<'_> {
+    /// Whether the filter admits `entry`'s document: [`DocFilter::matches`], without
+    /// decoding a mapped base's document when its record answers (its kind, tenant,
+    /// context, and whether it is plain, for a filter that asks for no tags and no
+    /// metadata). A document that cannot be decoded is not admitted (and logged: its
+    /// file's checksum was verified, so that is a bug, not damage).
+    pub(crate) fn admits(&self, entry: &Entry) -> bool {
+        if let Some(doc) = entry.decoded() {
+            return self.matches(doc);
+        }
+        let Some((base, record)) = entry.record() else {
+            return false;
+        };
+        if record.kind != self.kind || base.tenant(&record) != self.tenant {
+            return false;
+        }
+        if record.plain && self.tags.is_empty() && self.metadata.is_empty() {
+            return self.kind != Kind::Chunk
+                || self
+                    .context
+                    .is_none_or(|context| base.context(&record) == Some(context));
+        }
+        match entry.doc() {
+            Ok(doc) => self.matches(doc),
+            Err(err) => {
+                tracing::error!(doc = record.doc.as_u64(), error = %err, "a published document does not decode");
+                false
+            }
+        }
+    }
+
     pub(crate) fn matches(&self, doc: &Document) -> bool {
         if doc.kind() != self.kind || doc.tenant_id() != self.tenant {
             return false;
@@ -581,6 +763,63 @@ impl Catalog {
         self.entries.len()
     }
 
+    /// The catalog of a mapped base: an entry per record of its table (nothing decoded),
+    /// its rows as the arenas, and the entity graph of its entity lists (built on another
+    /// thread meanwhile).
+    pub(crate) fn from_base(
+        base: &Arc<MappedBase>,
+        mut entities: Vec<(u64, Vec<String>)>,
+    ) -> Catalog {
+        if !entities.is_sorted_by_key(|(doc, _)| *doc) {
+            entities.sort_unstable_by_key(|(doc, _)| *doc);
+        }
+        let mut catalog = Catalog::default();
+        let dim = base.dimensions();
+        for kind in Kind::ALL {
+            let rows = base.rows(kind).inverse.len();
+            if rows > 0 {
+                catalog.arenas[kind.index()] = Arena {
+                    dim,
+                    base: Some(Arc::clone(base)),
+                    base_rows: rows,
+                    ..Arena::default()
+                };
+            }
+        }
+        let graph_of = || {
+            let mut graph = crate::graph::EntityGraph::default();
+            let mut records = base.records().peekable();
+            for (doc, list) in entities {
+                let doc = DocId::new(doc);
+                while records.next_if(|record| record.doc < doc).is_some() {}
+                if let Some(record) = records.next_if(|record| record.doc == doc) {
+                    graph.insert(
+                        doc,
+                        record.kind,
+                        base.tenant(&record),
+                        base.id(&record),
+                        list,
+                    );
+                }
+            }
+            graph
+        };
+        let link_all = |catalog: &mut Catalog| {
+            catalog.entries.reserve(base.len());
+            for (i, record) in base.records().enumerate() {
+                let entry = Entry::mapped(base, i, &record);
+                let placed = (record.rows.1 > 0).then_some(Placed {
+                    start: record.rows.0,
+                    rows: record.rows.1 as usize,
+                });
+                catalog.insert_placed(record.doc, entry, placed);
+            }
+        };
+        let (graph, ()) = rayon::join(graph_of, || link_all(&mut catalog));
+        catalog.graph = graph;
+        catalog
+    }
+
     /// The BM25 statistics of one scope: live documents of `kind` in `tenant`, and
     /// their tokens.
     pub(crate) fn scope_stats(&self, kind: Kind, tenant: &str) -> crate::text::ScopeStats {
@@ -599,10 +838,9 @@ impl Catalog {
             return;
         };
         let old = std::mem::replace(&mut entry.tokens, tokens);
-        let doc = &entry.doc;
         adjust_tokens(
-            &mut self.tokens[doc.kind().index()],
-            doc.tenant_id(),
+            &mut self.tokens[entry.kind().index()],
+            entry.tenant_id(),
             old,
             tokens,
         );
@@ -638,42 +876,50 @@ impl Catalog {
         self.arenas[kind.index()].live_rows
     }
 
-    /// Takes `data`, rows of `dim` dimensions that an open filled in parallel, as the
-    /// arena of `kind` (empty until then); [`Catalog::insert_placed`] then gives each
-    /// document its span. Rows no span covers (vectors that were zero) are dropped at the
-    /// arena's next compaction.
+    /// Takes `data`, rows of `dim` dimensions that an open filled in parallel, with
+    /// their inverse norms and vector indices, as the arena of `kind` (empty until
+    /// then); [`Catalog::insert_placed`] then gives each document its span. Rows no span
+    /// covers (vectors without a direction) are dropped at the arena's next compaction.
     pub(crate) fn adopt_arena(
         &mut self,
         kind: Kind,
         dim: usize,
         data: Vec<f32>,
         inverse: Vec<f32>,
+        indices: Vec<u16>,
     ) {
         self.generation += 1;
         let arena = &mut self.arenas[kind.index()];
         debug_assert!(arena.spans.is_empty());
         debug_assert_eq!(data.len(), inverse.len() * dim);
+        debug_assert_eq!(indices.len(), inverse.len());
         *arena = Arena {
             dim,
             data,
             inverse,
+            indices,
             ..Arena::default()
         };
     }
 
-    /// A live document's normalised vectors.
+    /// A live document's vectors.
     pub(crate) fn vectors(&self, doc: DocId) -> Option<VectorsRef<'_>> {
         self.vectors_of(self.entries.get(&doc)?)
     }
 
-    /// An entry's normalised vectors.
+    /// An entry's vectors.
     pub(crate) fn vectors_of<'a>(&'a self, entry: &'a Entry) -> Option<VectorsRef<'a>> {
         let vectors = entry.vectors.as_ref()?;
-        let (data, inverse) = self.arenas[entry.doc.kind().index()].block(vectors.slot);
+        let kind = entry.kind();
+        let arena = &self.arenas[kind.index()];
+        let span = arena.spans[vectors.slot as usize];
+        let view = arena.view(kind);
+        let (start, rows) = (span.start as usize, span.rows as usize);
+        let (data, inverse) = view.rows(start, rows);
         Some(VectorsRef {
             data,
             inverse,
-            rows: &vectors.rows,
+            rows: view.indices(start, rows),
         })
     }
 
@@ -687,13 +933,18 @@ impl Catalog {
     pub(crate) fn arena_row(&self, key: VectorKey) -> Option<u32> {
         let entry = self.entries.get(&key.doc())?;
         let vectors = entry.vectors.as_ref()?;
-        let span = self.arenas[entry.doc.kind().index()].spans[vectors.slot as usize];
+        let kind = entry.kind();
+        let arena = &self.arenas[kind.index()];
+        let span = arena.spans[vectors.slot as usize];
+        let indices = arena
+            .view(kind)
+            .indices(span.start as usize, span.rows as usize);
         let wanted = (key.as_u64() & 0xffff) as u16;
-        // Rows are the vectors' indices in order, zero vectors left out: usually
-        // position `i` holds index `i`.
-        let position = match vectors.rows.get(usize::from(wanted)) {
+        // Rows are the vectors' indices in order, those without a direction left out:
+        // usually position `i` holds index `i`.
+        let position = match indices.get(usize::from(wanted)) {
             Some(&row) if row == wanted => usize::from(wanted),
-            _ => vectors.rows.iter().position(|&row| row == wanted)?,
+            _ => indices.iter().position(|&row| row == wanted)?,
         };
         Some(span.start + position as u32)
     }
@@ -709,20 +960,20 @@ impl Catalog {
         impl Iterator<Item = (DocId, usize, usize)> + '_,
     ) {
         let arena = &self.arenas[kind.index()];
-        let quantized = arena
-            .quantized
-            .get_or_init(|| metric::Quantized::of(&arena.data, &arena.inverse, arena.dim));
-        (self.arena(kind), quantized, arena.spans())
+        let view = arena.view(kind);
+        let quantized = arena.quantized.get_or_init(|| {
+            let mut quantized = metric::Quantized::with_capacity(arena.rows(), arena.dim);
+            for segment in view.segments() {
+                quantized.extend(segment.data, segment.inverse, arena.dim);
+            }
+            quantized
+        });
+        (view, quantized, arena.spans())
     }
 
     /// The rows of the arena of `kind`.
     pub(crate) fn arena(&self, kind: Kind) -> ArenaView<'_> {
-        let arena = &self.arenas[kind.index()];
-        ArenaView {
-            data: &arena.data,
-            inverse: &arena.inverse,
-            dim: arena.dim,
-        }
+        self.arenas[kind.index()].view(kind)
     }
 
     /// The live version of a user id.
@@ -730,15 +981,14 @@ impl Catalog {
         self.ids[kind.index()].get(tenant)?.get(id).copied()
     }
 
-    /// Adds a live document version.
     /// A digest of the live versions: equal digests mean (but for a 2^-64 chance) the
     /// same documents at the same versions. Kept up to date by insert and remove.
     pub(crate) fn digest(&self) -> u64 {
         self.digest
     }
 
-    /// Adds a live document version, with its normalised vectors and the entities it
-    /// mentions (what [`crate::graph::entities_of`] gave when it was written).
+    /// Adds a live document version, with its vectors and the entities it mentions
+    /// (what [`crate::graph::entities_of`] gave when it was written).
     pub(crate) fn insert(
         &mut self,
         doc_id: DocId,
@@ -747,30 +997,25 @@ impl Catalog {
         entities: Vec<String>,
     ) {
         self.remove_existing(doc_id);
-        self.graph.insert(doc_id, &entry.doc, entities);
-        let kind_idx = entry.doc.kind().index();
+        let kind = entry.kind();
+        self.graph
+            .insert(doc_id, kind, entry.tenant_id(), entry.id(), entities);
         let vectors = vectors.and_then(|vectors| {
-            let slot = self.arenas[kind_idx].push(doc_id, &vectors)?;
-            Some(Vectors {
-                slot,
-                rows: vectors.rows.into_boxed_slice(),
-            })
+            let slot = self.arenas[kind.index()].push(doc_id, &vectors)?;
+            Some(Vectors { slot })
         });
         self.link(doc_id, entry, vectors);
     }
 
-    /// [`Catalog::insert`] of a document whose rows are already in the arena adopted by
-    /// [`Catalog::adopt_arena`], without the entity graph (an open builds the graph
-    /// beside the catalog, then sets [`Catalog::graph`]).
+    /// [`Catalog::insert`] of a document whose rows are already in its arena (adopted by
+    /// [`Catalog::adopt_arena`], or a mapped base's), without the entity graph (an open
+    /// builds the graph beside the catalog, then sets [`Catalog::graph`]).
     pub(crate) fn insert_placed(&mut self, doc_id: DocId, entry: Entry, placed: Option<Placed>) {
         self.remove_existing(doc_id);
-        let kind_idx = entry.doc.kind().index();
+        let kind_idx = entry.kind().index();
         let vectors = placed.and_then(|placed| {
-            let slot = self.arenas[kind_idx].place(doc_id, placed.start, placed.rows.len())?;
-            Some(Vectors {
-                slot,
-                rows: placed.rows.into_boxed_slice(),
-            })
+            let slot = self.arenas[kind_idx].place(doc_id, placed.start, placed.rows)?;
+            Some(Vectors { slot })
         });
         self.link(doc_id, entry, vectors);
     }
@@ -787,51 +1032,44 @@ impl Catalog {
     fn link(&mut self, doc_id: DocId, mut entry: Entry, vectors: Option<Vectors>) {
         self.digest ^= version_hash(doc_id, entry.seq);
         self.generation += 1;
-        adjust_tokens(
-            &mut self.tokens[entry.doc.kind().index()],
-            entry.doc.tenant_id(),
-            [0, 0],
-            entry.tokens,
-        );
-        let doc = &entry.doc;
-        let ids = &mut self.ids[doc.kind().index()];
-        match ids.get_mut(doc.tenant_id()) {
+        let kind_idx = entry.kind().index();
+        let tenant = entry.tenant_id();
+        adjust_tokens(&mut self.tokens[kind_idx], tenant, [0, 0], entry.tokens);
+        let ids = &mut self.ids[kind_idx];
+        match ids.get_mut(tenant) {
             Some(map) => {
-                map.insert(doc.id().to_string(), doc_id);
+                map.insert(entry.id().to_string(), doc_id);
             }
             None => {
                 ids.insert(
-                    doc.tenant_id().to_string(),
-                    StrMap::from_iter([(doc.id().to_string(), doc_id)]),
+                    tenant.to_string(),
+                    StrMap::from_iter([(entry.id().to_string(), doc_id)]),
                 );
             }
         }
-        let tenants = &mut self.by_tenant[doc.kind().index()];
-        match tenants.get_mut(doc.tenant_id()) {
+        let tenants = &mut self.by_tenant[kind_idx];
+        match tenants.get_mut(tenant) {
             Some(set) => {
                 set.insert(doc_id);
             }
             None => {
-                tenants.insert(doc.tenant_id().to_string(), DocSet::from_iter([doc_id]));
+                tenants.insert(tenant.to_string(), DocSet::from_iter([doc_id]));
             }
         }
-        if let Document::Chunk(chunk) = doc.as_ref()
-            && let Some(context) = &chunk.context_id
-        {
-            let contexts = match self.by_context.get_mut(&chunk.tenant_id) {
+        if let Some(context) = entry.context_id() {
+            let contexts = match self.by_context.get_mut(tenant) {
                 Some(contexts) => contexts,
-                None => self.by_context.entry(chunk.tenant_id.clone()).or_default(),
+                None => self.by_context.entry(tenant.to_string()).or_default(),
             };
             match contexts.get_mut(context) {
                 Some(set) => {
                     set.insert(doc_id);
                 }
                 None => {
-                    contexts.insert(context.clone(), DocSet::from_iter([doc_id]));
+                    contexts.insert(context.to_string(), DocSet::from_iter([doc_id]));
                 }
             }
         }
-        let kind_idx = doc.kind().index();
         entry.vectors = vectors;
         if entry.vectors.is_some() {
             self.vectors_by_seq[kind_idx].insert(entry.seq, doc_id);
@@ -844,33 +1082,28 @@ impl Catalog {
         let mut entry = self.entries.remove(&doc_id)?;
         self.digest ^= version_hash(doc_id, entry.seq);
         self.generation += 1;
-        self.graph.remove(doc_id, &entry.doc);
-        adjust_tokens(
-            &mut self.tokens[entry.doc.kind().index()],
-            entry.doc.tenant_id(),
-            entry.tokens,
-            [0, 0],
-        );
-        let doc = &entry.doc;
-        let ids = &mut self.ids[doc.kind().index()];
-        if let Some(map) = ids.get_mut(doc.tenant_id()) {
-            if map.get(doc.id()) == Some(&doc_id) {
-                map.remove(doc.id());
+        let kind = entry.kind();
+        let tenant = entry.tenant_id();
+        self.graph.remove(doc_id, kind, tenant);
+        adjust_tokens(&mut self.tokens[kind.index()], tenant, entry.tokens, [0, 0]);
+        let ids = &mut self.ids[kind.index()];
+        if let Some(map) = ids.get_mut(tenant) {
+            if map.get(entry.id()) == Some(&doc_id) {
+                map.remove(entry.id());
             }
             if map.is_empty() {
-                ids.remove(doc.tenant_id());
+                ids.remove(tenant);
             }
         }
-        let tenants = &mut self.by_tenant[doc.kind().index()];
-        if let Some(set) = tenants.get_mut(doc.tenant_id()) {
+        let tenants = &mut self.by_tenant[kind.index()];
+        if let Some(set) = tenants.get_mut(tenant) {
             set.remove(&doc_id);
             if set.is_empty() {
-                tenants.remove(doc.tenant_id());
+                tenants.remove(tenant);
             }
         }
-        if let Document::Chunk(chunk) = doc.as_ref()
-            && let (Some(context), Some(contexts)) =
-                (&chunk.context_id, self.by_context.get_mut(&chunk.tenant_id))
+        if let (Some(context), Some(contexts)) =
+            (entry.context_id(), self.by_context.get_mut(tenant))
         {
             if let Some(set) = contexts.get_mut(context) {
                 set.remove(&doc_id);
@@ -879,16 +1112,15 @@ impl Catalog {
                 }
             }
             if contexts.is_empty() {
-                self.by_context.remove(&chunk.tenant_id);
+                self.by_context.remove(tenant);
             }
         }
         if let Some(vectors) = entry.vectors.take() {
-            let kind_idx = entry.doc.kind().index();
-            self.vectors_by_seq[kind_idx].remove(&entry.seq);
-            let arena = &mut self.arenas[kind_idx];
+            self.vectors_by_seq[kind.index()].remove(&entry.seq);
+            let arena = &mut self.arenas[kind.index()];
             arena.kill(vectors.slot);
             if arena.wants_compaction() {
-                for (doc, slot) in arena.compact() {
+                for (doc, slot) in arena.compact(kind) {
                     if let Some(vectors) =
                         self.entries.get_mut(&doc).and_then(|e| e.vectors.as_mut())
                     {
@@ -918,11 +1150,7 @@ impl Catalog {
         superset
             .iter()
             .copied()
-            .filter(|doc| {
-                self.entries
-                    .get(doc)
-                    .is_some_and(|e| filter.matches(&e.doc))
-            })
+            .filter(|doc| self.entries.get(doc).is_some_and(|e| filter.admits(e)))
             .collect()
     }
 
@@ -937,13 +1165,19 @@ impl Catalog {
             .map(|(seq, doc)| (*seq, *doc))
     }
 
+    /// The number of rows of `entry`'s vectors.
+    fn n_rows(&self, entry: &Entry) -> usize {
+        entry.vectors.as_ref().map_or(0, |vectors| {
+            self.arenas[entry.kind().index()].spans[vectors.slot as usize].rows as usize
+        })
+    }
+
     /// The number of live vectors of `kind` written up to sequence number `upto`.
     pub(crate) fn n_vectors_upto(&self, kind: Kind, upto: u64) -> usize {
         self.vectors_by_seq[kind.index()]
             .range(..=upto)
             .filter_map(|(_, doc)| self.entries.get(doc))
-            .filter_map(|entry| entry.vectors.as_ref())
-            .map(Vectors::len)
+            .map(|entry| self.n_rows(entry))
             .sum()
     }
 
@@ -952,8 +1186,7 @@ impl Catalog {
         self.vectors_by_seq[kind.index()]
             .range((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded))
             .filter_map(|(_, doc)| self.entries.get(doc))
-            .filter_map(|entry| entry.vectors.as_ref())
-            .map(Vectors::len)
+            .map(|entry| self.n_rows(entry))
             .sum()
     }
 
@@ -1012,12 +1245,13 @@ mod tests {
             inverse.push(0.0);
             model.insert(doc, rows);
         }
-        catalog.adopt_arena(Kind::Chunk, 4, data, inverse);
+        let indices = (0..500).flat_map(|_| [0, 1, 0]).collect();
+        catalog.adopt_arena(Kind::Chunk, 4, data, inverse, indices);
         for doc in 0..500u64 {
             let chunk = Document::Chunk(crate::Chunk::new(format!("c{doc}"), "x"));
             let placed = Placed {
                 start: doc as u32 * 3,
-                rows: vec![0, 1],
+                rows: 2,
             };
             catalog.insert_placed(DocId::new(doc), Entry::new(chunk, doc), Some(placed));
         }

@@ -212,14 +212,21 @@ pub(crate) struct GraphHit {
 }
 
 impl EntityGraph {
-    /// Links a document to the entities it mentions (`entities`: [`entities_of`] the
-    /// document, as stored).
-    pub(crate) fn insert(&mut self, doc_id: DocId, doc: &Document, entities: Vec<String>) {
-        let scopes = &mut self.scopes[doc.kind().index()];
-        if !scopes.contains_key(doc.tenant_id()) {
-            scopes.insert(doc.tenant_id().to_owned(), ScopeGraph::default());
+    /// Links a document (of `kind`, in `tenant`, with user id `id`) to the entities it
+    /// mentions (`entities`: [`entities_of`] the document, as stored).
+    pub(crate) fn insert(
+        &mut self,
+        doc_id: DocId,
+        kind: Kind,
+        tenant: &str,
+        id: &str,
+        entities: Vec<String>,
+    ) {
+        let scopes = &mut self.scopes[kind.index()];
+        if !scopes.contains_key(tenant) {
+            scopes.insert(tenant.to_owned(), ScopeGraph::default());
         }
-        let Some(scope) = scopes.get_mut(doc.tenant_id()) else {
+        let Some(scope) = scopes.get_mut(tenant) else {
             return;
         };
         for entity in &entities {
@@ -234,12 +241,12 @@ impl EntityGraph {
         scope
             .entities_of
             .insert(doc_id, entities.into_boxed_slice());
-        scope.ids.insert(doc_id, doc.id().into());
+        scope.ids.insert(doc_id, id.into());
     }
 
-    pub(crate) fn remove(&mut self, doc_id: DocId, doc: &Document) {
-        let scopes = &mut self.scopes[doc.kind().index()];
-        let Some(scope) = scopes.get_mut(doc.tenant_id()) else {
+    pub(crate) fn remove(&mut self, doc_id: DocId, kind: Kind, tenant: &str) {
+        let scopes = &mut self.scopes[kind.index()];
+        let Some(scope) = scopes.get_mut(tenant) else {
             return;
         };
         scope.ids.remove(&doc_id);
@@ -254,7 +261,7 @@ impl EntityGraph {
             }
         }
         if scope.entities_of.is_empty() {
-            scopes.remove(doc.tenant_id());
+            scopes.remove(tenant);
         }
     }
 
@@ -493,7 +500,14 @@ mod tests {
         ];
         for (i, chunk) in docs.into_iter().enumerate() {
             let doc = Document::Chunk(chunk);
-            graph.insert(DocId::new(i as u64), &doc, entities_of(&doc));
+            let entities = entities_of(&doc);
+            graph.insert(
+                DocId::new(i as u64),
+                doc.kind(),
+                doc.tenant_id(),
+                doc.id(),
+                entities,
+            );
         }
         let found = graph.query_entities(
             Kind::Chunk,
@@ -518,10 +532,7 @@ mod tests {
                 .is_empty()
         );
         // Removing the document removes its entities.
-        graph.remove(
-            DocId::new(0),
-            &Document::Chunk(Chunk::new("a", "Order NW-15699 was placed by CUST-48213.")),
-        );
+        graph.remove(DocId::new(0), Kind::Chunk, "default");
         assert!(
             graph
                 .query_entities(Kind::Chunk, "default", "NW-15699")
@@ -541,7 +552,14 @@ mod tests {
         docs.extend((0..60).map(|i| Chunk::new(format!("r{i}"), "Shipping to EU-0001 is slow.")));
         for (i, chunk) in docs.into_iter().enumerate() {
             let doc = Document::Chunk(chunk);
-            graph.insert(DocId::new(i as u64), &doc, entities_of(&doc));
+            let entities = entities_of(&doc);
+            graph.insert(
+                DocId::new(i as u64),
+                doc.kind(),
+                doc.tenant_id(),
+                doc.id(),
+                entities,
+            );
         }
         let config = GraphConfig::default();
         let hits = graph.search(

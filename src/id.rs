@@ -61,6 +61,11 @@ impl Kind {
         }
     }
 
+    /// The kind [`Kind::as_u8`] gives `value` for.
+    pub(crate) fn from_u8(value: u8) -> Option<Kind> {
+        Kind::ALL.get(usize::from(value)).copied()
+    }
+
     /// The index of the kind in per-kind arrays.
     pub(crate) fn index(self) -> usize {
         usize::from(self.as_u8())

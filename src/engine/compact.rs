@@ -27,8 +27,8 @@ impl Engine {
             let catalog = self.inner.read_catalog();
             catalog
                 .iter()
-                .filter(|(_, entry)| entry.doc.tenant_id() == tenant)
-                .map(|(_, entry)| (entry.doc.kind(), entry.doc.id().to_string()))
+                .filter(|(_, entry)| entry.tenant_id() == tenant)
+                .map(|(_, entry)| (entry.kind(), entry.id().to_string()))
                 .collect()
         };
         for (kind, id) in &docs {

@@ -36,12 +36,20 @@ pub(super) struct Loaded {
     /// With `verify`: the documents whose stored lists differ from what their text
     /// gives now.
     pub(super) mismatched: Vec<DocId>,
+    /// The documents whose token counts are still to read from the text index: `None`
+    /// for all of them (a mapped base records its own).
+    pub(super) untokened: Option<Vec<DocId>>,
 }
 
 /// Reads every live document, its vectors and its entities from the store; with
 /// `verify`, derives every document's entities again to compare them with the stored
 /// ones (`ruche check`).
 pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
+    if let Some(view) = store.published_view()
+        && view.mapped_base().is_some()
+    {
+        return load_mapped(view);
+    }
     let phase = std::time::Instant::now();
     let records = store.read_all()?;
     let mut stored = store.entity_lists()?;
@@ -78,6 +86,7 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
         catalog: Catalog::default(),
         derived: Vec::new(),
         mismatched: Vec::new(),
+        untokened: None,
     };
     let mut placed = place_vectors(&mut loaded.catalog, &entries, store.dimensions());
     // The decoded vectors are in the arenas now: free them on every thread, not one.
@@ -95,15 +104,21 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
         if mismatched {
             loaded.mismatched.push(doc);
         }
-        links.push((doc, Arc::clone(&entry.doc), entities));
+        links.push((
+            doc,
+            entry.kind(),
+            entry.tenant_id().to_string(),
+            entry.id().to_string(),
+            entities,
+        ));
         rest.push((doc, entry, placed));
     }
     let catalog = &mut loaded.catalog;
     let (graph, ()) = rayon::join(
         move || {
             let mut graph = crate::graph::EntityGraph::default();
-            for (doc, document, entities) in links {
-                graph.insert(doc, &document, entities);
+            for (doc, kind, tenant, id, entities) in links {
+                graph.insert(doc, kind, &tenant, &id, entities);
             }
             graph
         },
@@ -119,6 +134,43 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
         "catalog built"
     );
     Ok(loaded)
+}
+
+/// A reader's catalog of a mapped base: built from the base's table (no document decoded,
+/// its rows read in place), then the parts' changes applied.
+fn load_mapped(view: &crate::store::view::Published) -> Result<Loaded> {
+    let phase = std::time::Instant::now();
+    let base = view.mapped_base().expect("a mapped base");
+    let mut catalog = Catalog::from_base(base, view.take_base_entities());
+    for doc in view.removed_from_base() {
+        catalog.remove(doc);
+    }
+    let mut entities = view.take_entities();
+    let beside =
+        view.docs_beside_base(|entry| Ok((entry.doc, entry.record()?, entry.vectors()?)))?;
+    let mut untokened = Vec::with_capacity(beside.len());
+    for (doc, record, vectors) in beside {
+        let seq = record.seq;
+        let document = record.into_document()?;
+        let list = entities
+            .remove(&doc)
+            .unwrap_or_else(|| crate::graph::entities_of(&document));
+        let rows = vectors.as_ref().and_then(DocRows::from_stored);
+        catalog.insert(doc, Entry::new(document, seq), rows, list);
+        untokened.push(doc);
+    }
+    tracing::debug!(
+        elapsed_ms = phase.elapsed().as_millis() as u64,
+        docs = catalog.len(),
+        beside_base = untokened.len(),
+        "catalog of the mapped base built"
+    );
+    Ok(Loaded {
+        catalog,
+        derived: Vec::new(),
+        mismatched: Vec::new(),
+        untokened: Some(untokened),
+    })
 }
 
 /// A document read at open: its entry, stored vectors and entity list, whether that list
@@ -142,7 +194,7 @@ fn place_vectors(
         let with_vectors: Vec<(usize, &StoredVectors)> = entries
             .iter()
             .enumerate()
-            .filter(|(_, (_, entry, ..))| entry.doc.kind() == kind)
+            .filter(|(_, (_, entry, ..))| entry.kind() == kind)
             .filter_map(|(i, (_, _, vectors, ..))| Some((i, vectors.as_ref()?)))
             .collect();
         let capacities: Vec<usize> = with_vectors
@@ -169,14 +221,19 @@ fn place_vectors(
             .zip(slices.into_par_iter())
             .map(|((_, vectors), (out, out_inverse))| DocRows::fill(vectors, dim, out, out_inverse))
             .collect();
+        let mut indices = vec![0u16; total];
         let mut start = 0u32;
         for (((i, _), rows), capacity) in with_vectors.iter().zip(rows).zip(&capacities) {
             if !rows.is_empty() {
-                placed[*i] = Some(Placed { start, rows });
+                indices[start as usize..start as usize + rows.len()].copy_from_slice(&rows);
+                placed[*i] = Some(Placed {
+                    start,
+                    rows: rows.len(),
+                });
             }
             start += *capacity as u32;
         }
-        catalog.adopt_arena(kind, dim, data, inverse);
+        catalog.adopt_arena(kind, dim, data, inverse, indices);
     }
     placed
 }
@@ -188,6 +245,25 @@ pub(super) fn fill_tokens(text: &TextIndex, catalog: &mut Catalog) -> Result<()>
         catalog.set_tokens(doc, tokens);
     }
     Ok(())
+}
+
+/// [`fill_tokens`] for `docs` alone (the others' counts are known), or for all when
+/// `docs` is `None`; a lookup per document while they are few, one pass over the text
+/// index's counts otherwise.
+pub(super) fn fill_tokens_of(
+    text: &TextIndex,
+    catalog: &mut Catalog,
+    docs: Option<&[DocId]>,
+) -> Result<()> {
+    match docs {
+        Some(docs) if docs.len() * 8 < catalog.len() => {
+            for (doc, tokens) in text.token_counts_of(docs)? {
+                catalog.set_tokens(doc, tokens);
+            }
+            Ok(())
+        }
+        _ => fill_tokens(text, catalog),
+    }
 }
 
 /// Opens the text index, catching it up or rebuilding it as needed.
@@ -283,8 +359,8 @@ fn rebuild_text(
     for slice in docs.chunks(4_096) {
         let prepared: Vec<_> = slice
             .par_iter()
-            .map(|(doc, entry)| text.prepare(*doc, &entry.doc))
-            .collect();
+            .map(|(doc, entry)| Ok(text.prepare(*doc, entry.doc()?)))
+            .collect::<Result<Vec<_>>>()?;
         for prepared in prepared {
             text.add_prepared(prepared)?;
         }

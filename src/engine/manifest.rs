@@ -21,10 +21,12 @@ use crate::{Error, ErrorKind, Result};
 /// The file name, in the index directory.
 pub(crate) const MANIFEST_FILE: &str = "MANIFEST";
 
-/// The version of the manifest's own format: 2 lists the files published for readers
-/// (an earlier version refuses it with `IncompatibleFormat` instead of taking the
-/// checksum, which covers them, for damage); 1, written by earlier versions, does not.
-const MANIFEST_FORMAT: u32 = 2;
+/// The version of the manifest's own format: 3 lists the files published for readers,
+/// which may have aligned sections and a mapped base (`store::base`); 2, written by
+/// earlier versions, lists files they all read (this version reads both); 1 lists no
+/// published file. An earlier version refuses a newer format with `IncompatibleFormat`
+/// instead of taking the checksum, which covers the list, for damage.
+const MANIFEST_FORMAT: u32 = 3;
 
 /// What the store held after the last commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,9 +86,12 @@ pub(crate) fn read_with_view(dir: &Path) -> Result<Option<(Manifest, Option<View
     let damaged = |why: String| Error::corrupt(format!("{}: {why}", path.display()));
     let on_disk: OnDisk =
         serde_json::from_slice(&bytes).map_err(|err| damaged(format!("unreadable ({err})")))?;
-    if on_disk.manifest_format != MANIFEST_FORMAT
-        && !(on_disk.manifest_format == 1 && on_disk.view.is_none())
-    {
+    let readable = match on_disk.manifest_format {
+        1 => on_disk.view.is_none(),
+        2 | MANIFEST_FORMAT => true,
+        _ => false,
+    };
+    if !readable {
         return Err(Error::new(ErrorKind::IncompatibleFormat {
             found: on_disk.manifest_format,
             expected: MANIFEST_FORMAT,

@@ -328,6 +328,7 @@ impl Engine {
             undecided,
             catalog,
             derived,
+            ..
         } = load_with_embedder(&store, embedder, explicit, create)?;
 
         // The store must hold at least what the manifest says was committed: sled drops
@@ -363,15 +364,16 @@ impl Engine {
             "text index opened"
         );
         // What readers open: kept when it is this state's, whole and intact; published
-        // again otherwise (an index of an earlier version, a crash between a commit and
-        // its publish, a damaged or missing file). After the text index is caught up, so
-        // that a reader finds the text index of the manifest's commit.
+        // again otherwise (an index of an earlier version, whose base readers could not
+        // map, a crash between a commit and its publish, a damaged or missing file).
+        // After the text index is caught up, so that a reader finds the text index of
+        // the manifest's commit.
         let phase = std::time::Instant::now();
         let recorded_view = recorded.as_ref().and_then(|(_, view)| view.clone());
         let view = match recorded_view {
             Some(view)
                 if view.seq == found.seq
-                    && view.base.is_some()
+                    && view.base.as_ref().is_some_and(|base| base.mapped)
                     // A base published while some entity lists were derived would not
                     // match the store, which keeps them now.
                     && derived.is_empty()
@@ -407,7 +409,8 @@ impl Engine {
                         .unwrap_or_default(),
                     ..ViewList::default()
                 };
-                publish::publish_base(dir, &store, &mut list)?;
+                let tokens = |doc| catalog.get(doc).map_or([0, 0], |entry| entry.tokens);
+                publish::publish_base(dir, &store, &mut list, &tokens)?;
                 list
             }
         };
@@ -474,11 +477,12 @@ impl Engine {
         let Opened {
             embedder,
             mut catalog,
+            untokened,
             ..
         } = load_with_embedder(&store, embedder, explicit, false)?;
         // The catalog holds what searches need: the documents stay in their files.
         store.release_published();
-        maintain::fill_tokens(&text, &mut catalog)?;
+        maintain::fill_tokens_of(&text, &mut catalog, untokened.as_deref())?;
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             docs = catalog.len(),
@@ -946,6 +950,8 @@ struct Opened {
     catalog: Catalog,
     /// The entity lists derived because the store did not keep them.
     derived: Vec<(crate::id::DocId, Vec<String>)>,
+    /// The documents whose token counts are still to read (`None`: all).
+    untokened: Option<Vec<crate::id::DocId>>,
 }
 
 /// Loads the catalog from `store`, with the embedder the index records (unless one was
@@ -1006,7 +1012,10 @@ fn load_with_embedder(
         check_embedder(embedder.as_ref(), meta.dimensions, meta.model_id.as_deref())?;
     }
     let maintain::Loaded {
-        catalog, derived, ..
+        catalog,
+        derived,
+        untokened,
+        ..
     } = loaded?;
     tracing::debug!(
         elapsed_ms = phase.elapsed().as_millis() as u64,
@@ -1019,6 +1028,7 @@ fn load_with_embedder(
         undecided,
         catalog,
         derived,
+        untokened,
     })
 }
 

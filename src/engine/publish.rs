@@ -14,6 +14,7 @@ use std::sync::{Arc, Weak};
 use super::Inner;
 use crate::Kind;
 use crate::Result;
+use crate::id::DocId;
 use crate::store::view::{self, Part, PartHeader, ViewList};
 use crate::store::{BlockEntry, Change, Store};
 
@@ -40,9 +41,18 @@ fn write_part(dir: &Path, list: &mut ViewList, what: &str, part: &Part) -> Resul
     )
 }
 
+/// Each live document's token counts, as the writer's catalog has them (a base records
+/// them for readers).
+pub(super) type Tokens<'a> = &'a (dyn Fn(DocId) -> [u32; 2] + Sync);
+
 /// Publishes a base of every live document the store holds; the list then names it
 /// alone (and the graphs it named).
-pub(super) fn publish_base(dir: &Path, store: &Store, list: &mut ViewList) -> Result<()> {
+pub(super) fn publish_base(
+    dir: &Path,
+    store: &Store,
+    list: &mut ViewList,
+    tokens: Tokens<'_>,
+) -> Result<()> {
     let phase = std::time::Instant::now();
     let meta = store.meta();
     let written = store.raw_entries()?;
@@ -65,25 +75,29 @@ pub(super) fn publish_base(dir: &Path, store: &Store, list: &mut ViewList) -> Re
         dir,
         list,
         &part,
-        meta.last_seq,
-        phase,
-        "base published from the store",
+        (meta.last_seq, meta.dimensions),
+        tokens,
+        (phase, "base published from the store"),
     )
 }
 
-/// Writes `base` as the list's base, of change `seq`, in place of the base and parts.
+/// Writes `base` (of change `seq`, with vectors of `dimensions`) as the list's base, a
+/// mapped one ([`crate::store::base`]), in place of the base and parts.
 fn install_base(
     dir: &Path,
     list: &mut ViewList,
     base: &Part,
-    seq: u64,
-    phase: std::time::Instant,
-    what: &str,
+    (seq, dimensions): (u64, Option<usize>),
+    tokens: Tokens<'_>,
+    (phase, what): (std::time::Instant, &str),
 ) -> Result<()> {
-    let file = write_part(dir, list, "base", base)?;
+    let encoded = crate::store::base::encode(&base.header, &base.written, dimensions, tokens)?;
+    let name = list.new_name("base");
+    let mut file = view::write_sections(dir, &name, &encoded.sections())?;
+    file.mapped = true;
     tracing::debug!(
         elapsed_ms = phase.elapsed().as_millis() as u64,
-        docs = base.written.len(),
+        docs = encoded.len(),
         bytes = file.len,
         "{what}"
     );
@@ -100,6 +114,7 @@ pub(super) fn publish_changes(
     store: &Store,
     list: &mut ViewList,
     changes: &[Change],
+    tokens: Tokens<'_>,
 ) -> Result<()> {
     let meta = store.meta();
     // In order: a version written and removed by the same commit is in neither list.
@@ -142,31 +157,39 @@ pub(super) fn publish_changes(
     // the parts and this one (a first import is written once, as a base).
     let base_len = list.base.as_ref().map_or(0, |f| f.len);
     if list.parts_len() + size as u64 > (base_len / 2).max(MIN_PARTS_BYTES) {
-        return rebase(dir, store, list, part);
+        return rebase(dir, store, list, part, tokens);
     }
     let file = write_part(dir, list, "part", &part)?;
     list.parts.push(file);
     list.seq = meta.last_seq;
-    tidy(dir, store, list)
+    tidy(dir, store, list, tokens)
 }
 
 /// Publishes a base of the published base and parts followed by `part` (reading the
 /// store instead costs several times more: sled's scan right after a large commit).
-fn rebase(dir: &Path, store: &Store, list: &mut ViewList, part: Part) -> Result<()> {
+fn rebase(
+    dir: &Path,
+    store: &Store,
+    list: &mut ViewList,
+    part: Part,
+    tokens: Tokens<'_>,
+) -> Result<()> {
     let phase = std::time::Instant::now();
     let mut merged = Part::default();
     for file in list.base.iter().chain(&list.parts) {
         match view::read_part(dir, file) {
             Ok(Some(earlier)) => merged = merged.merge(earlier),
             // Our own files, gone or damaged: from the store.
-            _ => return publish_base(dir, store, list),
+            _ => return publish_base(dir, store, list, tokens),
         }
     }
-    let seq = part
+    let (seq, dimensions) = part
         .header
         .meta
         .as_ref()
-        .map_or(list.seq, |meta| meta.last_seq);
+        .map_or((list.seq, store.meta().dimensions), |meta| {
+            (meta.last_seq, meta.dimensions)
+        });
     let mut merged = merged.merge(part);
     merged.written.sort_by_key(|entry| entry.doc);
     merged.header.removed.clear();
@@ -174,16 +197,16 @@ fn rebase(dir: &Path, store: &Store, list: &mut ViewList, part: Part) -> Result<
         dir,
         list,
         &merged,
-        seq,
-        phase,
-        "base published from the published files",
+        (seq, dimensions),
+        tokens,
+        (phase, "base published from the published files"),
     )
 }
 
 /// Merges the last two parts while the last is at least half the size of the one
 /// before: the parts' sizes then fall geometrically, so a run of commits leaves a few
 /// files, each byte rewritten a few times (until the parts make a new base).
-fn tidy(dir: &Path, store: &Store, list: &mut ViewList) -> Result<()> {
+fn tidy(dir: &Path, store: &Store, list: &mut ViewList, tokens: Tokens<'_>) -> Result<()> {
     while let [.., before, last] = list.parts.as_slice()
         && last.len * 2 >= before.len
     {
@@ -191,7 +214,7 @@ fn tidy(dir: &Path, store: &Store, list: &mut ViewList) -> Result<()> {
             (view::read_part(dir, before)?, view::read_part(dir, last)?)
         else {
             // Our own files, gone: start again from the store.
-            return publish_base(dir, store, list);
+            return publish_base(dir, store, list, tokens);
         };
         let merged = before_part.merge(last_part);
         let file = write_part(dir, list, "part", &merged)?;
@@ -317,17 +340,19 @@ impl Inner {
     pub(super) fn publish(&self, what: Publish<'_>) -> Result<()> {
         let mut guard = self.view.lock().unwrap_or_else(|p| p.into_inner());
         let mut list = guard.take().unwrap_or_default();
+        let catalog = self.read_catalog();
+        let tokens = |doc: DocId| catalog.get(doc).map_or([0, 0], |entry| entry.tokens);
         let published = (|| {
             if list.base.is_none() {
                 // The base holds every committed change.
-                publish_base(&self.dir, &self.store, &mut list)?;
+                publish_base(&self.dir, &self.store, &mut list, &tokens)?;
                 if let Publish::Changes(_) | Publish::Again { .. } = what {
                     return Ok(());
                 }
             }
             match what {
                 Publish::Changes(changes) => {
-                    publish_changes(&self.dir, &self.store, &mut list, changes)
+                    publish_changes(&self.dir, &self.store, &mut list, changes, &tokens)
                 }
                 Publish::Graph {
                     kind,
@@ -335,7 +360,7 @@ impl Inner {
                     flat,
                 } => publish_graph(&self.dir, &mut list, kind, manifest, flat),
                 Publish::Again { damaged } => {
-                    publish_base(&self.dir, &self.store, &mut list)?;
+                    publish_base(&self.dir, &self.store, &mut list, &tokens)?;
                     let is_damaged = |graph: &Option<view::ViewGraph>| {
                         graph.as_ref().is_some_and(|graph| {
                             std::iter::once(&graph.manifest)

@@ -136,8 +136,8 @@ impl Inner {
         let accept = |doc: DocId| {
             catalog
                 .get(doc)
-                .filter(|entry| filter.matches(&entry.doc))
-                .map(|entry| entry.doc.id())
+                .filter(|entry| filter.admits(entry))
+                .map(|entry| entry.id())
         };
 
         // The two legs run side by side (each times itself); a small scope is not worth
@@ -196,33 +196,34 @@ impl Inner {
         };
 
         let mut found: FxHashMap<DocId, RetrievedDoc> = FxHashMap::default();
+        /// The candidate of `doc`, made on first sight (`None`: not live).
         fn candidate<'m>(
             found: &'m mut FxHashMap<DocId, RetrievedDoc>,
             catalog: &Catalog,
             doc: DocId,
-        ) -> Option<&'m mut RetrievedDoc> {
-            match found.entry(doc) {
+        ) -> Result<Option<&'m mut RetrievedDoc>> {
+            Ok(match found.entry(doc) {
                 std::collections::hash_map::Entry::Occupied(slot) => Some(slot.into_mut()),
-                std::collections::hash_map::Entry::Vacant(slot) => {
-                    let entry = catalog.get(doc)?;
-                    Some(slot.insert(RetrievedDoc::new(Arc::clone(&entry.doc))))
-                }
-            }
+                std::collections::hash_map::Entry::Vacant(slot) => match catalog.get(doc) {
+                    Some(entry) => Some(slot.insert(RetrievedDoc::new(Arc::clone(entry.doc()?)))),
+                    None => None,
+                },
+            })
         }
         for (doc, bm25) in &text_hits {
-            if let Some(c) = candidate(&mut found, &catalog, *doc) {
+            if let Some(c) = candidate(&mut found, &catalog, *doc)? {
                 c.bm25 = Some(f64::from(*bm25));
                 c.found_by.text = true;
             }
         }
         for (doc, cosine) in &vector_hits {
-            if let Some(c) = candidate(&mut found, &catalog, *doc) {
+            if let Some(c) = candidate(&mut found, &catalog, *doc)? {
                 c.cosine = Some(*cosine);
                 c.found_by.vector = true;
             }
         }
         for hit in graph_hits {
-            if let Some(c) = candidate(&mut found, &catalog, hit.doc) {
+            if let Some(c) = candidate(&mut found, &catalog, hit.doc)? {
                 c.graph = Some(hit.score);
                 c.graph_path = Some(hit.path);
                 c.found_by.graph = true;
@@ -230,7 +231,7 @@ impl Inner {
         }
         if query.browse {
             for doc in catalog.matching(&filter) {
-                candidate(&mut found, &catalog, doc);
+                candidate(&mut found, &catalog, doc)?;
             }
         }
         let mut ids: Vec<DocId> = found.keys().copied().collect();

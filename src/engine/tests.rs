@@ -326,6 +326,7 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
                     len: bytes.len() as u64,
                     crc32: crc32fast::hash(bytes),
                     raw: true,
+                    mapped: false,
                 }
             })
             .collect();

@@ -114,9 +114,12 @@ impl Engine {
             let catalog = self.inner.read_catalog();
             catalog
                 .iter()
-                .filter_map(|(_, entry)| entry.doc.as_chunk())
-                .filter(|c| c.tenant_id == tenant && c.context_id.as_deref() == Some(context_id))
-                .map(|c| c.id.clone())
+                .filter(|(_, entry)| {
+                    entry.kind() == Kind::Chunk
+                        && entry.tenant_id() == tenant
+                        && entry.context_id() == Some(context_id)
+                })
+                .map(|(_, entry)| entry.id().to_string())
                 .collect()
         };
         for id in &ids {
@@ -131,7 +134,9 @@ impl Engine {
             let catalog = self.inner.read_catalog();
             catalog
                 .iter()
-                .filter_map(|(_, entry)| entry.doc.as_chunk())
+                .filter(|(_, entry)| entry.kind() == Kind::Chunk)
+                .filter_map(|(_, entry)| entry.doc().ok())
+                .filter_map(|doc| doc.as_chunk())
                 .filter(|c| c.is_expired(now))
                 .map(|c| (c.tenant_id.clone(), c.id.clone()))
                 .collect()

@@ -43,6 +43,26 @@ impl BlockEntry {
         }
     }
 
+    /// `entry`'s record with other vectors: `None` for none (the entry encodes no
+    /// vector), or `stored`, encoded whatever it holds (a published base keeps the header
+    /// of vectors its rows hold, see `base.rs`).
+    pub(crate) fn with_vectors(entry: &BlockEntry, stored: Option<&StoredVectors>) -> BlockEntry {
+        BlockEntry {
+            doc: entry.doc,
+            record: entry.record.clone(),
+            vectors: stored.map(StoredVectors::encode).unwrap_or_default(),
+        }
+    }
+
+    /// The entry, borrowed.
+    pub(crate) fn as_ref(&self) -> EntryRef<'_> {
+        EntryRef {
+            doc: self.doc,
+            record: &self.record,
+            vectors: &self.vectors,
+        }
+    }
+
     /// The bytes of the entry in the block encoding.
     pub(crate) fn encoded_len(&self) -> usize {
         16 + self.record.len() + self.vectors.len()

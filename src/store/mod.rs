@@ -5,6 +5,7 @@
 //! `apply_batch` on the `main` tree followed by a flush, so after [`Store::commit`]
 //! returns, a crash loses nothing of it.
 
+pub(crate) mod base;
 mod block;
 mod entities;
 mod keys;
@@ -171,6 +172,11 @@ impl Store {
             Some(view) => view.graph(kind),
             None => Ok(None),
         }
+    }
+
+    /// The published files a reader's store reads.
+    pub(crate) fn published_view(&self) -> Option<&view::Published> {
+        self.view.as_ref()
     }
 
     /// The list of published files a reader's store reads.

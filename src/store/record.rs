@@ -291,6 +291,20 @@ impl StoredVectors {
     }
 }
 
+/// A document's record as a catalog sees it (see [`DocRecord::summary`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecordSummary<'a> {
+    pub(crate) kind: crate::Kind,
+    pub(crate) tenant: &'a str,
+    pub(crate) id: &'a str,
+    /// A chunk's context.
+    pub(crate) context: Option<&'a str>,
+    /// Whether every search of its kind, tenant and (for a chunk) context that asks for
+    /// no tags and no metadata admits it: a rule enabled and global, a chunk that never
+    /// expires, a scenario or tool enabled; and none of them restricted to an agent.
+    pub(crate) plain: bool,
+}
+
 /// A write-ahead entry of the change log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum LogEntry {
@@ -365,6 +379,38 @@ impl DocRecord {
             RecordBody::Chunk(_) | RecordBody::LinkedChunk(..) => crate::Kind::Chunk,
             RecordBody::Scenario(_) => crate::Kind::Scenario,
             RecordBody::Tool(_) => crate::Kind::Tool,
+        }
+    }
+
+    /// What a catalog needs of the document without converting it: its kind, tenant,
+    /// id and context (a chunk's), and whether it is [plain](RecordSummary::plain).
+    pub(crate) fn summary(&self) -> RecordSummary<'_> {
+        let (tenant, id, agent) = match &self.body {
+            RecordBody::Rule(r) | RecordBody::LinkedRule(r, _) => {
+                (&r.tenant_id, &r.id, &r.agent_id)
+            }
+            RecordBody::Chunk(c) | RecordBody::LinkedChunk(c, _) => {
+                (&c.tenant_id, &c.id, &c.agent_id)
+            }
+            RecordBody::Scenario(s) => (&s.tenant_id, &s.id, &s.agent_id),
+            RecordBody::Tool(t) => (&t.tenant_id, &t.id, &t.agent_id),
+        };
+        let (context, plain) = match &self.body {
+            RecordBody::Rule(r) | RecordBody::LinkedRule(r, _) => {
+                (None, r.enabled && matches!(r.scope, ScopeRecord::Global))
+            }
+            RecordBody::Chunk(c) | RecordBody::LinkedChunk(c, _) => {
+                (c.context_id.as_deref(), c.expires_at.is_none())
+            }
+            RecordBody::Scenario(s) => (None, s.enabled),
+            RecordBody::Tool(t) => (None, t.enabled),
+        };
+        RecordSummary {
+            kind: self.kind(),
+            tenant,
+            id,
+            context,
+            plain: plain && agent.is_none(),
         }
     }
 

@@ -17,8 +17,12 @@
 //! the base: every byte written is rewritten a bounded number of times.
 //!
 //! ```text
-//! file    = "RUCHEVW1" [sections: u32 LE] ([length: u64 LE] [bytes])* [crc32 of all before: u32 LE]
+//! file    = "RUCHEVW2" [sections: u32 LE] ([length: u64 LE] [zeros] [bytes])* [crc32 of all before: u32 LE]
+//!           (each section's bytes start at a multiple of 64 bytes, so that a mapped file
+//!           can be read as rows of numbers in place; "RUCHEVW1", of earlier versions, has
+//!           no zeros)
 //! part    = section 0: bincode PartHeader, section 1: entries in the block encoding
+//! base    = a part (written by earlier versions), or the sections of [`super::base`]
 //! graph   = section 0: the checkpoint's manifest, section 1: the graph's edges
 //!           ([`crate::vector::FlatGraph`]; readers search them over their own vectors).
 //!           Earlier versions published hnsw_rs's dump instead, raw, beside a graph file
@@ -33,6 +37,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::base::MappedBase;
 use super::block::{self, BlockEntry};
 use super::meta::Meta;
 use crate::feedback::FeedbackEntry;
@@ -41,7 +46,10 @@ use crate::{Error, Kind, Result};
 
 /// The directory of the published files, in the index directory.
 pub(crate) const VIEW_DIR: &str = "view";
-const MAGIC: &[u8; 8] = b"RUCHEVW1";
+const MAGIC_V1: &[u8; 8] = b"RUCHEVW1";
+const MAGIC: &[u8; 8] = b"RUCHEVW2";
+/// Where a section's bytes start in a file of [`MAGIC`]: at a multiple of this.
+pub(crate) const ALIGN: usize = 64;
 /// The suffix of a published file; `.tmp` is added while one is written.
 const SUFFIX: &str = ".rv";
 /// The suffixes of a published graph's raw files (`NAME` + suffix, as hnsw_rs names them).
@@ -61,6 +69,10 @@ pub(crate) struct ViewFile {
     /// A file as another library wrote it (no header, no trailer).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) raw: bool,
+    /// A base laid out to be mapped ([`super::base`]); a base of earlier versions is a
+    /// part.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) mapped: bool,
 }
 
 /// A published graph, as a reader finds it.
@@ -264,10 +276,13 @@ pub(crate) fn write_file(dir: &Path, name: &str, sections: &[&[u8]]) -> Result<V
     write_sections(dir, name, &sections)
 }
 
-/// A section of a published file: bytes, or entries encoded as they are written.
+/// A section of a published file: bytes, entries encoded as they are written, or
+/// numbers written little-endian.
 pub(crate) enum Section<'a> {
     Bytes(&'a [u8]),
     Entries(&'a [BlockEntry]),
+    F32s(&'a [f32]),
+    U16s(&'a [u16]),
 }
 
 impl Section<'_> {
@@ -275,6 +290,36 @@ impl Section<'_> {
         match self {
             Section::Bytes(bytes) => bytes.len(),
             Section::Entries(entries) => block::encoded_size(entries.iter()),
+            Section::F32s(values) => values.len() * 4,
+            Section::U16s(values) => values.len() * 2,
+        }
+    }
+
+    /// Hands the section's bytes to `put`, piece by piece.
+    fn write(&self, put: &mut dyn FnMut(&[u8]) -> std::io::Result<()>) -> std::io::Result<()> {
+        /// Numbers converted per piece.
+        const PIECE: usize = 4_096;
+        match self {
+            Section::Bytes(bytes) => put(bytes),
+            Section::Entries(entries) => block::encode_into(entries.iter(), put),
+            Section::F32s(values) => {
+                let mut buffer = Vec::with_capacity(PIECE * 4);
+                for piece in values.chunks(PIECE) {
+                    buffer.clear();
+                    buffer.extend(piece.iter().flat_map(|x| x.to_le_bytes()));
+                    put(&buffer)?;
+                }
+                Ok(())
+            }
+            Section::U16s(values) => {
+                let mut buffer = Vec::with_capacity(PIECE * 2);
+                for piece in values.chunks(PIECE) {
+                    buffer.clear();
+                    buffer.extend(piece.iter().flat_map(|x| x.to_le_bytes()));
+                    put(&buffer)?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -301,13 +346,14 @@ pub(crate) fn write_sections(dir: &Path, name: &str, sections: &[Section<'_>]) -
         };
         put(MAGIC).map_err(io(&staging))?;
         put(&(sections.len() as u32).to_le_bytes()).map_err(io(&staging))?;
+        // Where the next byte goes (what `put` counts in `len`).
+        let mut at = MAGIC.len() + 4;
         for section in sections {
             put(&(section.len() as u64).to_le_bytes()).map_err(io(&staging))?;
-            match section {
-                Section::Bytes(bytes) => put(bytes),
-                Section::Entries(entries) => block::encode_into(entries.iter(), &mut put),
-            }
-            .map_err(io(&staging))?;
+            let zeros = padding(at + 8);
+            put(&[0u8; ALIGN][..zeros]).map_err(io(&staging))?;
+            section.write(&mut put).map_err(io(&staging))?;
+            at += 8 + zeros + section.len();
         }
     }
     let crc32 = hasher.finalize();
@@ -326,7 +372,13 @@ pub(crate) fn write_sections(dir: &Path, name: &str, sections: &[Section<'_>]) -
         len,
         crc32,
         raw: false,
+        mapped: false,
     })
+}
+
+/// The zeros that bring `at` to a multiple of [`ALIGN`].
+fn padding(at: usize) -> usize {
+    (ALIGN - at % ALIGN) % ALIGN
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
@@ -387,7 +439,8 @@ fn open_file(dir: &Path, file: &ViewFile) -> Result<Option<(std::fs::File, Secti
     if crc != file.crc32 || crc != trailer {
         return Err(damaged("checksum mismatch"));
     }
-    if !bytes.starts_with(MAGIC) {
+    let aligned = bytes.starts_with(MAGIC);
+    if !aligned && !bytes.starts_with(MAGIC_V1) {
         return Err(damaged("not a published file of this version"));
     }
     let mut at = MAGIC.len();
@@ -403,7 +456,14 @@ fn open_file(dir: &Path, file: &ViewFile) -> Result<Option<(std::fs::File, Secti
     let count = u32::from_le_bytes(bytes[take(4)?].try_into().expect("4 bytes")) as usize;
     let mut ranges = Vec::with_capacity(count.min(64));
     for _ in 0..count {
-        let len = u64::from_le_bytes(bytes[take(8)?].try_into().expect("8 bytes"));
+        let length = take(8)?;
+        let len = u64::from_le_bytes(bytes[length.clone()].try_into().expect("8 bytes"));
+        if aligned {
+            let zeros = take(padding(length.end))?;
+            if bytes[zeros].iter().any(|&b| b != 0) {
+                return Err(damaged("bad padding"));
+            }
+        }
         ranges.push(take(
             usize::try_from(len).map_err(|_| damaged("truncated"))?,
         )?);
@@ -476,23 +536,41 @@ pub(crate) fn next_free_number(dir: &Path) -> u64 {
 /// The committed state as a reader sees it: what the published files of one manifest
 /// hold.
 ///
-/// The documents are not copied out of the files: each live version is a span of the
-/// file that holds it. The files, mapped whole at open (their checksums are verified),
-/// stay mapped until [`Published::release`] (once the catalog is built); a document
-/// asked for afterwards is read from the files kept open.
+/// A mapped base (see [`super::base`]) stays mapped: its table, ids and rows are read in
+/// place, its documents decoded when asked for. The documents of the parts (and of a
+/// base of earlier versions) are not copied out of their files either: each live version
+/// is a span of the file that holds it. Those files, mapped whole at open (their
+/// checksums are verified), stay mapped until [`Published::release`] (once the catalog
+/// is built); a document asked for afterwards is read from the files kept open.
 pub(crate) struct Published {
     pub(crate) dir: PathBuf,
     pub(crate) list: ViewList,
     pub(crate) meta: Meta,
-    /// The live documents' entity lists, until the catalog takes them
+    /// The entity lists of the live documents, until the catalog takes them
     /// ([`Published::take_entities`]).
     entities: std::sync::Mutex<rustc_hash::FxHashMap<DocId, Vec<String>>>,
     pub(crate) feedback: HashMap<String, Vec<FeedbackEntry>>,
-    /// Each live version: its file (an index into `files`) and its entry's span there.
+    /// The base, when it is a mapped one.
+    base: Option<Arc<MappedBase>>,
+    /// The mapped base's entity lists (in `DocId` order), until the catalog takes them.
+    base_entities: std::sync::Mutex<Vec<(u64, Vec<String>)>>,
+    /// The documents of the mapped base that the parts removed.
+    removed_from_base: rustc_hash::FxHashSet<DocId>,
+    /// Each other live version: its file (an index into `files`) and its entry's span
+    /// there.
     docs: BTreeMap<DocId, (usize, usize, usize)>,
-    /// The base's and parts' files, kept open, with their paths and lengths.
+    /// The files of `docs`, kept open, with their paths and lengths.
     files: Vec<(std::sync::Mutex<std::fs::File>, PathBuf, u64)>,
     bytes: std::sync::Mutex<Option<Arc<Vec<memmap2::Mmap>>>>,
+}
+
+/// Where a live version is, for [`Published::docs`].
+#[derive(Clone, Copy)]
+enum Located {
+    /// Record `i` of the mapped base.
+    Base(usize),
+    /// A span of one of the other files.
+    Span(usize, usize, usize),
 }
 
 impl Published {
@@ -505,13 +583,26 @@ impl Published {
             .par_iter()
             .map(|file| open_file(dir, file))
             .collect::<Result<_>>()?;
-        let Some(opened) = opened.into_iter().collect::<Option<Vec<_>>>() else {
+        let Some(mut opened) = opened.into_iter().collect::<Option<Vec<_>>>() else {
             return Ok(None);
         };
-        let mut docs = BTreeMap::new();
-        let mut entities = rustc_hash::FxHashMap::default();
-        let mut feedback = Vec::new();
+        let mut files = files;
         let mut meta = None;
+        let mut feedback = Vec::new();
+        let mut entities = rustc_hash::FxHashMap::default();
+        let mut base = None;
+        let mut base_entities = Vec::new();
+        if list.base.as_ref().is_some_and(|file| file.mapped) {
+            let (_, sections) = opened.remove(0);
+            let file = files.remove(0);
+            let mut mapped = MappedBase::load(sections, &path_of(dir, file))?;
+            base_entities = mapped.take_entities();
+            meta = mapped.header().meta.clone();
+            feedback = mapped.header().feedback.clone();
+            base = Some(Arc::new(mapped));
+        }
+        let mut docs = BTreeMap::new();
+        let mut removed_from_base = rustc_hash::FxHashSet::default();
         let mut handles = Vec::with_capacity(opened.len());
         let mut buffers = Vec::with_capacity(opened.len());
         for (index, ((handle, sections), file)) in opened.into_iter().zip(&files).enumerate() {
@@ -525,8 +616,11 @@ impl Published {
             let offset = sections.ranges[1].start;
             let spans = block::spans(sections.get(1), &what)?;
             for doc in header.removed {
-                docs.remove(&DocId::new(doc));
-                entities.remove(&DocId::new(doc));
+                let doc = DocId::new(doc);
+                if docs.remove(&doc).is_none() {
+                    removed_from_base.insert(doc);
+                }
+                entities.remove(&doc);
             }
             for (doc, start, end) in spans {
                 docs.insert(doc, (index, offset + start, offset + end));
@@ -555,6 +649,9 @@ impl Published {
             meta,
             entities: std::sync::Mutex::new(entities),
             feedback: feedback.into_iter().collect(),
+            base,
+            base_entities: std::sync::Mutex::new(base_entities),
+            removed_from_base,
             docs,
             files: handles,
             bytes: std::sync::Mutex::new(Some(Arc::new(buffers))),
@@ -567,7 +664,31 @@ impl Published {
         std::mem::take(&mut *self.entities.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// Unmaps the files (documents are read from the files then).
+    /// The mapped base's entity lists, in `DocId` order, handed over once.
+    pub(crate) fn take_base_entities(&self) -> Vec<(u64, Vec<String>)> {
+        std::mem::take(&mut *self.base_entities.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The mapped base, if the base is one.
+    pub(crate) fn mapped_base(&self) -> Option<&Arc<MappedBase>> {
+        self.base.as_ref()
+    }
+
+    /// The documents of the mapped base the parts removed.
+    pub(crate) fn removed_from_base(&self) -> impl Iterator<Item = DocId> + '_ {
+        self.removed_from_base.iter().copied()
+    }
+
+    /// Whether the mapped base holds `doc`, live.
+    fn base_index(&self, doc: DocId) -> Option<usize> {
+        if self.removed_from_base.contains(&doc) {
+            return None;
+        }
+        self.base.as_ref()?.find(doc)
+    }
+
+    /// Unmaps the files other than a mapped base (documents are read from the files
+    /// then).
     pub(crate) fn release(&self) {
         *self.bytes.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
@@ -606,7 +727,13 @@ impl Published {
     ) -> Result<Option<R>> {
         use std::io::{Read, Seek};
         let Some(&(index, start, end)) = self.docs.get(&doc) else {
-            return Ok(None);
+            return match (self.base.as_ref(), self.base_index(doc)) {
+                (Some(base), Some(i)) => {
+                    let entry = base.block_entry(&base.record(i))?;
+                    decode(entry.as_ref()).map(Some)
+                }
+                _ => Ok(None),
+            };
         };
         let loaded = self.bytes.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some(buffers) = loaded {
@@ -628,12 +755,51 @@ impl Published {
         &self,
         decode: impl Fn(block::EntryRef<'_>) -> Result<R> + Sync + Send,
     ) -> Result<Vec<R>> {
+        self.docs_where(|_| true, decode)
+    }
+
+    /// The live versions not in the mapped base (all of them without one), in `DocId`
+    /// order, each decoded by `decode` (in parallel).
+    pub(crate) fn docs_beside_base<R: Send>(
+        &self,
+        decode: impl Fn(block::EntryRef<'_>) -> Result<R> + Sync + Send,
+    ) -> Result<Vec<R>> {
+        self.docs_where(|located| matches!(located, Located::Span(..)), decode)
+    }
+
+    fn docs_where<R: Send>(
+        &self,
+        wanted: impl Fn(&Located) -> bool,
+        decode: impl Fn(block::EntryRef<'_>) -> Result<R> + Sync + Send,
+    ) -> Result<Vec<R>> {
         use rayon::prelude::*;
         let buffers = self.buffers()?;
-        let spans: Vec<&(usize, usize, usize)> = self.docs.values().collect();
-        spans
+        let mut located: Vec<(DocId, Located)> = self
+            .docs
+            .iter()
+            .map(|(&doc, &(index, start, end))| (doc, Located::Span(index, start, end)))
+            .collect();
+        if let Some(base) = &self.base {
+            located.extend(
+                base.records()
+                    .enumerate()
+                    .filter(|(_, record)| !self.removed_from_base.contains(&record.doc))
+                    .map(|(i, record)| (record.doc, Located::Base(i))),
+            );
+            located.sort_unstable_by_key(|(doc, _)| *doc);
+        }
+        located.retain(|(_, located)| wanted(located));
+        located
             .into_par_iter()
-            .map(|&(index, start, end)| decode(block::entry_at(&buffers[index][start..end])?))
+            .map(|(_, located)| match located {
+                Located::Span(index, start, end) => {
+                    decode(block::entry_at(&buffers[index][start..end])?)
+                }
+                Located::Base(i) => {
+                    let base = self.base.as_ref().expect("located in the base");
+                    decode(base.block_entry(&base.record(i))?.as_ref())
+                }
+            })
             .collect()
     }
 

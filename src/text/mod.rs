@@ -500,6 +500,26 @@ impl TextIndex {
         })
     }
 
+    /// The token counts of `docs` (those the index holds), each found through its
+    /// `doc_id` term: for a few documents, instead of reading every document's.
+    pub(crate) fn token_counts_of(&self, docs: &[DocId]) -> Result<Vec<(DocId, [u32; 2])>> {
+        guarded("reading token counts", || {
+            let searcher = self.reader.searcher();
+            let mut out = Vec::with_capacity(docs.len());
+            let mut targets = Vec::new();
+            for segment in searcher.segment_readers() {
+                self.locate(segment, docs, &mut targets)?;
+                let tokens = segment.fast_fields().u64("tokens").map_err(tantivy_err)?;
+                for &(seg_doc, doc) in &targets {
+                    if let Some(packed) = tokens.first(seg_doc) {
+                        out.push((doc, [(packed >> 32) as u32, packed as u32]));
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
     /// Removes a document version.
     ///
     /// # Errors

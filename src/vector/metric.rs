@@ -169,6 +169,7 @@ impl Quantized {
     /// `data` (rows of `dim`, each times its `inverse` norm: normalised) quantized. (On
     /// the caller's thread: a scan makes it while it holds the catalog's read lock,
     /// where a rayon worker must not wait for jobs.)
+    #[cfg(test)]
     pub(crate) fn of(data: &[f32], inverse: &[f32], dim: usize) -> Quantized {
         let mut all = Quantized::with_capacity(inverse.len(), dim);
         all.extend(data, inverse, dim);

@@ -225,7 +225,7 @@ impl VectorIndex {
         let accept = |key: VectorKey| {
             catalog
                 .get(key.doc())
-                .is_some_and(|entry| filter.matches(&entry.doc))
+                .is_some_and(|entry| filter.admits(entry))
         };
         let mut from_graph = FxHashMap::default();
         let collect = |hits: Vec<(VectorKey, f32)>, from_graph: &mut FxHashMap<DocId, f32>| {
@@ -336,7 +336,7 @@ fn scan(
         let Some(vectors) = catalog.vectors_of(entry) else {
             continue;
         };
-        if filter.matches(&entry.doc) {
+        if filter.admits(entry) {
             scored.push((
                 doc,
                 graph::best_cosine(query, vectors.data, vectors.inverse, query.len()),
@@ -399,10 +399,7 @@ fn scan_arena(
         if high < lowest(&floor) {
             continue;
         }
-        if !catalog
-            .get(doc)
-            .is_some_and(|entry| filter.matches(&entry.doc))
-        {
+        if !catalog.get(doc).is_some_and(|entry| filter.admits(entry)) {
             continue;
         }
         floor.push(Reverse(Cosine(low)));
@@ -430,7 +427,7 @@ fn scan_arena(
 /// The vector `key` names, normalised as a graph holds it (see
 /// [`crate::catalog::VectorsRef::normalised`]), if it is a live document's.
 pub(crate) fn catalog_vector(catalog: &Catalog, kind: Kind, key: VectorKey) -> Option<Vec<f32>> {
-    if catalog.get(key.doc())?.doc.kind() != kind {
+    if catalog.get(key.doc())?.kind() != kind {
         return None;
     }
     let (row, inverse) = catalog.arena(kind).row(catalog.arena_row(key)? as usize)?;
@@ -467,7 +464,7 @@ fn top_k(catalog: &Catalog, mut ranked: Vec<(DocId, f32)>, k: usize) -> Vec<(Doc
         let kth = ranked[k - 1].1;
         ranked.retain(|r| r.1.total_cmp(&kth).is_ge());
     }
-    let user_id = |doc: &DocId| catalog.get(*doc).map_or("", |e| e.doc.id());
+    let user_id = |doc: &DocId| catalog.get(*doc).map_or("", |e| e.id());
     ranked.sort_by(|a, b| {
         b.1.total_cmp(&a.1)
             .then_with(|| user_id(&a.0).cmp(user_id(&b.0)))
