@@ -716,6 +716,23 @@ fn json_equals(found: &serde_json::Value, wanted: &str) -> bool {
     }
 }
 
+/// Records `entry` as the live version of its id.
+fn add_id(ids: &mut IdMaps, doc: DocId, entry: &Entry) {
+    let ids = &mut ids[entry.kind().index()];
+    let tenant = entry.tenant_id();
+    match ids.get_mut(tenant) {
+        Some(map) => {
+            map.insert(entry.id().to_string(), doc);
+        }
+        None => {
+            ids.insert(
+                tenant.to_string(),
+                StrMap::from_iter([(entry.id().to_string(), doc)]),
+            );
+        }
+    }
+}
+
 /// Takes `removed` from a tenant's token totals and adds `added`.
 fn adjust_tokens(totals: &mut StrMap<[u64; 2]>, tenant: &str, removed: [u32; 2], added: [u32; 2]) {
     let totals = match totals.get_mut(tenant) {
@@ -726,6 +743,9 @@ fn adjust_tokens(totals: &mut StrMap<[u64; 2]>, tenant: &str, removed: [u32; 2],
         *total = total.saturating_sub(u64::from(removed)) + u64::from(added);
     }
 }
+
+/// User ids to live versions, by kind and tenant.
+type IdMaps = [StrMap<StrMap<DocId>>; Kind::COUNT];
 
 /// The live documents of an index.
 #[derive(Debug, Default)]
@@ -741,9 +761,10 @@ pub(crate) struct Catalog {
     vectors_by_seq: [BTreeMap<u64, DocId>; Kind::COUNT],
     /// The normalised vectors of the live documents, by kind.
     arenas: [Arena; Kind::COUNT],
-    /// User ids to live versions, by kind and tenant (rebuilt from the documents at
-    /// open: the store keeps no separate id map).
-    ids: [StrMap<StrMap<DocId>>; Kind::COUNT],
+    /// User ids to live versions, by kind and tenant: made from the entries by the
+    /// first lookup (a reader's searches never look an id up, and 100,000 ids cost an
+    /// open 10 ms), then kept up to date.
+    ids: std::sync::OnceLock<IdMaps>,
     /// XOR of a hash of `(DocId, seq)` over the live documents: which versions are live,
     /// in 8 bytes (see [`Catalog::digest`]).
     digest: u64,
@@ -793,31 +814,69 @@ impl Catalog {
                 let doc = DocId::new(doc);
                 while records.next_if(|record| record.doc < doc).is_some() {}
                 if let Some(record) = records.next_if(|record| record.doc == doc) {
-                    graph.insert(
-                        doc,
-                        record.kind,
-                        base.tenant(&record),
-                        base.id(&record),
-                        list,
-                    );
+                    graph.insert(doc, record.kind, base.tenant(&record), list);
                 }
             }
             graph
         };
-        let link_all = |catalog: &mut Catalog| {
-            catalog.entries.reserve(base.len());
-            for (i, record) in base.records().enumerate() {
-                let entry = Entry::mapped(base, i, &record);
-                let placed = (record.rows.1 > 0).then_some(Placed {
-                    start: record.rows.0,
-                    rows: record.rows.1 as usize,
-                });
-                catalog.insert_placed(record.doc, entry, placed);
-            }
-        };
-        let (graph, ()) = rayon::join(graph_of, || link_all(&mut catalog));
+        let (graph, ()) = rayon::join(graph_of, || catalog.link_base(base));
         catalog.graph = graph;
         catalog
+    }
+
+    /// Links every record of `base` (an empty catalog's arenas adopted its rows): what
+    /// [`Catalog::insert_placed`] does for each, with the postings grouped by the base's
+    /// name indices first (no name hashed per document) and the maps sized once.
+    fn link_base(&mut self, base: &Arc<MappedBase>) {
+        debug_assert!(self.entries.is_empty());
+        let names = base.names();
+        let mut by_tenant: Vec<FxHashMap<usize, DocSet>> =
+            Kind::ALL.iter().map(|_| FxHashMap::default()).collect();
+        let mut by_context: FxHashMap<(usize, usize), DocSet> = FxHashMap::default();
+        let mut tokens: Vec<FxHashMap<usize, [u64; 2]>> =
+            Kind::ALL.iter().map(|_| FxHashMap::default()).collect();
+        let mut by_seq: Vec<Vec<(u64, DocId)>> = Kind::ALL.iter().map(|_| Vec::new()).collect();
+        self.entries.reserve(base.len());
+        for (i, record) in base.records().enumerate() {
+            let kind = record.kind.index();
+            let doc = record.doc;
+            self.digest ^= version_hash(doc, record.seq);
+            let mut entry = Entry::mapped(base, i, &record);
+            if record.rows.1 > 0
+                && let Some(slot) =
+                    self.arenas[kind].place(doc, record.rows.0, record.rows.1 as usize)
+            {
+                entry.vectors = Some(Vectors { slot });
+                by_seq[kind].push((record.seq, doc));
+            }
+            let tenant = record.tenant_index();
+            by_tenant[kind].entry(tenant).or_default().insert(doc);
+            if let Some(context) = record.context_index() {
+                by_context.entry((tenant, context)).or_default().insert(doc);
+            }
+            let totals = tokens[kind].entry(tenant).or_default();
+            for (total, n) in totals.iter_mut().zip(record.tokens) {
+                *total += u64::from(n);
+            }
+            self.entries.insert(doc, entry);
+        }
+        self.generation += 1;
+        for kind in Kind::ALL {
+            let k = kind.index();
+            for (tenant, set) in std::mem::take(&mut by_tenant[k]) {
+                self.by_tenant[k].insert(names[tenant].clone(), set);
+            }
+            for (tenant, totals) in std::mem::take(&mut tokens[k]) {
+                self.tokens[k].insert(names[tenant].clone(), totals);
+            }
+            self.vectors_by_seq[k] = std::mem::take(&mut by_seq[k]).into_iter().collect();
+        }
+        for ((tenant, context), set) in by_context {
+            self.by_context
+                .entry(names[tenant].clone())
+                .or_default()
+                .insert(names[context].clone(), set);
+        }
     }
 
     /// The BM25 statistics of one scope: live documents of `kind` in `tenant`, and
@@ -978,7 +1037,14 @@ impl Catalog {
 
     /// The live version of a user id.
     pub(crate) fn lookup(&self, kind: Kind, tenant: &str, id: &str) -> Option<DocId> {
-        self.ids[kind.index()].get(tenant)?.get(id).copied()
+        let ids = self.ids.get_or_init(|| {
+            let mut ids = IdMaps::default();
+            for (&doc, entry) in &self.entries {
+                add_id(&mut ids, doc, entry);
+            }
+            ids
+        });
+        ids[kind.index()].get(tenant)?.get(id).copied()
     }
 
     /// A digest of the live versions: equal digests mean (but for a 2^-64 chance) the
@@ -998,8 +1064,7 @@ impl Catalog {
     ) {
         self.remove_existing(doc_id);
         let kind = entry.kind();
-        self.graph
-            .insert(doc_id, kind, entry.tenant_id(), entry.id(), entities);
+        self.graph.insert(doc_id, kind, entry.tenant_id(), entities);
         let vectors = vectors.and_then(|vectors| {
             let slot = self.arenas[kind.index()].push(doc_id, &vectors)?;
             Some(Vectors { slot })
@@ -1035,17 +1100,8 @@ impl Catalog {
         let kind_idx = entry.kind().index();
         let tenant = entry.tenant_id();
         adjust_tokens(&mut self.tokens[kind_idx], tenant, [0, 0], entry.tokens);
-        let ids = &mut self.ids[kind_idx];
-        match ids.get_mut(tenant) {
-            Some(map) => {
-                map.insert(entry.id().to_string(), doc_id);
-            }
-            None => {
-                ids.insert(
-                    tenant.to_string(),
-                    StrMap::from_iter([(entry.id().to_string(), doc_id)]),
-                );
-            }
+        if let Some(ids) = self.ids.get_mut() {
+            add_id(ids, doc_id, &entry);
         }
         let tenants = &mut self.by_tenant[kind_idx];
         match tenants.get_mut(tenant) {
@@ -1086,13 +1142,15 @@ impl Catalog {
         let tenant = entry.tenant_id();
         self.graph.remove(doc_id, kind, tenant);
         adjust_tokens(&mut self.tokens[kind.index()], tenant, entry.tokens, [0, 0]);
-        let ids = &mut self.ids[kind.index()];
-        if let Some(map) = ids.get_mut(tenant) {
-            if map.get(entry.id()) == Some(&doc_id) {
-                map.remove(entry.id());
-            }
-            if map.is_empty() {
-                ids.remove(tenant);
+        if let Some(ids) = self.ids.get_mut() {
+            let ids = &mut ids[kind.index()];
+            if let Some(map) = ids.get_mut(tenant) {
+                if map.get(entry.id()) == Some(&doc_id) {
+                    map.remove(entry.id());
+                }
+                if map.is_empty() {
+                    ids.remove(tenant);
+                }
             }
         }
         let tenants = &mut self.by_tenant[kind.index()];

@@ -192,8 +192,6 @@ struct ScopeGraph {
     entities_of: FxHashMap<DocId, Box<[String]>>,
     /// The longest entity, in words (how long an n-gram of the query to look up).
     longest: usize,
-    /// Document → its user id (to name bridges in paths).
-    ids: FxHashMap<DocId, Box<str>>,
 }
 
 /// The entity graph of an index: one [`ScopeGraph`] per kind and tenant.
@@ -212,14 +210,13 @@ pub(crate) struct GraphHit {
 }
 
 impl EntityGraph {
-    /// Links a document (of `kind`, in `tenant`, with user id `id`) to the entities it
-    /// mentions (`entities`: [`entities_of`] the document, as stored).
+    /// Links a document (of `kind`, in `tenant`) to the entities it mentions
+    /// (`entities`: [`entities_of`] the document, as stored).
     pub(crate) fn insert(
         &mut self,
         doc_id: DocId,
         kind: Kind,
         tenant: &str,
-        id: &str,
         entities: Vec<String>,
     ) {
         let scopes = &mut self.scopes[kind.index()];
@@ -241,7 +238,6 @@ impl EntityGraph {
         scope
             .entities_of
             .insert(doc_id, entities.into_boxed_slice());
-        scope.ids.insert(doc_id, id.into());
     }
 
     pub(crate) fn remove(&mut self, doc_id: DocId, kind: Kind, tenant: &str) {
@@ -249,7 +245,6 @@ impl EntityGraph {
         let Some(scope) = scopes.get_mut(tenant) else {
             return;
         };
-        scope.ids.remove(&doc_id);
         if let Some(entities) = scope.entities_of.remove(&doc_id) {
             for entity in entities.iter() {
                 if let Some(docs) = scope.docs_of.get_mut(entity) {
@@ -304,15 +299,15 @@ impl EntityGraph {
     }
 
     /// The graph leg: documents reached from `entities`, best first, at most `limit`;
-    /// only documents `admit` accepts, as hits and as bridges.
-    pub(crate) fn search(
+    /// only documents `admit` accepts (it gives their user ids), as hits and as bridges.
+    pub(crate) fn search<'i>(
         &self,
         kind: Kind,
         tenant: &str,
         entities: &[String],
         config: &GraphConfig,
         limit: usize,
-        admit: &dyn Fn(DocId) -> bool,
+        admit: &dyn Fn(DocId) -> Option<&'i str>,
     ) -> Vec<GraphHit> {
         let Some(scope) = self.scopes[kind.index()].get(tenant) else {
             return Vec::new();
@@ -337,7 +332,7 @@ impl EntityGraph {
                 entry.2 = path;
             }
         };
-        let mut hop1: Vec<(DocId, f64, &String)> = Vec::new();
+        let mut hop1: Vec<(DocId, f64, &String, &str)> = Vec::new();
         for entity in entities {
             let Some(docs) = scope.docs_of.get(entity) else {
                 continue;
@@ -347,10 +342,10 @@ impl EntityGraph {
             }
             let weight = rarity(docs.len());
             for &doc in docs {
-                if !admit(doc) {
+                let Some(id) = admit(doc) else {
                     continue;
-                }
-                hop1.push((doc, weight, entity));
+                };
+                hop1.push((doc, weight, entity, id));
                 let path = GraphPath {
                     entity: entity.clone(),
                     via: None,
@@ -360,14 +355,10 @@ impl EntityGraph {
         }
         if config.hops >= 2 {
             let direct: std::collections::HashSet<DocId> = hop1.iter().map(|h| h.0).collect();
-            for &(bridge, weight, entity) in &hop1 {
+            for &(bridge, weight, entity, bridge_id) in &hop1 {
                 let Some(shared) = scope.entities_of.get(&bridge) else {
                     continue;
                 };
-                let bridge_id = scope
-                    .ids
-                    .get(&bridge)
-                    .map_or_else(String::new, |id| id.to_string());
                 for other in shared.iter() {
                     if entities.contains(other) {
                         continue;
@@ -380,14 +371,14 @@ impl EntityGraph {
                     }
                     let score = weight * config.decay * rarity(docs.len());
                     for &doc in docs {
-                        if doc == bridge || direct.contains(&doc) || !admit(doc) {
+                        if doc == bridge || direct.contains(&doc) || admit(doc).is_none() {
                             continue;
                         }
                         // A document id node reads as the id.
                         let shared = other.trim_start_matches('\u{0}').to_string();
                         let path = GraphPath {
                             entity: entity.clone(),
-                            via: Some((bridge_id.clone(), shared)),
+                            via: Some((bridge_id.to_string(), shared)),
                         };
                         offer(doc, score, path, &mut best);
                     }
@@ -501,13 +492,7 @@ mod tests {
         for (i, chunk) in docs.into_iter().enumerate() {
             let doc = Document::Chunk(chunk);
             let entities = entities_of(&doc);
-            graph.insert(
-                DocId::new(i as u64),
-                doc.kind(),
-                doc.tenant_id(),
-                doc.id(),
-                entities,
-            );
+            graph.insert(DocId::new(i as u64), doc.kind(), doc.tenant_id(), entities);
         }
         let found = graph.query_entities(
             Kind::Chunk,
@@ -553,13 +538,7 @@ mod tests {
         for (i, chunk) in docs.into_iter().enumerate() {
             let doc = Document::Chunk(chunk);
             let entities = entities_of(&doc);
-            graph.insert(
-                DocId::new(i as u64),
-                doc.kind(),
-                doc.tenant_id(),
-                doc.id(),
-                entities,
-            );
+            graph.insert(DocId::new(i as u64), doc.kind(), doc.tenant_id(), entities);
         }
         let config = GraphConfig::default();
         let hits = graph.search(
@@ -568,7 +547,7 @@ mod tests {
             &["nw-15699".into()],
             &config,
             10,
-            &|_| true,
+            &|_| Some("doc"),
         );
         let ids: Vec<u64> = hits.iter().map(|h| h.doc.as_u64()).collect();
         assert_eq!(ids, [0, 1], "the crowded region is no bridge");
@@ -582,7 +561,7 @@ mod tests {
                     &["nw-15699".into()],
                     &one_hop,
                     10,
-                    &|_| true
+                    &|_| Some("doc")
                 )
                 .len(),
             1
@@ -596,7 +575,7 @@ mod tests {
                     &["nw-15699".into()],
                     &config,
                     10,
-                    &|d| d.as_u64() != 0
+                    &|d| (d.as_u64() != 0).then_some("doc")
                 )
                 .is_empty()
         );

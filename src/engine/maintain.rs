@@ -104,21 +104,15 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
         if mismatched {
             loaded.mismatched.push(doc);
         }
-        links.push((
-            doc,
-            entry.kind(),
-            entry.tenant_id().to_string(),
-            entry.id().to_string(),
-            entities,
-        ));
+        links.push((doc, entry.kind(), entry.tenant_id().to_string(), entities));
         rest.push((doc, entry, placed));
     }
     let catalog = &mut loaded.catalog;
     let (graph, ()) = rayon::join(
         move || {
             let mut graph = crate::graph::EntityGraph::default();
-            for (doc, kind, tenant, id, entities) in links {
-                graph.insert(doc, kind, &tenant, &id, entities);
+            for (doc, kind, tenant, entities) in links {
+                graph.insert(doc, kind, &tenant, entities);
             }
             graph
         },

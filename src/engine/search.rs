@@ -191,7 +191,7 @@ impl Inner {
                 &graph_entities,
                 graph,
                 query.limit,
-                &|doc| accept(doc).is_some(),
+                &accept,
             )
         };
 

@@ -84,6 +84,16 @@ pub(crate) struct Record {
 }
 
 impl Record {
+    /// The index of its tenant's name (see [`MappedBase::name`]).
+    pub(crate) fn tenant_index(&self) -> usize {
+        self.tenant as usize
+    }
+
+    /// The index of its context's name, if it has one.
+    pub(crate) fn context_index(&self) -> Option<usize> {
+        (self.context != NO_CONTEXT).then_some(self.context as usize)
+    }
+
     fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.doc.as_u64().to_le_bytes());
         out.extend_from_slice(&self.seq.to_le_bytes());
@@ -484,6 +494,11 @@ impl MappedBase {
     pub(crate) fn id(&self, record: &Record) -> &str {
         let (start, len) = (record.id.0 as usize, record.id.1 as usize);
         std::str::from_utf8(&self.sections.get(4)[start..start + len]).expect("ids checked at load")
+    }
+
+    /// The tenants' and contexts' names.
+    pub(crate) fn names(&self) -> &[String] {
+        &self.names
     }
 
     pub(crate) fn tenant(&self, record: &Record) -> &str {
