@@ -370,8 +370,12 @@ impl MappedBase {
         for kind in Kind::ALL {
             let rows = base_header.rows[kind.index()];
             let section = |i: usize| sections.get(6 + 3 * kind.index() + i).len() as u64;
-            let expected = [rows * dim as u64 * 4, rows * 4, rows * 2];
-            if (0..3).any(|i| section(i) != expected[i]) {
+            let expected = [
+                rows.checked_mul(dim as u64 * 4),
+                rows.checked_mul(4),
+                rows.checked_mul(2),
+            ];
+            if (0..3).any(|i| Some(section(i)) != expected[i]) {
                 return Err(damaged(format!("{kind} rows of another size")));
             }
         }
@@ -609,4 +613,327 @@ fn floats_of(bytes: &[u8]) -> Vec<f32> {
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::{Chunk, Document, Rule, Scope};
+    use crate::store::view::{self, Part};
+    use crate::time::Timestamp;
+    use crate::{Scenario, Tool};
+
+    const DIM: usize = 4;
+
+    fn vector(i: usize) -> Vec<f32> {
+        let x = i as f32;
+        vec![1.0 + x, (x * 0.37).sin() * 3.0, -x, 0.5]
+    }
+
+    /// Documents of every kind and shape: rules with patterns (one pattern's vector
+    /// zero: kept by the entry, not a row), in scopes, disabled or an agent's; chunks with
+    /// and without context, expiring, with no vector or a zero one; scenarios and tools;
+    /// two tenants.
+    fn documents() -> Vec<(Document, Option<StoredVectors>)> {
+        let mut docs = Vec::new();
+        for i in 0..40usize {
+            let (doc, stored) = match i % 8 {
+                0 => (
+                    Document::Rule(
+                        Rule::new(format!("r{i}"), "the customer asks", "answer")
+                            .with_patterns(["one", "two", "three"]),
+                    ),
+                    StoredVectors {
+                        main: Some(vector(i)),
+                        patterns: vec![Some(vector(i + 1)), Some(vec![0.0; DIM]), None],
+                        external: true,
+                    },
+                ),
+                1 => (
+                    Document::Rule(
+                        Rule::new(format!("r{i}"), "c", "a")
+                            .with_scope(Scope::step("returns", "confirm"))
+                            .with_tenant("acme"),
+                    ),
+                    StoredVectors {
+                        main: Some(vector(i)),
+                        patterns: Vec::new(),
+                        external: false,
+                    },
+                ),
+                2 => (
+                    Document::Rule(Rule::new(format!("r{i}"), "c", "a").with_enabled(false)),
+                    StoredVectors::default(),
+                ),
+                3 => (
+                    Document::Chunk(Chunk::new(format!("c{i}"), "a note").with_context("u1")),
+                    StoredVectors {
+                        main: Some(vector(i)),
+                        patterns: Vec::new(),
+                        external: true,
+                    },
+                ),
+                4 => (
+                    Document::Chunk(
+                        Chunk::new(format!("c{i}"), "expires")
+                            .with_expires_at(Timestamp::from_unix_millis(5))
+                            .with_agent("bot"),
+                    ),
+                    StoredVectors {
+                        main: Some(vec![0.0; DIM]),
+                        patterns: Vec::new(),
+                        external: true,
+                    },
+                ),
+                5 => (
+                    Document::Scenario(Scenario::new(format!("s{i}"), "Returns", "send back")),
+                    StoredVectors {
+                        main: Some(vector(i)),
+                        patterns: Vec::new(),
+                        external: false,
+                    },
+                ),
+                6 => (
+                    Document::Tool(Tool::new(format!("t{i}"), "track", "where is it")),
+                    StoredVectors::default(),
+                ),
+                _ => (
+                    Document::Chunk(Chunk::new(format!("c{i}"), "plain").with_tenant("acme")),
+                    StoredVectors {
+                        main: Some(vector(i)),
+                        patterns: Vec::new(),
+                        external: true,
+                    },
+                ),
+            };
+            docs.push((doc, (!stored.is_empty()).then_some(stored)));
+        }
+        docs
+    }
+
+    fn entries() -> Vec<BlockEntry> {
+        documents()
+            .iter()
+            .enumerate()
+            .map(|(i, (doc, stored))| {
+                BlockEntry::new(
+                    DocId::new(10 + 3 * i as u64),
+                    &DocRecord::from_document(doc, 100 + i as u64),
+                    &stored.clone().unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    fn tokens(doc: DocId) -> [u32; 2] {
+        [doc.as_u64() as u32 * 2, 1]
+    }
+
+    fn header() -> PartHeader {
+        PartHeader {
+            entities: vec![(10, vec!["order-1".to_string()])],
+            ..PartHeader::default()
+        }
+    }
+
+    /// Writes `encoded` and reads it back as a mapped base.
+    fn written(dir: &Path, encoded: &Encoded) -> Result<MappedBase> {
+        let file = view::write_sections(dir, "base-1.rv", &encoded.sections())?;
+        let sections = view::read_file(dir, &file)?.expect("written");
+        MappedBase::load(sections, Path::new("base-1.rv"))
+    }
+
+    #[test]
+    fn a_base_reads_back_every_record_entry_and_vector_exactly() {
+        let entries = entries();
+        let encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let base = written(dir.path(), &encoded).unwrap();
+        assert_eq!(base.len(), entries.len());
+        assert_eq!(base.header().entities, header().entities);
+        for ((i, original), (doc, stored)) in entries.iter().enumerate().zip(documents()) {
+            let record = base.record(i);
+            assert_eq!(base.find(original.doc), Some(i));
+            assert_eq!(record.doc, original.doc);
+            assert_eq!(record.seq, 100 + i as u64);
+            assert_eq!(record.tokens, tokens(original.doc));
+            assert_eq!(record.kind, doc.kind());
+            assert_eq!(base.id(&record), doc.id());
+            assert_eq!(base.tenant(&record), doc.tenant_id());
+            let context = doc.as_chunk().and_then(|c| c.context_id.as_deref());
+            assert_eq!(base.context(&record), context);
+            assert_eq!(
+                record.plain,
+                DocRecord::from_document(&doc, 0).summary().plain
+            );
+            // The vectors as stored, bit for bit (a zero vector kept by the entry).
+            assert_eq!(base.stored_vectors(&record).unwrap(), stored, "{i}");
+            // The entry a part would hold, byte for byte.
+            let entry = base.block_entry(&record).unwrap();
+            assert_eq!(block::encode([&entry]), block::encode([original]), "{i}");
+            assert_eq!(
+                base.doc_record(&record).unwrap().into_document().unwrap(),
+                doc
+            );
+            // Rows of vectors with a direction, each with its inverse norm.
+            let rows = base.rows(record.kind);
+            let range = record.rows.0 as usize..(record.rows.0 + record.rows.1) as usize;
+            let expected = stored
+                .as_ref()
+                .and_then(DocRows::from_stored)
+                .unwrap_or_default();
+            assert_eq!(&rows.indices[range.clone()], expected.rows.as_slice());
+            assert_eq!(&rows.inverse[range.clone()], expected.inverse.as_slice());
+            assert_eq!(
+                &rows.data[range.start * DIM..range.end * DIM],
+                expected.data.as_slice()
+            );
+        }
+        assert_eq!(base.find(DocId::new(11)), None);
+        assert_eq!(base.find(DocId::new(1_000)), None);
+        // Each vector is once in the file: the rows hold them, the entries do not.
+        let stored_floats: usize = documents()
+            .iter()
+            .filter_map(|(_, s)| s.as_ref())
+            .map(|s| s.indexed().count() * DIM)
+            .sum();
+        let part = Part {
+            header: header(),
+            written: entries,
+        };
+        let part_len = view::write_sections(
+            dir.path(),
+            "part-1.rv",
+            &[
+                Section::Bytes(&part.encode_header()),
+                Section::Entries(&part.written),
+            ],
+        )
+        .unwrap()
+        .len;
+        let base_len = std::fs::metadata(dir.path().join("view/base-1.rv"))
+            .unwrap()
+            .len();
+        // The base adds its table, ids, inverse norms, indices and centroids, not a
+        // second copy of the vectors.
+        assert!(
+            base_len < part_len + 40 * (RECORD as u64 + 64) + 8 * 64 * 12,
+            "{base_len} {part_len} {stored_floats}"
+        );
+    }
+
+    /// A mapped entry is admitted by a filter exactly when its document matches: the
+    /// record's answer (kind, tenant, context, plain) where it suffices, the document's
+    /// otherwise; and the same once the document is decoded.
+    #[test]
+    fn a_mapped_entry_is_admitted_as_its_document_matches() {
+        use crate::catalog::{Catalog, DocFilter};
+        let entries = entries();
+        let encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::sync::Arc::new(written(dir.path(), &encoded).unwrap());
+        let catalog = Catalog::from_base(&base, Vec::new());
+        let tags = [Vec::new(), vec!["vip".to_string()]];
+        let metadata = [Vec::new(), vec![("source".to_string(), "chat".to_string())]];
+        let mut checked = 0;
+        for decode_first in [false, true] {
+            for (entry, (doc, _)) in entries.iter().zip(documents()) {
+                let mapped = catalog.get(entry.doc).unwrap();
+                if decode_first {
+                    mapped.doc().unwrap();
+                }
+                for kind in Kind::ALL {
+                    for tenant in ["default", "acme"] {
+                        for agent in [None, Some("bot"), Some("other")] {
+                            for (scenario, step) in [
+                                (None, None),
+                                (Some("returns"), None),
+                                (Some("returns"), Some("confirm")),
+                            ] {
+                                for context in [None, Some("u1"), Some("u2")] {
+                                    for (tags, metadata) in tags.iter().zip(&metadata) {
+                                        for now in [0, 10] {
+                                            let filter = DocFilter {
+                                                kind,
+                                                tenant,
+                                                agent,
+                                                scenario,
+                                                step,
+                                                context,
+                                                tags,
+                                                metadata,
+                                                now: Timestamp::from_unix_millis(now),
+                                            };
+                                            assert_eq!(
+                                                filter.admits(mapped),
+                                                filter.matches(&doc),
+                                                "{filter:?} {doc:?}"
+                                            );
+                                            checked += 1;
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 10_000);
+    }
+
+    /// A base whose table says anything (its checksum right: written so) loads with an
+    /// error or answers without panicking.
+    #[test]
+    fn a_damaged_table_is_an_error_never_a_panic() {
+        let entries = entries();
+        let dir = tempfile::tempdir().unwrap();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut refused = 0;
+        for round in 0..400 {
+            let mut encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
+            let target = match round % 4 {
+                0 | 1 => &mut encoded.table,
+                2 => &mut encoded.ids,
+                _ => &mut encoded.base_header,
+            };
+            if target.is_empty() {
+                continue;
+            }
+            for _ in 0..1 + next() % 3 {
+                let at = (next() % target.len() as u64) as usize;
+                target[at] ^= 1 << (next() % 8);
+            }
+            match written(dir.path(), &encoded) {
+                Err(err) => {
+                    assert!(
+                        matches!(err.kind(), crate::ErrorKind::Corrupt { .. }),
+                        "{err:?}"
+                    );
+                    refused += 1;
+                }
+                Ok(base) => {
+                    for i in 0..base.len() {
+                        let record = base.record(i);
+                        let _ = (
+                            base.id(&record),
+                            base.tenant(&record),
+                            base.context(&record),
+                        );
+                        let _ = base.stored_vectors(&record);
+                        let _ = base.block_entry(&record);
+                        let _ = base.doc_record(&record);
+                        let _ = base.find(record.doc);
+                    }
+                }
+            }
+        }
+        assert!(refused > 100, "{refused}");
+    }
 }
