@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use proptest::prelude::*;
-use ruchedb::{Chunk, EmbedderSpec, Engine, ErrorKind, Kind, Rule, SearchRequest};
+use ruchedb::{Chunk, Document, EmbedderSpec, Engine, ErrorKind, Kind, Rule, SearchRequest};
 
 /// Set when the kill campaign runs this test binary as its writer.
 const KILL_DIR: &str = "RUCHE_TEST_KILL_DIR";
@@ -495,6 +495,77 @@ fn the_v1_format_opens_and_other_versions_are_refused() {
         ),
         "{err}"
     );
+}
+
+/// An index the last version published (manifest format 2, files without aligned
+/// sections, a base that readers decoded whole) is read as it is; the first open for
+/// writing publishes a mapped base (manifest format 3), which reads the same documents,
+/// vectors and answers. (The fixture was written by the version before the mapped base:
+/// `ruche index` of 30 chunks and 2 rules with their vectors, one a rule's zero pattern
+/// vector.)
+#[test]
+fn an_index_published_by_the_last_version_is_read_and_upgraded() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v2-published-index");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    copy_dir(&fixture, &path);
+    let format = |path: &Path| -> (u64, bool) {
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path.join("MANIFEST")).unwrap()).unwrap();
+        (
+            manifest["manifest_format"].as_u64().unwrap(),
+            manifest["view"]["base"]["mapped"].as_bool().unwrap_or(false),
+        )
+    };
+    let answers = |engine: &Engine| -> Vec<Vec<(String, u64)>> {
+        let requests = [
+            SearchRequest::rules("the customer wants a refund"),
+            SearchRequest::rules("money back").embedding(vec![0.1, 0.9, 0.1, 0.0]),
+            SearchRequest::chunks("REF-00003 order"),
+            SearchRequest::chunks("note")
+                .embedding(vec![1.0, 0.3, 0.9, 0.1])
+                .context("customer-1")
+                .min_relevance(0.0),
+        ];
+        requests
+            .iter()
+            .map(|request| {
+                let hits = engine.search(&request.clone().top_k(5)).unwrap().hits;
+                assert!(!hits.is_empty(), "{request:?}");
+                hits.into_iter().map(|h| (h.id, h.score.to_bits())).collect()
+            })
+            .collect()
+    };
+    assert_eq!(format(&path), (2, false));
+    let (before, exported, refund) = {
+        let reader = Engine::builder().open_read_only(&path).unwrap();
+        let stats = reader.stats();
+        assert_eq!((stats.rules, stats.chunks), (2, 30));
+        let refund = reader.get(Kind::Rule, "default", "refund").unwrap().unwrap();
+        let Document::Rule(rule) = &refund else {
+            panic!("{refund:?}")
+        };
+        assert_eq!(
+            rule.pattern_embeddings,
+            Some(vec![vec![0.1, 0.9, 0.1, 0.0], vec![0.0; 4]])
+        );
+        let mut exported = reader.export(Kind::Chunk, None).unwrap();
+        exported.extend(reader.export(Kind::Rule, None).unwrap());
+        (answers(&reader), exported, refund)
+    };
+    // A reader wrote nothing: still the last version's files.
+    assert_eq!(format(&path), (2, false));
+    {
+        let writer = Engine::builder().open(&path).unwrap();
+        assert_eq!(format(&path), (3, true));
+        assert_eq!(answers(&writer), before);
+    }
+    let reader = Engine::builder().open_read_only(&path).unwrap();
+    assert_eq!(answers(&reader), before);
+    assert_eq!(reader.get(Kind::Rule, "default", "refund").unwrap().unwrap(), refund);
+    let mut exported_now = reader.export(Kind::Chunk, None).unwrap();
+    exported_now.extend(reader.export(Kind::Rule, None).unwrap());
+    assert_eq!(exported_now, exported);
 }
 
 /// Writes the v1 fixture (run by hand: `RUCHE_MAKE_FIXTURE=1 cargo test make_v1_fixture`).
