@@ -64,7 +64,8 @@ impl CheckReport {
 }
 
 /// Verifies the files published for readers: each one the manifest lists is there,
-/// of its length and CRC-32, and they are of the store's last commit.
+/// of its length and CRC-32, and they are of the store's last commit; a mapped base's
+/// table and rows agree with its documents.
 fn check_view(dir: &Path, seq: u64, report: &mut CheckReport) {
     const PART: &str = "view/ (published for readers)";
     let list = match manifest::read_with_view(dir) {
@@ -80,6 +81,14 @@ fn check_view(dir: &Path, seq: u64, report: &mut CheckReport) {
     let mut bad = Vec::new();
     for file in list.files() {
         match view::read_file(dir, file) {
+            Ok(Some(sections)) if file.mapped => {
+                let path = view::path_of(dir, file);
+                if let Err(err) = crate::store::base::MappedBase::load(sections, &path)
+                    .and_then(|base| base.verify(&path))
+                {
+                    bad.push(err.to_string());
+                }
+            }
             Ok(Some(_)) => {}
             Ok(None) => bad.push(format!("{} is missing", file.name)),
             Err(err) => bad.push(err.to_string()),

@@ -445,6 +445,50 @@ impl MappedBase {
         Ok(base)
     }
 
+    /// Checks that the table and the rows say what the entries do: each record's kind,
+    /// tenant, id, context, plainness and sequence number are its entry's, its vectors
+    /// decode, and each row's inverse norm and vector index are its vector's (`ruche
+    /// check`; a reader trusts them).
+    pub(crate) fn verify(&self, path: &Path) -> Result<()> {
+        let damaged = |doc: DocId, why: &str| {
+            Error::corrupt(format!(
+                "{}: published base: document {}: {why}",
+                path.display(),
+                doc.as_u64()
+            ))
+        };
+        let dim = self.dimensions;
+        (0..self.docs).into_par_iter().try_for_each(|i| {
+            let record = self.record(i);
+            let stored = self.doc_record(&record)?;
+            let summary = stored.summary();
+            let same = summary.kind == record.kind
+                && summary.tenant == self.tenant(&record)
+                && summary.id == self.id(&record)
+                && summary.context == self.context(&record)
+                && summary.plain == record.plain
+                && stored.seq == record.seq;
+            if !same {
+                return Err(damaged(record.doc, "its record differs from its entry"));
+            }
+            let expected = self
+                .stored_vectors(&record)?
+                .as_ref()
+                .and_then(DocRows::from_stored)
+                .filter(|rows| rows.dim() == dim)
+                .unwrap_or_default();
+            let rows = self.rows(record.kind);
+            let (start, n) = (record.rows.0 as usize, record.rows.1 as usize);
+            let same_rows = expected.rows == rows.indices[start..start + n]
+                && expected.inverse == rows.inverse[start..start + n]
+                && expected.data == rows.data[start * dim..(start + n) * dim];
+            if !same_rows {
+                return Err(damaged(record.doc, "its rows differ from its vectors"));
+            }
+            Ok(())
+        })
+    }
+
     /// The header: meta values, feedback windows and entity lists.
     pub(crate) fn header(&self) -> &PartHeader {
         &self.header
@@ -751,6 +795,7 @@ mod tests {
         let base = written(dir.path(), &encoded).unwrap();
         assert_eq!(base.len(), entries.len());
         assert_eq!(base.header().entities, header().entities);
+        base.verify(Path::new("base-1.rv")).unwrap();
         for ((i, original), (doc, stored)) in entries.iter().enumerate().zip(documents()) {
             let record = base.record(i);
             assert_eq!(base.find(original.doc), Some(i));
@@ -882,6 +927,21 @@ mod tests {
         assert!(checked > 10_000);
     }
 
+    /// A table that loads but lies about a document (written with a right checksum) is
+    /// what `check` finds: a flag, a sequence number, a token count left alone.
+    #[test]
+    fn check_finds_a_table_that_differs_from_its_entries() {
+        let entries = entries();
+        let dir = tempfile::tempdir().unwrap();
+        for (at, found) in [(37, true), (8, true), (28, false)] {
+            let mut encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
+            // Record 3 (a chunk): its flags byte, its sequence number, its word count.
+            encoded.table[3 * RECORD + at] ^= 1;
+            let base = written(dir.path(), &encoded).unwrap();
+            assert_eq!(base.verify(Path::new("base-1.rv")).is_err(), found, "{at}");
+        }
+    }
+
     /// A base whose table says anything (its checksum right: written so) loads with an
     /// error or answers without panicking.
     #[test]
@@ -931,6 +991,7 @@ mod tests {
                         let _ = base.doc_record(&record);
                         let _ = base.find(record.doc);
                     }
+                    let _ = base.verify(Path::new("base-1.rv"));
                 }
             }
         }

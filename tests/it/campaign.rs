@@ -514,7 +514,9 @@ fn an_index_published_by_the_last_version_is_read_and_upgraded() {
             serde_json::from_slice(&std::fs::read(path.join("MANIFEST")).unwrap()).unwrap();
         (
             manifest["manifest_format"].as_u64().unwrap(),
-            manifest["view"]["base"]["mapped"].as_bool().unwrap_or(false),
+            manifest["view"]["base"]["mapped"]
+                .as_bool()
+                .unwrap_or(false),
         )
     };
     let answers = |engine: &Engine| -> Vec<Vec<(String, u64)>> {
@@ -532,7 +534,9 @@ fn an_index_published_by_the_last_version_is_read_and_upgraded() {
             .map(|request| {
                 let hits = engine.search(&request.clone().top_k(5)).unwrap().hits;
                 assert!(!hits.is_empty(), "{request:?}");
-                hits.into_iter().map(|h| (h.id, h.score.to_bits())).collect()
+                hits.into_iter()
+                    .map(|h| (h.id, h.score.to_bits()))
+                    .collect()
             })
             .collect()
     };
@@ -541,7 +545,10 @@ fn an_index_published_by_the_last_version_is_read_and_upgraded() {
         let reader = Engine::builder().open_read_only(&path).unwrap();
         let stats = reader.stats();
         assert_eq!((stats.rules, stats.chunks), (2, 30));
-        let refund = reader.get(Kind::Rule, "default", "refund").unwrap().unwrap();
+        let refund = reader
+            .get(Kind::Rule, "default", "refund")
+            .unwrap()
+            .unwrap();
         let Document::Rule(rule) = &refund else {
             panic!("{refund:?}")
         };
@@ -562,7 +569,13 @@ fn an_index_published_by_the_last_version_is_read_and_upgraded() {
     }
     let reader = Engine::builder().open_read_only(&path).unwrap();
     assert_eq!(answers(&reader), before);
-    assert_eq!(reader.get(Kind::Rule, "default", "refund").unwrap().unwrap(), refund);
+    assert_eq!(
+        reader
+            .get(Kind::Rule, "default", "refund")
+            .unwrap()
+            .unwrap(),
+        refund
+    );
     let mut exported_now = reader.export(Kind::Chunk, None).unwrap();
     exported_now.extend(reader.export(Kind::Rule, None).unwrap());
     assert_eq!(exported_now, exported);
