@@ -37,6 +37,7 @@ pub(crate) type StrMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
 #[derive(Debug)]
 pub(crate) struct Entry {
     doc: Source,
+    kind: Kind,
     /// The sequence number of the upsert that wrote this version.
     pub(crate) seq: u64,
     /// Where its vectors are in its kind's [`Arena`] (set by [`Catalog::insert`]);
@@ -64,6 +65,7 @@ impl Entry {
     /// A document version, its vectors not yet placed (see [`Catalog::insert`]).
     pub(crate) fn new(doc: Document, seq: u64) -> Entry {
         Entry {
+            kind: doc.kind(),
             doc: Source::Ready(Arc::new(doc)),
             seq,
             vectors: None,
@@ -74,6 +76,7 @@ impl Entry {
     /// Record `index` of `base`, its vectors not yet placed.
     fn mapped(base: &Arc<MappedBase>, index: usize, record: &Record) -> Entry {
         Entry {
+            kind: record.kind,
             doc: Source::Mapped {
                 base: Arc::clone(base),
                 index: index as u32,
@@ -125,10 +128,7 @@ impl Entry {
     }
 
     pub(crate) fn kind(&self) -> Kind {
-        match &self.doc {
-            Source::Ready(doc) => doc.kind(),
-            Source::Mapped { base, index, .. } => base.record(*index as usize).kind,
-        }
+        self.kind
     }
 
     pub(crate) fn tenant_id(&self) -> &str {
@@ -810,13 +810,14 @@ impl Catalog {
         let graph_of = || {
             let mut graph = crate::graph::EntityGraph::default();
             let mut records = base.records().peekable();
-            for (doc, list) in entities {
+            let remaining = entities.len();
+            let linked = entities.into_iter().filter_map(|(doc, list)| {
                 let doc = DocId::new(doc);
                 while records.next_if(|record| record.doc < doc).is_some() {}
-                if let Some(record) = records.next_if(|record| record.doc == doc) {
-                    graph.insert(doc, record.kind, base.tenant(&record), list);
-                }
-            }
+                let record = records.next_if(|record| record.doc == doc)?;
+                Some((doc, record.kind, base.tenant(&record), list))
+            });
+            graph.insert_all(linked, remaining);
             graph
         };
         let (graph, ()) = rayon::join(graph_of, || catalog.link_base(base));
@@ -990,14 +991,28 @@ impl Catalog {
     /// Where the vector `key` lies in its kind's arena (a row of [`Catalog::arena`]),
     /// if its document is live; valid until [`Catalog::generation`] changes.
     pub(crate) fn arena_row(&self, key: VectorKey) -> Option<u32> {
+        let kind = self.entries.get(&key.doc())?.kind();
+        self.arena_row_in(&self.arena(kind), kind, key)
+    }
+
+    /// [`Catalog::arena_row`] of each of `keys`, vectors of `kind` (`u32::MAX` for one
+    /// that is not a live document's), in parallel.
+    pub(crate) fn arena_rows(&self, kind: Kind, keys: &[VectorKey]) -> Vec<u32> {
+        use rayon::prelude::*;
+        let view = self.arena(kind);
+        keys.par_iter()
+            .map(|&key| self.arena_row_in(&view, kind, key).unwrap_or(u32::MAX))
+            .collect()
+    }
+
+    fn arena_row_in(&self, view: &ArenaView<'_>, kind: Kind, key: VectorKey) -> Option<u32> {
         let entry = self.entries.get(&key.doc())?;
+        if entry.kind() != kind {
+            return None;
+        }
         let vectors = entry.vectors.as_ref()?;
-        let kind = entry.kind();
-        let arena = &self.arenas[kind.index()];
-        let span = arena.spans[vectors.slot as usize];
-        let indices = arena
-            .view(kind)
-            .indices(span.start as usize, span.rows as usize);
+        let span = self.arenas[kind.index()].spans[vectors.slot as usize];
+        let indices = view.indices(span.start as usize, span.rows as usize);
         let wanted = (key.as_u64() & 0xffff) as u16;
         // Rows are the vectors' indices in order, those without a direction left out:
         // usually position `i` holds index `i`.

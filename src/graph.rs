@@ -187,11 +187,61 @@ pub(crate) fn entities_of(doc: &Document) -> Vec<String> {
 #[derive(Debug, Default)]
 struct ScopeGraph {
     /// Entity → the documents that mention it.
-    docs_of: crate::catalog::StrMap<Vec<DocId>>,
+    docs_of: crate::catalog::StrMap<Postings>,
     /// Document → the entities it mentions.
     entities_of: FxHashMap<DocId, Box<[String]>>,
     /// The longest entity, in words (how long an n-gram of the query to look up).
     longest: usize,
+}
+
+/// The documents that mention an entity: most entities (a document's own id, most
+/// codes) are one document's, kept without an allocation.
+#[derive(Debug)]
+enum Postings {
+    One(DocId),
+    Many(Vec<DocId>),
+}
+
+impl Postings {
+    fn push(&mut self, doc: DocId) {
+        match self {
+            Postings::One(first) => *self = Postings::Many(vec![*first, doc]),
+            Postings::Many(docs) => docs.push(doc),
+        }
+    }
+
+    /// Removes `doc`; whether none is left.
+    fn remove(&mut self, doc: DocId) -> bool {
+        match self {
+            Postings::One(only) => *only == doc,
+            Postings::Many(docs) => {
+                docs.retain(|d| *d != doc);
+                docs.is_empty()
+            }
+        }
+    }
+
+    fn as_slice(&self) -> &[DocId] {
+        match self {
+            Postings::One(doc) => std::slice::from_ref(doc),
+            Postings::Many(docs) => docs,
+        }
+    }
+}
+
+impl ScopeGraph {
+    fn insert(&mut self, doc_id: DocId, entities: Vec<String>) {
+        for entity in &entities {
+            match self.docs_of.get_mut(entity.as_str()) {
+                Some(docs) => docs.push(doc_id),
+                None => {
+                    self.docs_of.insert(entity.clone(), Postings::One(doc_id));
+                }
+            }
+            self.longest = self.longest.max(entity.split(' ').count());
+        }
+        self.entities_of.insert(doc_id, entities.into_boxed_slice());
+    }
 }
 
 /// The entity graph of an index: one [`ScopeGraph`] per kind and tenant.
@@ -220,24 +270,37 @@ impl EntityGraph {
         entities: Vec<String>,
     ) {
         let scopes = &mut self.scopes[kind.index()];
-        if !scopes.contains_key(tenant) {
-            scopes.insert(tenant.to_owned(), ScopeGraph::default());
-        }
-        let Some(scope) = scopes.get_mut(tenant) else {
-            return;
+        let scope = match scopes.get_mut(tenant) {
+            Some(scope) => scope,
+            None => scopes.entry(tenant.to_owned()).or_default(),
         };
-        for entity in &entities {
-            match scope.docs_of.get_mut(entity.as_str()) {
-                Some(docs) => docs.push(doc_id),
-                None => {
-                    scope.docs_of.insert(entity.clone(), vec![doc_id]);
-                }
+        scope.insert(doc_id, entities);
+    }
+
+    /// [`EntityGraph::insert`] of many documents, those of a kind and tenant next to
+    /// each other (a mapped base's, in `DocId` order): the scope is looked up once per
+    /// run, and its maps are sized for the rest (`remaining` documents at most).
+    pub(crate) fn insert_all<'a>(
+        &mut self,
+        docs: impl Iterator<Item = (DocId, Kind, &'a str, Vec<String>)>,
+        remaining: usize,
+    ) {
+        let mut current: Option<(Kind, &str, &mut ScopeGraph)> = None;
+        for (i, (doc, kind, tenant, entities)) in docs.enumerate() {
+            let same = current
+                .as_ref()
+                .is_some_and(|(k, t, _)| *k == kind && *t == tenant);
+            if !same {
+                let scopes = &mut self.scopes[kind.index()];
+                let scope = scopes.entry(tenant.to_owned()).or_default();
+                scope.entities_of.reserve(remaining - i);
+                scope.docs_of.reserve(remaining - i);
+                current = Some((kind, tenant, scope));
             }
-            scope.longest = scope.longest.max(entity.split(' ').count());
+            if let Some((_, _, scope)) = current.as_mut() {
+                scope.insert(doc, entities);
+            }
         }
-        scope
-            .entities_of
-            .insert(doc_id, entities.into_boxed_slice());
     }
 
     pub(crate) fn remove(&mut self, doc_id: DocId, kind: Kind, tenant: &str) {
@@ -247,11 +310,10 @@ impl EntityGraph {
         };
         if let Some(entities) = scope.entities_of.remove(&doc_id) {
             for entity in entities.iter() {
-                if let Some(docs) = scope.docs_of.get_mut(entity) {
-                    docs.retain(|d| *d != doc_id);
-                    if docs.is_empty() {
-                        scope.docs_of.remove(entity);
-                    }
+                if let Some(docs) = scope.docs_of.get_mut(entity)
+                    && docs.remove(doc_id)
+                {
+                    scope.docs_of.remove(entity);
                 }
             }
         }
@@ -334,7 +396,7 @@ impl EntityGraph {
         };
         let mut hop1: Vec<(DocId, f64, &String, &str)> = Vec::new();
         for entity in entities {
-            let Some(docs) = scope.docs_of.get(entity) else {
+            let Some(docs) = scope.docs_of.get(entity).map(Postings::as_slice) else {
                 continue;
             };
             if docs.len() > config.max_fanout {
@@ -363,7 +425,7 @@ impl EntityGraph {
                     if entities.contains(other) {
                         continue;
                     }
-                    let Some(docs) = scope.docs_of.get(other) else {
+                    let Some(docs) = scope.docs_of.get(other).map(Postings::as_slice) else {
                         continue;
                     };
                     if docs.len() > config.max_fanout || docs.len() < 2 {

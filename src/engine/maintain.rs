@@ -464,10 +464,10 @@ enum Found {
 /// Installs, before a reader's first search, the graphs published as flat lists (a
 /// read and a check of a few bytes per edge); one that is damaged is left out, with a
 /// warning, and searches scan exactly.
-pub(super) fn install_published_graphs(inner: &Inner) {
-    for kind in Kind::ALL {
+pub(super) fn install_published_graphs(inner: &Inner, read: PublishedGraphs) {
+    for (kind, graph) in read {
         let phase = std::time::Instant::now();
-        match install_published_graph(inner, kind) {
+        match graph.and_then(|graph| install_published_graph(inner, kind, graph)) {
             Ok(None) => {}
             Ok(Some(points)) => tracing::debug!(
                 kind = %kind,
@@ -482,9 +482,25 @@ pub(super) fn install_published_graphs(inner: &Inner) {
     }
 }
 
+/// Each kind's published graph, read and decoded (before the catalog it is installed
+/// over is built: a reader reads them meanwhile).
+pub(super) type PublishedGraphs = Vec<(Kind, Result<Option<PublishedGraph>>)>;
+
+/// Reads the published graphs of `store` (a reader's).
+pub(super) fn read_published_graphs(store: &Store) -> PublishedGraphs {
+    Kind::ALL
+        .into_iter()
+        .map(|kind| (kind, store.published_graph(kind)))
+        .collect()
+}
+
 /// Installs `kind`'s published flat graph, if it has one; returns its number of points.
-fn install_published_graph(inner: &Inner, kind: Kind) -> Result<Option<usize>> {
-    let Some(PublishedGraph::Flat { manifest, flat }) = inner.store.published_graph(kind)? else {
+fn install_published_graph(
+    inner: &Inner,
+    kind: Kind,
+    graph: Option<PublishedGraph>,
+) -> Result<Option<usize>> {
+    let Some(PublishedGraph::Flat { manifest, flat }) = graph else {
         return Ok(None);
     };
     let manifest = checked_manifest(&inner.store, &manifest)?;

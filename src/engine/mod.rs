@@ -474,12 +474,21 @@ impl Engine {
             embedder = spec.load()?;
         }
         let phase = std::time::Instant::now();
+        // The published graphs are read and decoded while the catalog is built.
+        let (opened, graphs) = std::thread::scope(|scope| {
+            let graphs = scope.spawn(|| maintain::read_published_graphs(&store));
+            let opened = load_with_embedder(&store, embedder, explicit, false);
+            let graphs = graphs
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (opened, graphs)
+        });
         let Opened {
             embedder,
             mut catalog,
             untokened,
             ..
-        } = load_with_embedder(&store, embedder, explicit, false)?;
+        } = opened?;
         // The catalog holds what searches need: the documents stay in their files.
         store.release_published();
         maintain::fill_tokens_of(&text, &mut catalog, untokened.as_deref())?;
@@ -513,7 +522,11 @@ impl Engine {
             _lock_file: None,
             _temp_dir: None,
         });
-        maintain::install_published_graphs(&inner);
+        maintain::install_published_graphs(&inner, graphs);
+        // Nothing read from the mapped base is used before its checksum is known.
+        if let Some(view) = inner.store.published_view() {
+            view.verified()?;
+        }
         maintain::spawn_loader(&inner)?;
         Ok(Engine {
             inner,

@@ -445,6 +445,12 @@ impl MappedBase {
         Ok(base)
     }
 
+    /// Checks the file's checksum (`file`, as the manifest lists it): [`MappedBase::load`]
+    /// only checks the layout, so that the checksum can be computed meanwhile.
+    pub(crate) fn verify_checksum(&self, file: &super::view::ViewFile, path: &Path) -> Result<()> {
+        self.sections.verify(file, path)
+    }
+
     /// Checks that the table and the rows say what the entries do: each record's kind,
     /// tenant, id, context, plainness and sequence number are its entry's, its vectors
     /// decode, and each row's inverse norm and vector index are its vector's (`ruche

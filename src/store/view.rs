@@ -259,6 +259,11 @@ impl Sections {
         self.ranges.len()
     }
 
+    /// Checks the file's checksum (the one the manifest lists as `file`'s).
+    pub(crate) fn verify(&self, file: &ViewFile, path: &Path) -> Result<()> {
+        checksum(&self.bytes, file, path)
+    }
+
     pub(crate) fn get(&self, i: usize) -> &[u8] {
         &self.bytes[self.ranges[i].clone()]
     }
@@ -390,12 +395,18 @@ fn sync_dir(dir: &Path) -> Result<()> {
 /// Reads and verifies a published file: `None` when it is gone (a writer replaced it
 /// after the manifest that listed it was read).
 pub(crate) fn read_file(dir: &Path, file: &ViewFile) -> Result<Option<Sections>> {
-    Ok(open_file(dir, file)?.map(|(_, sections)| sections))
+    Ok(open_file(dir, file, true)?.map(|(_, sections)| sections))
 }
 
 /// [`read_file`], keeping the file open: its content stays readable even once a writer
 /// removes it.
-fn open_file(dir: &Path, file: &ViewFile) -> Result<Option<(std::fs::File, Sections)>> {
+/// Without `verify`, the checksum is left to [`Sections::verify`]: the sections are
+/// only parsed, with every bound checked, and must not be trusted until then.
+fn open_file(
+    dir: &Path,
+    file: &ViewFile,
+    verify: bool,
+) -> Result<Option<(std::fs::File, Sections)>> {
     let path = path_of(dir, file);
     let handle = match std::fs::File::open(&path) {
         Ok(handle) => handle,
@@ -418,26 +429,20 @@ fn open_file(dir: &Path, file: &ViewFile) -> Result<Option<(std::fs::File, Secti
     }
     let bytes = map(&handle, &path)?;
     if file.raw {
-        if crc32fast::hash(&bytes) != file.crc32 {
-            return Err(damaged("checksum mismatch"));
-        }
         let whole = 0..bytes.len();
-        return Ok(Some((
-            handle,
-            Sections {
-                bytes,
-                ranges: vec![whole],
-            },
-        )));
+        let sections = Sections {
+            bytes,
+            ranges: vec![whole],
+        };
+        sections.verify(file, &path)?;
+        return Ok(Some((handle, sections)));
     }
     let body_len = bytes
         .len()
         .checked_sub(4)
         .ok_or_else(|| damaged("truncated"))?;
-    let trailer = u32::from_le_bytes(bytes[body_len..].try_into().expect("4 bytes"));
-    let crc = crc32fast::hash(&bytes[..body_len]);
-    if crc != file.crc32 || crc != trailer {
-        return Err(damaged("checksum mismatch"));
+    if verify {
+        checksum(&bytes, file, &path)?;
     }
     let aligned = bytes.starts_with(MAGIC);
     if !aligned && !bytes.starts_with(MAGIC_V1) {
@@ -474,13 +479,32 @@ fn open_file(dir: &Path, file: &ViewFile) -> Result<Option<(std::fs::File, Secti
     Ok(Some((handle, Sections { bytes, ranges })))
 }
 
-/// Maps a published file whole (its pages read ahead: it is about to be checked).
+/// Checks the checksum of `bytes`, the published file `file`.
+fn checksum(bytes: &[u8], file: &ViewFile, path: &Path) -> Result<()> {
+    let mismatch = || Error::corrupt(format!("{}: checksum mismatch", path.display()));
+    if file.raw {
+        return if crc32fast::hash(bytes) == file.crc32 {
+            Ok(())
+        } else {
+            Err(mismatch())
+        };
+    }
+    let body_len = bytes.len().checked_sub(4).ok_or_else(mismatch)?;
+    let trailer = u32::from_le_bytes(bytes[body_len..].try_into().expect("4 bytes"));
+    let crc = crc32fast::hash(&bytes[..body_len]);
+    if crc != file.crc32 || crc != trailer {
+        return Err(mismatch());
+    }
+    Ok(())
+}
+
+/// Maps a published file whole (its pages come in as its checksum is computed: mapping
+/// them all ahead costs more than the faults, 100,000 chunks' base 20 ms).
 fn map(handle: &std::fs::File, path: &Path) -> Result<memmap2::Mmap> {
     // SAFETY: a published file is never written after its rename into `view/` (a writer
     // removes it, which leaves a mapping intact, and never truncates it), so the mapped
     // bytes cannot change under the reader; its length is checked by the caller.
-    unsafe { memmap2::MmapOptions::new().populate().map(handle) }
-        .map_err(|err| Error::io_at(path, err))
+    unsafe { memmap2::MmapOptions::new().map(handle) }.map_err(|err| Error::io_at(path, err))
 }
 
 /// Reads a published part.
@@ -552,6 +576,8 @@ pub(crate) struct Published {
     pub(crate) feedback: HashMap<String, Vec<FeedbackEntry>>,
     /// The base, when it is a mapped one.
     base: Option<Arc<MappedBase>>,
+    /// The mapped base's checksum, being computed (see [`Published::verified`]).
+    checking: std::sync::Mutex<Option<std::thread::JoinHandle<Result<()>>>>,
     /// The mapped base's entity lists (in `DocId` order), until the catalog takes them.
     base_entities: std::sync::Mutex<Vec<(u64, Vec<String>)>>,
     /// The documents of the mapped base that the parts removed.
@@ -579,9 +605,11 @@ impl Published {
     pub(crate) fn load(dir: &Path, list: &ViewList) -> Result<Option<Published>> {
         use rayon::prelude::*;
         let files: Vec<&ViewFile> = list.base.iter().chain(&list.parts).collect();
+        // A mapped base's checksum (hundreds of megabytes) is computed beside the
+        // catalog's building ([`Published::verified`]), the others' now.
         let opened: Vec<Option<(std::fs::File, Sections)>> = files
             .par_iter()
-            .map(|file| open_file(dir, file))
+            .map(|file| open_file(dir, file, !file.mapped))
             .collect::<Result<_>>()?;
         let Some(mut opened) = opened.into_iter().collect::<Option<Vec<_>>>() else {
             return Ok(None);
@@ -592,14 +620,24 @@ impl Published {
         let mut entities = rustc_hash::FxHashMap::default();
         let mut base = None;
         let mut base_entities = Vec::new();
+        let mut checking = None;
         if list.base.as_ref().is_some_and(|file| file.mapped) {
             let (_, sections) = opened.remove(0);
             let file = files.remove(0);
-            let mut mapped = MappedBase::load(sections, &path_of(dir, file))?;
+            let path = path_of(dir, file);
+            let mut mapped = MappedBase::load(sections, &path)?;
             base_entities = mapped.take_entities();
             meta = mapped.header().meta.clone();
             feedback = mapped.header().feedback.clone();
-            base = Some(Arc::new(mapped));
+            let mapped = Arc::new(mapped);
+            let (checked, file) = (Arc::clone(&mapped), file.clone());
+            checking = Some(
+                std::thread::Builder::new()
+                    .name("ruche-checksum".to_string())
+                    .spawn(move || checked.verify_checksum(&file, &path))
+                    .map_err(Error::from)?,
+            );
+            base = Some(mapped);
         }
         let mut docs = BTreeMap::new();
         let mut removed_from_base = rustc_hash::FxHashSet::default();
@@ -650,6 +688,7 @@ impl Published {
             entities: std::sync::Mutex::new(entities),
             feedback: feedback.into_iter().collect(),
             base,
+            checking: std::sync::Mutex::new(checking),
             base_entities: std::sync::Mutex::new(base_entities),
             removed_from_base,
             docs,
@@ -662,6 +701,21 @@ impl Published {
     /// is the only one a reader builds of this state (a refresh loads the next).
     pub(crate) fn take_entities(&self) -> rustc_hash::FxHashMap<DocId, Vec<String>> {
         std::mem::take(&mut *self.entities.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Waits for the mapped base's checksum: a reader uses nothing it read before this
+    /// returns `Ok` (its open fails otherwise).
+    pub(crate) fn verified(&self) -> Result<()> {
+        let checking = self
+            .checking
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        match checking.map(std::thread::JoinHandle::join) {
+            None => Ok(()),
+            Some(Ok(result)) => result,
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+        }
     }
 
     /// The mapped base's entity lists, in `DocId` order, handed over once.

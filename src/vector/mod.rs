@@ -123,7 +123,7 @@ impl VectorIndex {
         catalog: &Catalog,
         covered: u64,
     ) {
-        let bound = BoundFlat::bind(graph, catalog);
+        let bound = BoundFlat::bind(graph, kind, catalog);
         let slot = self.kind_graph(kind);
         *slot.flat.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(bound));
         slot.covered.store(covered, Ordering::Release);
@@ -267,13 +267,9 @@ pub(crate) struct BoundFlat {
 }
 
 impl BoundFlat {
-    fn bind(graph: FlatGraph, catalog: &Catalog) -> BoundFlat {
-        use rayon::prelude::*;
+    fn bind(graph: FlatGraph, kind: Kind, catalog: &Catalog) -> BoundFlat {
         let keys: Vec<VectorKey> = graph.keys().collect();
-        let rows = keys
-            .par_iter()
-            .map(|&key| catalog.arena_row(key).unwrap_or(u32::MAX))
-            .collect();
+        let rows = catalog.arena_rows(kind, &keys);
         BoundFlat {
             graph,
             rows,

@@ -272,6 +272,75 @@ fn opening_to_read_names_what_is_missing() {
     Engine::builder().open_read_only(&path).unwrap();
 }
 
+/// The byte ranges of the sections of a published file (see `store/view.rs`).
+fn sections(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
+    assert_eq!(&bytes[..8], b"RUCHEVW2");
+    let count = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    let mut at = 12;
+    let mut out = Vec::new();
+    for _ in 0..count {
+        let len = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+        at += 8;
+        at += (64 - at % 64) % 64;
+        out.push(at..at + len);
+        at += len;
+    }
+    out
+}
+
+/// A reader uses a mapped base in place, its checksum computed while its catalog is
+/// built: one changed bit anywhere in it (a document, the table, an id, a vector, an
+/// inverse norm, a vector index) fails the open, before a search could use it.
+#[test]
+fn a_bit_changed_anywhere_in_a_mapped_base_fails_the_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    {
+        // More than a megabyte: the commit is published as a base, not a part.
+        let writer = writer(&path);
+        writer
+            .upsert_chunks((0..1_500).map(|i| {
+                Chunk::new(format!("c{i:04}"), format!("note{i} about the order"))
+                    .with_context(format!("customer-{}", i % 7))
+                    .with_embedding((0..200).map(|d| ((i * d) as f32 * 0.01).sin()).collect())
+            }))
+            .unwrap();
+        writer.commit().unwrap();
+        writer.close().unwrap();
+    }
+    let base = std::fs::read_dir(path.join("view"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("base-")
+        })
+        .unwrap();
+    let pristine = std::fs::read(&base).unwrap();
+    let ranges = sections(&pristine);
+    let mut flipped = 0;
+    for range in ranges.iter().filter(|r| !r.is_empty()) {
+        for at in [range.start, range.start + range.len() / 2, range.end - 1] {
+            let mut bytes = pristine.clone();
+            bytes[at] ^= 0x04;
+            std::fs::write(&base, &bytes).unwrap();
+            let err = Engine::builder().open_read_only(&path).unwrap_err();
+            assert!(
+                matches!(err.kind(), ErrorKind::Corrupt { .. }),
+                "byte {at}: {err:?}"
+            );
+            assert!(err.to_string().contains("base-"), "{err}");
+            flipped += 1;
+        }
+    }
+    assert!(flipped >= 24, "{flipped}");
+    std::fs::write(&base, &pristine).unwrap();
+    let reader = Engine::builder().open_read_only(&path).unwrap();
+    assert_eq!(reader.stats().chunks, 1_500);
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     /// Upsert a chunk of this id with a text of about this many KiB.
