@@ -35,13 +35,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class Data:
-    """Documents (id, text, vector), queries (id, text, vector) and optional qrels."""
+    """Documents (id, text, vector), queries (id, text, vector) and optional qrels; a
+    synthetic set also has held-out vectors (id, vector): new points of its clusters."""
 
-    def __init__(self, name, docs, queries, qrels):
+    def __init__(self, name, docs, queries, qrels, held_out=None):
         self.name = name
         self.docs = docs
         self.queries = queries
         self.qrels = qrels
+        self.held_out = held_out or []
 
 
 def read_npy(path):
@@ -120,7 +122,18 @@ def synthetic(n, seed, n_queries=300, dim=384, clusters=64, vocabulary=30_000):
         text_words = docs[source][1].split()
         picked = rng.choice(len(text_words), size=min(4, len(text_words)), replace=False)
         queries.append((f"q{j}", " ".join(text_words[k] for k in picked), v))
-    return Data(f"synthetic ({n:,} docs)", docs, queries, None)
+    # Held-out points of the same clusters (drawn as the documents are, from a stream of
+    # their own so that the documents and queries above do not change): what a vector
+    # query of a real corpus looks like, near its neighbours. The queries above are a
+    # document plus noise six times its norm: a stress case whose true top 10 barely
+    # stand out.
+    held = np.random.default_rng(seed + 1)
+    points = centres[held.integers(0, clusters, n_queries)] + 0.6 * held.standard_normal(
+        (n_queries, dim)
+    ).astype(np.float32)
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    held_out = [(f"h{j}", points[j]) for j in range(n_queries)]
+    return Data(f"synthetic ({n:,} docs)", docs, queries, None, held_out)
 
 
 def ndcg10(ranked, qrels):
