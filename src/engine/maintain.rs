@@ -776,13 +776,11 @@ pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
     };
     let covered = vectors.covered(kind);
     let graph = vectors.graph(kind);
-    let mut files = graph.dump()?;
-    // The vectors are the documents': the checkpoint keeps their keys.
-    files[1] = {
+    // The edges as flat lists; the vectors are the documents': the checkpoint keeps
+    // their keys.
+    let (files, flat) = {
         let catalog = inner.read_catalog();
-        crate::vector::key_data(&files[1], |key| {
-            crate::vector::catalog_vector(&catalog, kind, key)
-        })?
+        graph.checkpoint_files(|key| crate::vector::catalog_vector(&catalog, kind, key))
     };
     let manifest = Manifest {
         covered_seq: covered,
@@ -801,7 +799,7 @@ pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
         .next()
         .is_none();
     if complete {
-        let flat = graph.flat().encode();
+        let flat = flat.encode();
         let _serial = inner.commit_lock.lock().unwrap_or_else(|p| p.into_inner());
         inner.publish(super::publish::Publish::Graph {
             kind,

@@ -425,9 +425,17 @@ impl Inner {
             graph.flat()
         } else {
             let files = self.store.checkpoint_files(kind, manifest.files.len())?;
-            // Only the edges are wanted: the vectors may stay zeros.
-            let files = crate::vector::Graph::unpack(&manifest, files, |_| None)?;
-            crate::vector::Graph::load(&manifest, &files, vectors.params(), &self.dir)?.flat()
+            crate::vector::Graph::verify(&manifest, &files)?;
+            match crate::vector::Graph::flat_of(&files[0])? {
+                Some(flat) => flat,
+                // hnsw_rs's dump (earlier versions): only the edges are wanted, the
+                // vectors may stay zeros.
+                None => {
+                    let files = crate::vector::Graph::unpack(&manifest, files, |_| None)?;
+                    crate::vector::Graph::load(&manifest, &files, vectors.params(), &self.dir)?
+                        .flat()
+                }
+            }
         };
         publish_graph(&self.dir, list, kind, &manifest_bytes, &flat.encode())
     }

@@ -297,13 +297,15 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
         .unwrap();
     // Earlier versions kept hnsw_rs's data file whole.
     assert!(crate::vector::is_keyed(&files[1]));
-    let files = {
+    let mut files = {
         let catalog = inner.read_catalog();
         crate::vector::Graph::unpack(&manifest, files, |key| {
             crate::vector::catalog_vector(&catalog, Kind::Chunk, key)
         })
         .unwrap()
     };
+    // Earlier versions kept hnsw_rs's graph file too.
+    files[0] = crate::vector::hnsw_graph_file(&files[0], &files[1]).unwrap();
     let manifest = bincode::serialize(&crate::vector::Manifest {
         files: crate::vector::Graph::file_sums(&files),
         ..manifest

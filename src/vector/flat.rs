@@ -109,6 +109,46 @@ impl FlatGraph {
         self.keys.len()
     }
 
+    /// The number of levels (0 for an empty graph).
+    pub(crate) fn levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// The nodes present at `level` (`0..n`), 0 above the top.
+    fn present(&self, level: usize) -> usize {
+        self.levels.get(level).map_or(0, Level::nodes)
+    }
+
+    /// hnsw_rs's id of `node`'s point: the highest level it is on, and its rank among
+    /// that level's points (nodes are numbered by level, highest first, each level's new
+    /// points in hnsw_rs's order).
+    pub(crate) fn point_id(&self, node: u32) -> (u8, i32) {
+        let level = (0..self.levels.len())
+            .rev()
+            .find(|&level| (node as usize) < self.present(level))
+            .unwrap_or(0);
+        (
+            level as u8,
+            (node as usize - self.present(level + 1)) as i32,
+        )
+    }
+
+    /// The nodes in the order of hnsw_rs's dump: by level, lowest first, each in rank
+    /// order.
+    pub(crate) fn dump_order(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.levels.len()).flat_map(move |level| {
+            (self.present(level + 1)..self.present(level)).map(|node| node as u32)
+        })
+    }
+
+    /// The neighbours of `node` at `level` (none above its own).
+    pub(crate) fn neighbours(&self, node: u32, level: usize) -> &[u32] {
+        match self.levels.get(level) {
+            Some(at) if (node as usize) < at.nodes() => at.of(node),
+            _ => &[],
+        }
+    }
+
     /// The key of `node`.
     pub(crate) fn key(&self, node: u32) -> VectorKey {
         VectorKey::from_u64(self.keys[node as usize])

@@ -2,10 +2,14 @@
 //!
 //! hnsw_rs has no delete and persists only whole graphs, to files. A [`Graph`] therefore
 //! only grows; dead entries are filtered by the caller and removed by rebuilding. A
-//! checkpoint is the two files of `file_dump`, written through a temporary directory and
-//! stored in sled by the caller, with a manifest that records their lengths and CRC32s so
-//! that a damaged checkpoint is detected before hnsw_rs (which panics on bad input) reads
-//! it.
+//! checkpoint is two files, stored in sled by the caller with a manifest that records
+//! their lengths and CRC32s, so that a damaged checkpoint is detected before hnsw_rs
+//! (which panics on bad input) reads it: the graph's edges as flat lists
+//! ([`Graph::checkpoint_files`]; hnsw_rs's own graph file, which earlier versions kept,
+//! takes six times the bytes: neighbours' ids and distances at every one of 16 levels),
+//! and hnsw_rs's data file, keyed. At load, hnsw_rs's graph file is written back from the
+//! flat lists, the neighbours' distances computed again from the vectors
+//! ([`hnsw_graph_file`]), byte for byte the dump hnsw_rs would have written.
 //!
 //! hnsw_rs's data file holds a copy of every vector, which the store already holds in
 //! its documents: a checkpoint keeps it *keyed* instead ([`key_data`]), each vector that
@@ -16,6 +20,11 @@
 //! ```text
 //! keyed = "RUCHEKV1" [dim: u64 LE] [points: u64 LE]
 //!         ([key: u64 LE] [0: a catalog row | 1: dim f32 LE])*
+//! flat  = "RUCHEFG1" [header length: u32 LE] [bincode FlatHeader]
+//!         [flat length: u64 LE] [FlatGraph encoding]
+//!         [lists: u32 LE] ([node: u32 LE] [level: u32 LE] [n: u32 LE] [node: u32 LE]*n)*
+//!         (the neighbour lists hnsw_rs has and the flat lists do not: a point's lists
+//!         at levels above its own)
 //! ```
 //!
 //! (hnsw_rs writes in the machine's byte order, read here as little-endian: ruche's
@@ -24,6 +33,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
+#[cfg(test)]
 use hnsw_rs::api::AnnT;
 use hnsw_rs::hnswio::HnswIo;
 use hnsw_rs::prelude::Hnsw;
@@ -32,6 +42,7 @@ use serde::{Deserialize, Serialize};
 use super::metric::{self, CosineDistance};
 use crate::id::VectorKey;
 use crate::{Error, Result};
+use hnsw_rs::prelude::Distance;
 
 /// The prefix of the scratch directories checkpoints are unpacked into for hnsw_rs. A
 /// process that exits while a checkpoint loads leaves one behind in the index
@@ -156,7 +167,96 @@ impl Graph {
         super::FlatGraph::from_hnsw(&self.hnsw)
     }
 
-    /// Dumps the graph: the bytes of its graph file and its data file.
+    /// A checkpoint's files: the graph's edges as flat lists, with what hnsw_rs's dump
+    /// says besides them, and hnsw_rs's data file keyed (each vector that `row` gives
+    /// bit for bit written as its key); and the flat lists, which readers search.
+    pub(crate) fn checkpoint_files(
+        &self,
+        row: impl Fn(VectorKey) -> Option<Vec<f32>>,
+    ) -> (Vec<Vec<u8>>, super::FlatGraph) {
+        let flat = self.flat();
+        let indexation = self.hnsw.get_point_indexation();
+        let dim = indexation.get_data_dimension();
+        let header = FlatHeader {
+            max_nb_connection: self.hnsw.get_max_nb_connection(),
+            level_scale: indexation.get_level_scale(),
+            max_layer: self.hnsw.get_max_level(),
+            ef_construction: self.hnsw.get_ef_construction(),
+            dimension: dim,
+        };
+        let header = bincode::serialize(&header).expect("a header serialises");
+        let encoded = flat.encode();
+        // The neighbour lists the flat lists lack: hnsw_rs also links a point at levels
+        // above its own (a point that was the entry point when one of a higher level
+        // came), which a search of the flat lists never needs, but hnsw_rs's dump has.
+        let node_of: rustc_hash::FxHashMap<u64, u32> = (0..flat.len() as u32)
+            .map(|node| (flat.key(node).as_u64(), node))
+            .collect();
+        let mut extra: Vec<u32> = Vec::new();
+        let mut n_extra = 0u32;
+        for node in flat.dump_order() {
+            let (level, rank) = flat.point_id(node);
+            let Some(point) = indexation
+                .get_layer_iterator(usize::from(level))
+                .nth(rank as usize)
+            else {
+                continue;
+            };
+            for (at, neighbours) in point.get_neighborhood_id().iter().enumerate() {
+                let nodes: Vec<u32> = neighbours
+                    .iter()
+                    .filter_map(|n| node_of.get(&(n.d_id as u64)).copied())
+                    .collect();
+                if nodes.as_slice() != flat.neighbours(node, at) {
+                    n_extra += 1;
+                    extra.extend([node, at as u32, nodes.len() as u32]);
+                    extra.extend(nodes);
+                }
+            }
+        }
+        let mut graph = Vec::with_capacity(16 + header.len() + encoded.len() + 4 * extra.len());
+        graph.extend_from_slice(FLAT_MAGIC);
+        graph.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        graph.extend_from_slice(&header);
+        graph.extend_from_slice(&(encoded.len() as u64).to_le_bytes());
+        graph.extend_from_slice(&encoded);
+        graph.extend_from_slice(&n_extra.to_le_bytes());
+        extra
+            .iter()
+            .for_each(|v| graph.extend_from_slice(&v.to_le_bytes()));
+        let mut keyed = Vec::with_capacity(24 + flat.len() * 9);
+        keyed.extend_from_slice(KEYED_MAGIC);
+        keyed.extend_from_slice(&(dim as u64).to_le_bytes());
+        keyed.extend_from_slice(&(flat.len() as u64).to_le_bytes());
+        for node in flat.dump_order() {
+            let key = flat.key(node);
+            let (level, rank) = flat.point_id(node);
+            let vector = indexation
+                .get_point_data(&hnsw_rs::prelude::PointId(level, rank))
+                .unwrap_or_default();
+            keyed.extend_from_slice(&key.as_u64().to_le_bytes());
+            let same = row(key).is_some_and(|row| {
+                row.len() == vector.len()
+                    && row
+                        .iter()
+                        .zip(&vector)
+                        .all(|(a, b)| a.to_bits() == b.to_bits())
+            });
+            if same {
+                keyed.push(0);
+            } else {
+                keyed.push(1);
+                vector
+                    .iter()
+                    .for_each(|x| keyed.extend_from_slice(&x.to_le_bytes()));
+            }
+        }
+        (vec![graph, keyed], flat)
+    }
+
+    /// Dumps the graph as hnsw_rs writes it: the bytes of its graph file and its data
+    /// file (what checkpoints of earlier versions kept).
+    #[cfg(test)]
     pub(crate) fn dump(&self) -> Result<Vec<Vec<u8>>> {
         let dir = tempfile::tempdir()?;
         let basename = self
@@ -208,8 +308,19 @@ impl Graph {
         Ok(files)
     }
 
-    /// Loads the files of a checkpoint, [unpacked](Graph::unpack). hnsw_rs reads files:
-    /// they are written into a scratch directory (prefix [`SCRATCH_PREFIX`]) in
+    /// The flat lists of a checkpoint's graph file (one written by
+    /// [`Graph::checkpoint_files`]), or `None` for hnsw_rs's own (earlier versions').
+    pub(crate) fn flat_of(graph_file: &[u8]) -> Result<Option<super::FlatGraph>> {
+        if !graph_file.starts_with(FLAT_MAGIC) {
+            return Ok(None);
+        }
+        let (_, flat, _) = split_flat_file(graph_file)?;
+        Ok(Some(flat))
+    }
+
+    /// Loads the files of a checkpoint, [unpacked](Graph::unpack), hnsw_rs's graph
+    /// file first written back from flat lists ([`hnsw_graph_file`]). hnsw_rs reads
+    /// files: they are written into a scratch directory (prefix [`SCRATCH_PREFIX`]) in
     /// `scratch`, the index directory, or in the system's temporary directory when
     /// `scratch` cannot take one.
     pub(crate) fn load(
@@ -219,6 +330,14 @@ impl Graph {
         scratch: &Path,
     ) -> Result<Graph> {
         let phase = std::time::Instant::now();
+        let written_back;
+        let files = match files {
+            [graph, data] if graph.starts_with(FLAT_MAGIC) => {
+                written_back = [hnsw_graph_file(graph, data)?, data.clone()];
+                &written_back[..]
+            }
+            _ => files,
+        };
         let dir = tempfile::Builder::new()
             .prefix(SCRATCH_PREFIX)
             .tempdir_in(scratch)
@@ -278,11 +397,167 @@ impl Graph {
 
 /// The magic of a keyed data file.
 const KEYED_MAGIC: &[u8; 8] = b"RUCHEKV1";
+/// The magic of a checkpoint's graph file kept as flat lists.
+const FLAT_MAGIC: &[u8; 8] = b"RUCHEFG1";
+/// hnsw_rs's magics: of its graph file's description (format 4), of a layer, of a point.
+const HNSW_DESCRIPTION_MAGIC: u32 = 0x002a_6779;
+const HNSW_LAYER_MAGIC: u32 = 0x000a_676f;
+const HNSW_POINT_MAGIC: u32 = 0x000a_678f;
+
+/// What hnsw_rs's graph file says besides the edges, kept with flat lists.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct FlatHeader {
+    max_nb_connection: u8,
+    level_scale: f64,
+    /// Levels of hnsw_rs's structure (its points keep a neighbour list for each).
+    max_layer: usize,
+    ef_construction: usize,
+    dimension: usize,
+}
+
+/// Neighbour lists beside the flat lists, by node and level.
+type ExtraLists = rustc_hash::FxHashMap<(u32, usize), Vec<u32>>;
+
+/// The header, flat lists and extra neighbour lists of a checkpoint's flat graph file.
+fn split_flat_file(bytes: &[u8]) -> Result<(FlatHeader, super::FlatGraph, ExtraLists)> {
+    let damaged = |why: &str| Error::corrupt(format!("graph checkpoint: {why}"));
+    let mut reader = Bytes::new(bytes, damaged);
+    reader.take(FLAT_MAGIC.len())?;
+    let header_len = reader.u32_le()? as usize;
+    let header: FlatHeader =
+        bincode::deserialize(reader.take(header_len)?).map_err(|_| damaged("bad flat header"))?;
+    let flat_len = usize::try_from(reader.u64_le()?).map_err(|_| damaged("truncated"))?;
+    let flat = super::FlatGraph::decode(reader.take(flat_len)?)?;
+    let mut extra = ExtraLists::default();
+    for _ in 0..reader.u32_le()? {
+        let node = reader.u32_le()?;
+        let level = reader.u32_le()? as usize;
+        let n = reader.u32_le()? as usize;
+        if node as usize >= flat.len() || level >= 64 || n > reader.rest.len() / 4 {
+            return Err(damaged("bad neighbour list"));
+        }
+        let nodes = (0..n)
+            .map(|_| reader.u32_le())
+            .collect::<Result<Vec<u32>>>()?;
+        if nodes.iter().any(|&next| next as usize >= flat.len()) {
+            return Err(damaged("bad neighbour list"));
+        }
+        extra.insert((node, level), nodes);
+    }
+    if !reader.is_empty() {
+        return Err(damaged("trailing bytes"));
+    }
+    Ok((header, flat, extra))
+}
+
+/// hnsw_rs's graph file for a checkpoint's flat graph file `flat_file`, the neighbours'
+/// distances computed from `data`, hnsw_rs's data file of the same checkpoint (unkeyed):
+/// byte for byte what hnsw_rs's dump of that graph wrote, but for the entry point,
+/// which is the first point of the top level (hnsw_rs's is that one but when two
+/// points reached a new top level at once in a parallel insert).
+pub(crate) fn hnsw_graph_file(flat_file: &[u8], data: &[u8]) -> Result<Vec<u8>> {
+    let (header, flat, extra) = split_flat_file(flat_file)?;
+    let damaged = |why: &str| Error::corrupt(format!("graph checkpoint: {why}"));
+    let dim = header.dimension;
+    if flat.levels() > header.max_layer || header.max_layer > 64 {
+        return Err(damaged("more levels than hnsw_rs has"));
+    }
+    // Each node's vector, from the data file (in hnsw_rs's dump order).
+    let mut vectors: Vec<&[u8]> = vec![&[]; flat.len()];
+    let mut reader = Bytes::new(data, damaged);
+    if reader.u32_le()? != HNSW_DATA_MAGIC || reader.u64_le()? != dim as u64 {
+        return Err(damaged("data file of another graph"));
+    }
+    for node in flat.dump_order() {
+        let key = flat.key(node).as_u64();
+        if reader.u32_le()? != HNSW_DATA_MAGIC
+            || reader.u64_le()? != key
+            || reader.u64_le()? != (dim * 4) as u64
+        {
+            return Err(damaged("data file of another graph"));
+        }
+        vectors[node as usize] = reader.take(dim * 4)?;
+    }
+    if !reader.is_empty() {
+        return Err(damaged("data file of another graph"));
+    }
+    let floats = |bytes: &[u8]| -> Vec<f32> {
+        bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect()
+    };
+    let decoded: Vec<Vec<f32>> = vectors.iter().map(|v| floats(v)).collect();
+    let mut out = Vec::with_capacity(flat.len() * 200);
+    let mut put = |bytes: &[u8]| out.extend_from_slice(bytes);
+    // The description (hnsw_rs's `Description::dump`, format 4).
+    put(&HNSW_DESCRIPTION_MAGIC.to_le_bytes());
+    put(&[1, header.max_nb_connection]);
+    put(&header.level_scale.to_le_bytes());
+    put(&[header.max_layer as u8]);
+    put(&(header.ef_construction as u64).to_le_bytes());
+    put(&(flat.len() as u64).to_le_bytes());
+    put(&(dim as u64).to_le_bytes());
+    for name in [
+        std::any::type_name::<CosineDistance>(),
+        std::any::type_name::<f32>(),
+    ] {
+        put(&(name.len() as u64).to_le_bytes());
+        put(name.as_bytes());
+    }
+    // The points, by level, lowest first, each with its neighbours at every level.
+    put(&[header.max_layer as u8]);
+    let mut order = flat.dump_order().peekable();
+    for level in 0..header.max_layer {
+        put(&HNSW_LAYER_MAGIC.to_le_bytes());
+        let mut points = Vec::new();
+        while let Some(&node) = order.peek() {
+            if usize::from(flat.point_id(node).0) != level {
+                break;
+            }
+            points.push(node);
+            order.next();
+        }
+        put(&(points.len() as u64).to_le_bytes());
+        for node in points {
+            let (own_level, rank) = flat.point_id(node);
+            put(&HNSW_POINT_MAGIC.to_le_bytes());
+            put(&flat.key(node).as_u64().to_le_bytes());
+            put(&[own_level]);
+            put(&rank.to_le_bytes());
+            for at in 0..header.max_layer {
+                let neighbours = match extra.get(&(node, at)) {
+                    Some(listed) => listed.as_slice(),
+                    None => flat.neighbours(node, at),
+                };
+                put(&(neighbours.len() as u64).to_le_bytes());
+                for &next in neighbours {
+                    let (next_level, next_rank) = flat.point_id(next);
+                    let distance =
+                        CosineDistance.eval(&decoded[node as usize], &decoded[next as usize]);
+                    put(&flat.key(next).as_u64().to_le_bytes());
+                    put(&[next_level]);
+                    put(&next_rank.to_le_bytes());
+                    put(&distance.to_le_bytes());
+                }
+            }
+        }
+    }
+    // The entry point.
+    if flat.len() > 0 {
+        let (level, rank) = flat.point_id(0);
+        put(&flat.key(0).as_u64().to_le_bytes());
+        put(&[level]);
+        put(&rank.to_le_bytes());
+    }
+    Ok(out)
+}
 /// hnsw_rs's magic, at the head of its data file and of each of its points.
 const HNSW_DATA_MAGIC: u32 = 0xa67f_0000;
 
 /// A keyed copy of hnsw_rs's data file `data` (see the module's doc): each point whose
 /// vector is, bit for bit, what `row` gives for its key is written as its key alone.
+#[cfg(test)]
 pub(crate) fn key_data(
     data: &[u8],
     row: impl Fn(VectorKey) -> Option<Vec<f32>>,
@@ -472,6 +747,82 @@ mod tests {
         graph.insert(&items);
         let files = graph.dump().unwrap();
         (graph, files, rows)
+    }
+
+    /// A checkpoint of flat lists holds what hnsw_rs's dump does: its keyed data file is
+    /// the dump's keyed, byte for byte, and hnsw_rs's graph file written back from it is
+    /// the dump's graph file, byte for byte (but for the entry point, which may differ
+    /// after a parallel insert); the graph hnsw_rs loads from it searches as the first.
+    #[test]
+    fn a_flat_checkpoint_gives_back_hnsw_rs_dump_and_graph() {
+        let n = 3_000u64;
+        let graph = Graph::new(HnswParams::default(), n as usize);
+        let rows: HashMap<u64, Vec<f32>> = (0..n).map(|i| (i << 16, vector(i))).collect();
+        let mut keys: Vec<u64> = rows.keys().copied().collect();
+        keys.sort_unstable();
+        for batch in keys.chunks(700) {
+            let items: Vec<(&[f32], VectorKey)> = batch
+                .iter()
+                .map(|key| (rows[key].as_slice(), VectorKey::from_u64(*key)))
+                .collect();
+            graph.insert(&items);
+        }
+        assert!(graph.flat().levels() >= 2, "several levels");
+        // Documents 0 to 99 deleted before the checkpoint: their vectors kept whole.
+        let row = |key: VectorKey| {
+            (key.as_u64() >> 16 >= 100)
+                .then(|| rows.get(&key.as_u64()).cloned())
+                .flatten()
+        };
+        let dumped = graph.dump().unwrap();
+        let (files, flat) = graph.checkpoint_files(row);
+        assert_eq!(flat, graph.flat());
+        assert_eq!(files[1], key_data(&dumped[1], row).unwrap(), "keyed data");
+        assert!(
+            files[0].len() * 3 < dumped[0].len(),
+            "{} {}",
+            files[0].len(),
+            dumped[0].len()
+        );
+        let manifest = Manifest {
+            covered_seq: n,
+            n_points: n as usize,
+            dimensions: DIM,
+            files: Graph::file_sums(&files),
+        };
+        let unpacked = Graph::unpack(&manifest, files.clone(), row).unwrap();
+        assert_eq!(unpacked[1], dumped[1], "data file");
+        let written_back = hnsw_graph_file(&unpacked[0], &unpacked[1]).unwrap();
+        let (ours, theirs) = (&written_back, &dumped[0]);
+        assert_eq!(ours.len(), theirs.len());
+        // The entry point is the last 8 + 1 + 4 bytes.
+        let body = ours.len() - 13;
+        assert_eq!(ours[..body], theirs[..body], "graph file");
+        let scratch = tempfile::tempdir().unwrap();
+        let loaded =
+            Graph::load(&manifest, &unpacked, HnswParams::default(), scratch.path()).unwrap();
+        assert_eq!(loaded.len(), n as usize);
+        assert_eq!(loaded.flat(), graph.flat());
+        for i in (0..n).step_by(97) {
+            let query = vector(i + 7 * n);
+            assert_eq!(
+                loaded.search(&query, 10, None),
+                graph.search(&query, 10, None)
+            );
+        }
+        // Damage is an error, never a panic.
+        for len in (0..files[0].len()).step_by(997) {
+            let mut cut = files.clone();
+            cut[0].truncate(len);
+            let manifest = Manifest {
+                files: Graph::file_sums(&cut),
+                ..manifest.clone()
+            };
+            let loaded = Graph::unpack(&manifest, cut, row).and_then(|files| {
+                Graph::load(&manifest, &files, HnswParams::default(), scratch.path())
+            });
+            assert!(loaded.is_err(), "truncated at {len}");
+        }
     }
 
     #[test]

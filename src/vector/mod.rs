@@ -24,8 +24,10 @@ use crate::id::{DocId, VectorKey};
 pub(crate) use self::flat::FlatGraph;
 pub use self::graph::HnswParams;
 #[cfg(test)]
+pub(crate) use self::graph::hnsw_graph_file;
+#[cfg(test)]
 pub(crate) use self::graph::is_keyed;
-pub(crate) use self::graph::{Graph, Manifest, SCRATCH_PREFIX, key_data};
+pub(crate) use self::graph::{Graph, Manifest, SCRATCH_PREFIX};
 
 /// The graph of one kind and how far it covers the change sequence.
 pub(crate) struct KindGraph {
