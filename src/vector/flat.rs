@@ -133,6 +133,11 @@ impl FlatGraph {
         )
     }
 
+    /// The node of hnsw_rs's point of `rank` among those of `level`.
+    pub(crate) fn node_at(&self, level: usize, rank: usize) -> u32 {
+        (self.present(level + 1) + rank) as u32
+    }
+
     /// The nodes in the order of hnsw_rs's dump: by level, lowest first, each in rank
     /// order.
     pub(crate) fn dump_order(&self) -> impl Iterator<Item = u32> + '_ {

@@ -194,23 +194,42 @@ impl Graph {
             .collect();
         let mut extra: Vec<u32> = Vec::new();
         let mut n_extra = 0u32;
-        for node in flat.dump_order() {
-            let (level, rank) = flat.point_id(node);
-            let Some(point) = indexation
-                .get_layer_iterator(usize::from(level))
-                .nth(rank as usize)
-            else {
-                continue;
-            };
-            for (at, neighbours) in point.get_neighborhood_id().iter().enumerate() {
-                let nodes: Vec<u32> = neighbours
-                    .iter()
-                    .filter_map(|n| node_of.get(&(n.d_id as u64)).copied())
-                    .collect();
-                if nodes.as_slice() != flat.neighbours(node, at) {
-                    n_extra += 1;
-                    extra.extend([node, at as u32, nodes.len() as u32]);
-                    extra.extend(nodes);
+        let mut keyed = Vec::with_capacity(24 + flat.len() * 9);
+        keyed.extend_from_slice(KEYED_MAGIC);
+        keyed.extend_from_slice(&(dim as u64).to_le_bytes());
+        keyed.extend_from_slice(&(flat.len() as u64).to_le_bytes());
+        // hnsw_rs's points in the order of its dump: by level, lowest first.
+        for level in 0..flat.levels() {
+            for (rank, point) in indexation.get_layer_iterator(level).enumerate() {
+                let node = flat.node_at(level, rank);
+                for (at, neighbours) in point.get_neighborhood_id().iter().enumerate() {
+                    let nodes: Vec<u32> = neighbours
+                        .iter()
+                        .filter_map(|n| node_of.get(&(n.d_id as u64)).copied())
+                        .collect();
+                    if nodes.as_slice() != flat.neighbours(node, at) {
+                        n_extra += 1;
+                        extra.extend([node, at as u32, nodes.len() as u32]);
+                        extra.extend(nodes);
+                    }
+                }
+                let key = flat.key(node);
+                let vector = point.get_v();
+                keyed.extend_from_slice(&key.as_u64().to_le_bytes());
+                let same = row(key).is_some_and(|row| {
+                    row.len() == vector.len()
+                        && row
+                            .iter()
+                            .zip(vector)
+                            .all(|(a, b)| a.to_bits() == b.to_bits())
+                });
+                if same {
+                    keyed.push(0);
+                } else {
+                    keyed.push(1);
+                    vector
+                        .iter()
+                        .for_each(|x| keyed.extend_from_slice(&x.to_le_bytes()));
                 }
             }
         }
@@ -224,33 +243,6 @@ impl Graph {
         extra
             .iter()
             .for_each(|v| graph.extend_from_slice(&v.to_le_bytes()));
-        let mut keyed = Vec::with_capacity(24 + flat.len() * 9);
-        keyed.extend_from_slice(KEYED_MAGIC);
-        keyed.extend_from_slice(&(dim as u64).to_le_bytes());
-        keyed.extend_from_slice(&(flat.len() as u64).to_le_bytes());
-        for node in flat.dump_order() {
-            let key = flat.key(node);
-            let (level, rank) = flat.point_id(node);
-            let vector = indexation
-                .get_point_data(&hnsw_rs::prelude::PointId(level, rank))
-                .unwrap_or_default();
-            keyed.extend_from_slice(&key.as_u64().to_le_bytes());
-            let same = row(key).is_some_and(|row| {
-                row.len() == vector.len()
-                    && row
-                        .iter()
-                        .zip(&vector)
-                        .all(|(a, b)| a.to_bits() == b.to_bits())
-            });
-            if same {
-                keyed.push(0);
-            } else {
-                keyed.push(1);
-                vector
-                    .iter()
-                    .for_each(|x| keyed.extend_from_slice(&x.to_le_bytes()));
-            }
-        }
         (vec![graph, keyed], flat)
     }
 
