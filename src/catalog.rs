@@ -1045,6 +1045,12 @@ impl Catalog {
         (view, quantized, arena.spans())
     }
 
+    /// The rows of `kind`'s arena that a mapped base holds (0 once compacted out).
+    #[cfg(test)]
+    pub(crate) fn base_rows(&self, kind: Kind) -> usize {
+        self.arenas[kind.index()].base_rows
+    }
+
     /// The rows of the arena of `kind`.
     pub(crate) fn arena(&self, kind: Kind) -> ArenaView<'_> {
         self.arenas[kind.index()].view(kind)

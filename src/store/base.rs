@@ -933,6 +933,111 @@ mod tests {
         assert!(checked > 10_000);
     }
 
+    /// Model-based: a reader's arena that starts as a mapped base's rows keeps each live
+    /// document's vectors (as stored, with their inverse norms) through removals of the
+    /// base's documents, documents added after it, and the compaction that copies the
+    /// live rows out of the base and lets it go.
+    #[test]
+    fn a_mapped_arena_keeps_every_live_documents_vectors_through_compactions() {
+        use crate::catalog::{Catalog, Entry, inverse_norm};
+        use std::collections::BTreeMap;
+        struct Random(u64);
+        impl Random {
+            fn next(&mut self) -> u64 {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                self.0
+            }
+            fn vector(&mut self) -> Vec<f32> {
+                (0..DIM)
+                    .map(|_| 1.0 + (self.next() % 1_000) as f32)
+                    .collect()
+            }
+        }
+        let mut random = Random(0x9e37_79b9_7f4a_7c15);
+        let stored = |v: &[f32]| StoredVectors {
+            main: Some(v.to_vec()),
+            patterns: Vec::new(),
+            external: true,
+        };
+        let mut model: BTreeMap<u64, Vec<f32>> = BTreeMap::new();
+        let entries: Vec<BlockEntry> = (0..3_000u64)
+            .map(|i| {
+                let v = random.vector();
+                let doc = Document::Chunk(Chunk::new(format!("c{i}"), "note"));
+                let entry = BlockEntry::new(
+                    DocId::new(i),
+                    &DocRecord::from_document(&doc, i),
+                    &stored(&v),
+                );
+                model.insert(i, v);
+                entry
+            })
+            .collect();
+        let encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::sync::Arc::new(written(dir.path(), &encoded).unwrap());
+        let mut catalog = Catalog::from_base(&base, Vec::new());
+        let check = |catalog: &Catalog, model: &BTreeMap<u64, Vec<f32>>| {
+            assert_eq!(catalog.n_vectors(Kind::Chunk), model.len());
+            for (&doc, v) in model {
+                let got = catalog.vectors(DocId::new(doc)).expect("live");
+                assert_eq!(got.data, v.as_slice(), "{doc}");
+                assert_eq!(got.inverse, [inverse_norm(v).unwrap()], "{doc}");
+                let key = crate::id::VectorKey::new(DocId::new(doc), 0);
+                let row = catalog.arena_row(key).unwrap() as usize;
+                assert_eq!(catalog.arena(Kind::Chunk).row(row).unwrap().0, v.as_slice());
+            }
+        };
+        check(&catalog, &model);
+        // The 8-bit copy made now, then kept up to date through the sequence.
+        let _ = catalog.scan_view(Kind::Chunk);
+        assert_eq!(catalog.base_rows(Kind::Chunk), 3_000);
+        let mut new_doc = 10_000u64;
+        for step in 0..6_000u64 {
+            if random.next() % 5 < 3 {
+                let live: Vec<u64> = model.keys().copied().collect();
+                let doc = live[(random.next() % live.len() as u64) as usize];
+                assert!(catalog.remove(DocId::new(doc)).is_some());
+                model.remove(&doc);
+            } else {
+                let v = random.vector();
+                let doc = Document::Chunk(Chunk::new(format!("n{new_doc}"), "later"));
+                let rows = DocRows::from_stored(&stored(&v));
+                let entry = Entry::new(doc, 5_000 + step);
+                catalog.insert(DocId::new(new_doc), entry, rows, Vec::new());
+                model.insert(new_doc, v);
+                new_doc += 1;
+            }
+            if step % 500 == 0 {
+                check(&catalog, &model);
+            }
+        }
+        assert_eq!(
+            catalog.base_rows(Kind::Chunk),
+            0,
+            "compacted out of the base"
+        );
+        check(&catalog, &model);
+        // The 8-bit copy moved with the rows: each live row's bounds hold its cosine.
+        let query = random.vector();
+        let norm = inverse_norm(&query).unwrap();
+        let query: Vec<f32> = query.iter().map(|x| x * norm).collect();
+        let coded = crate::vector::metric::QuantizedQuery::new(&query);
+        let (arena, quantized, spans) = catalog.scan_view(Kind::Chunk);
+        let mut seen = 0;
+        for (doc, start, rows) in spans {
+            assert!(model.contains_key(&doc.as_u64()));
+            let (block, inverse) = arena.rows(start, rows);
+            let exact = crate::vector::metric::dot(&query, block) * inverse[0];
+            let (low, high) = quantized.bounds(&coded, start, DIM);
+            assert!(low <= exact && exact <= high, "{low} {exact} {high}");
+            seen += 1;
+        }
+        assert_eq!(seen, model.len());
+    }
+
     /// A table that loads but lies about a document (written with a right checksum) is
     /// what `check` finds: a flag, a sequence number, a token count left alone.
     #[test]
