@@ -19,6 +19,8 @@
 
 use std::collections::HashMap;
 
+use std::hash::BuildHasher;
+
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -183,13 +185,22 @@ pub(crate) fn entities_of(doc: &Document) -> Vec<String> {
     out
 }
 
-/// The graph of one kind of one tenant.
+/// The graph of one kind of one tenant. Each entity is a number: its name is kept once
+/// (moved from the list it came in), and found by a table of numbers hashed by the names
+/// they stand for.
 #[derive(Debug, Default)]
 struct ScopeGraph {
-    /// Entity → the documents that mention it.
-    docs_of: crate::catalog::StrMap<Postings>,
-    /// Document → the entities it mentions.
-    entities_of: FxHashMap<DocId, Box<[String]>>,
+    /// Each entity's name, by number (empty for a number free again).
+    names: Vec<Box<str>>,
+    /// Each entity's documents, by number.
+    postings: Vec<Postings>,
+    /// Numbers whose entity is gone, to give again.
+    free: Vec<u32>,
+    /// Entity numbers, hashed by their names.
+    index: hashbrown::HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+    /// Document → the numbers of the entities it mentions.
+    entities_of: FxHashMap<DocId, Box<[u32]>>,
     /// The longest entity, in words (how long an n-gram of the query to look up).
     longest: usize,
 }
@@ -230,17 +241,77 @@ impl Postings {
 }
 
 impl ScopeGraph {
+    fn reserve(&mut self, docs: usize) {
+        self.entities_of.reserve(docs);
+        self.names.reserve(docs);
+        self.postings.reserve(docs);
+        let (names, hasher) = (&self.names, &self.hasher);
+        self.index
+            .reserve(docs, |&n| hasher.hash_one(&*names[n as usize]));
+    }
+
+    /// The number of `entity`, if the scope knows it.
+    fn number(&self, entity: &str) -> Option<u32> {
+        let hash = self.hasher.hash_one(entity);
+        self.index
+            .find(hash, |&n| &*self.names[n as usize] == entity)
+            .copied()
+    }
+
+    /// The documents that mention `entity`.
+    fn docs_of(&self, entity: &str) -> Option<&[DocId]> {
+        self.number(entity)
+            .map(|n| self.postings[n as usize].as_slice())
+    }
+
     fn insert(&mut self, doc_id: DocId, entities: Vec<String>) {
-        for entity in &entities {
-            match self.docs_of.get_mut(entity.as_str()) {
-                Some(docs) => docs.push(doc_id),
-                None => {
-                    self.docs_of.insert(entity.clone(), Postings::One(doc_id));
-                }
-            }
+        let mut numbers = Vec::with_capacity(entities.len());
+        for entity in entities {
             self.longest = self.longest.max(entity.split(' ').count());
+            let hash = self.hasher.hash_one(entity.as_str());
+            let names = &self.names;
+            if let Some(&n) = self.index.find(hash, |&n| *names[n as usize] == *entity) {
+                self.postings[n as usize].push(doc_id);
+                numbers.push(n);
+                continue;
+            }
+            let n = match self.free.pop() {
+                Some(n) => {
+                    self.names[n as usize] = entity.into_boxed_str();
+                    self.postings[n as usize] = Postings::One(doc_id);
+                    n
+                }
+                None => {
+                    self.names.push(entity.into_boxed_str());
+                    self.postings.push(Postings::One(doc_id));
+                    (self.names.len() - 1) as u32
+                }
+            };
+            let (names, hasher) = (&self.names, &self.hasher);
+            self.index
+                .insert_unique(hash, n, |&m| hasher.hash_one(&*names[m as usize]));
+            numbers.push(n);
         }
-        self.entities_of.insert(doc_id, entities.into_boxed_slice());
+        self.entities_of.insert(doc_id, numbers.into_boxed_slice());
+    }
+
+    fn remove(&mut self, doc_id: DocId) {
+        let Some(numbers) = self.entities_of.remove(&doc_id) else {
+            return;
+        };
+        for &n in numbers.iter() {
+            if !self.postings[n as usize].remove(doc_id) {
+                continue;
+            }
+            // No document mentions it any more: its number is free again.
+            let hash = self.hasher.hash_one(&*self.names[n as usize]);
+            if let Ok(entry) = self.index.find_entry(hash, |&m| m == n) {
+                entry.remove();
+            }
+            self.names[n as usize] = Box::from("");
+            self.postings[n as usize] = Postings::Many(Vec::new());
+            self.free.push(n);
+        }
     }
 }
 
@@ -293,8 +364,7 @@ impl EntityGraph {
             if !same {
                 let scopes = &mut self.scopes[kind.index()];
                 let scope = scopes.entry(tenant.to_owned()).or_default();
-                scope.entities_of.reserve(remaining - i);
-                scope.docs_of.reserve(remaining - i);
+                scope.reserve(remaining - i);
                 current = Some((kind, tenant, scope));
             }
             if let Some((_, _, scope)) = current.as_mut() {
@@ -308,15 +378,7 @@ impl EntityGraph {
         let Some(scope) = scopes.get_mut(tenant) else {
             return;
         };
-        if let Some(entities) = scope.entities_of.remove(&doc_id) {
-            for entity in entities.iter() {
-                if let Some(docs) = scope.docs_of.get_mut(entity)
-                    && docs.remove(doc_id)
-                {
-                    scope.docs_of.remove(entity);
-                }
-            }
-        }
+        scope.remove(doc_id);
         if scope.entities_of.is_empty() {
             scopes.remove(tenant);
         }
@@ -331,7 +393,7 @@ impl EntityGraph {
         let mut found: Vec<String> = Vec::new();
         let mut add = |entity: String| {
             if !entity.starts_with('\u{0}')
-                && scope.docs_of.contains_key(&entity)
+                && scope.number(&entity).is_some()
                 && !found.contains(&entity)
             {
                 found.push(entity);
@@ -396,7 +458,7 @@ impl EntityGraph {
         };
         let mut hop1: Vec<(DocId, f64, &String, &str)> = Vec::new();
         for entity in entities {
-            let Some(docs) = scope.docs_of.get(entity).map(Postings::as_slice) else {
+            let Some(docs) = scope.docs_of(entity) else {
                 continue;
             };
             if docs.len() > config.max_fanout {
@@ -421,13 +483,12 @@ impl EntityGraph {
                 let Some(shared) = scope.entities_of.get(&bridge) else {
                     continue;
                 };
-                for other in shared.iter() {
-                    if entities.contains(other) {
+                for &number in shared.iter() {
+                    let other = &*scope.names[number as usize];
+                    if entities.iter().any(|entity| entity == other) {
                         continue;
                     }
-                    let Some(docs) = scope.docs_of.get(other).map(Postings::as_slice) else {
-                        continue;
-                    };
+                    let docs = scope.postings[number as usize].as_slice();
                     if docs.len() > config.max_fanout || docs.len() < 2 {
                         continue;
                     }
@@ -462,10 +523,7 @@ impl EntityGraph {
             .iter()
             .flat_map(HashMap::values)
             .fold((0, 0), |(docs, entities), scope| {
-                (
-                    docs + scope.entities_of.len(),
-                    entities + scope.docs_of.len(),
-                )
+                (docs + scope.entities_of.len(), entities + scope.index.len())
             })
     }
 }
@@ -586,6 +644,67 @@ mod tests {
                 .is_empty()
         );
         assert_eq!(graph.size(), (1, 1));
+    }
+
+    /// Model-based: through inserts and removals (numbers freed and given again), each
+    /// entity's documents and each document's entities are a naive model's.
+    #[test]
+    fn a_scope_keeps_each_entitys_documents_through_inserts_and_removals() {
+        use std::collections::{BTreeMap, BTreeSet};
+        let mut scope = ScopeGraph::default();
+        let mut model: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let vocabulary: Vec<String> = (0..40).map(|i| format!("entity {i}")).collect();
+        for step in 0..5_000u64 {
+            let doc = next() % 300;
+            if next() % 3 == 0 || model.contains_key(&doc) {
+                scope.remove(DocId::new(doc));
+                model.remove(&doc);
+            } else {
+                let mut list: Vec<String> = (0..next() % 4)
+                    .map(|_| vocabulary[(next() % 40) as usize].clone())
+                    .collect();
+                list.push(format!("\u{0}own-{doc}-{step}"));
+                list.sort();
+                list.dedup();
+                scope.insert(DocId::new(doc), list.clone());
+                model.insert(doc, list);
+            }
+            if step % 250 == 0 || step == 4_999 {
+                let mut expected: BTreeMap<&str, BTreeSet<u64>> = BTreeMap::new();
+                for (doc, list) in &model {
+                    for entity in list {
+                        expected.entry(entity).or_default().insert(*doc);
+                    }
+                }
+                assert_eq!(scope.index.len(), expected.len(), "step {step}");
+                for (entity, docs) in &expected {
+                    let found: BTreeSet<u64> = scope
+                        .docs_of(entity)
+                        .unwrap()
+                        .iter()
+                        .map(|d| d.as_u64())
+                        .collect();
+                    assert_eq!(&found, docs, "{entity}");
+                }
+                for (doc, list) in &model {
+                    let names: Vec<&str> = scope.entities_of[&DocId::new(*doc)]
+                        .iter()
+                        .map(|&n| &*scope.names[n as usize])
+                        .collect();
+                    assert_eq!(names, *list);
+                }
+                assert!(scope.docs_of("entity 999").is_none());
+            }
+        }
+        // Some 3,000 entities came and went: their numbers were given again.
+        assert!(scope.names.len() < 1_000, "{}", scope.names.len());
     }
 
     #[test]
