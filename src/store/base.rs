@@ -623,33 +623,35 @@ impl MappedBase {
         {
             let at = 6 + 3 * kind.index();
             BaseRows {
-                data: cast_f32(self.sections.get(at)),
-                inverse: cast_f32(self.sections.get(at + 1)),
-                indices: cast_u16(self.sections.get(at + 2)),
+                data: cast(self.sections.get(at)),
+                inverse: cast(self.sections.get(at + 1)),
+                indices: cast(self.sections.get(at + 2)),
             }
         }
     }
 }
 
-/// `bytes` (little-endian `f32`s on a little-endian host) as `f32`s in place; empty when
-/// they do not lie where `f32`s can (the load then refuses the base).
+/// Numbers a mapped section is read as in place.
+///
+/// # Safety
+///
+/// Only for types of which every bit pattern of their size is a value, with no padding.
 #[cfg(target_endian = "little")]
-fn cast_f32(bytes: &[u8]) -> &[f32] {
-    // SAFETY: every bit pattern is a valid `f32`, and `align_to` only yields the part of
-    // `bytes` aligned for `f32`; a misaligned section gives a prefix, refused here.
-    let (head, body, tail) = unsafe { bytes.align_to::<f32>() };
-    if head.is_empty() && tail.is_empty() {
-        body
-    } else {
-        &[]
-    }
-}
+unsafe trait Plain: Copy {}
 
-/// As [`cast_f32`], for `u16`s.
+// SAFETY: every bit pattern of 4 bytes is an `f32` (NaNs included), of 2 a `u16`.
 #[cfg(target_endian = "little")]
-fn cast_u16(bytes: &[u8]) -> &[u16] {
-    // SAFETY: as in `cast_f32`: every bit pattern is a valid `u16`.
-    let (head, body, tail) = unsafe { bytes.align_to::<u16>() };
+unsafe impl Plain for f32 {}
+#[cfg(target_endian = "little")]
+unsafe impl Plain for u16 {}
+
+/// `bytes` (little-endian numbers, on a little-endian host) as numbers in place; empty
+/// when they do not lie where such numbers can (the load then refuses the base).
+#[cfg(target_endian = "little")]
+fn cast<T: Plain>(bytes: &[u8]) -> &[T] {
+    // SAFETY: `T: Plain`, so every bit pattern is a value, and `align_to` only yields the
+    // part of `bytes` aligned for `T`; a misaligned section gives a prefix, refused here.
+    let (head, body, tail) = unsafe { bytes.align_to::<T>() };
     if head.is_empty() && tail.is_empty() {
         body
     } else {

@@ -302,31 +302,29 @@ impl Section<'_> {
 
     /// Hands the section's bytes to `put`, piece by piece.
     fn write(&self, put: &mut dyn FnMut(&[u8]) -> std::io::Result<()>) -> std::io::Result<()> {
-        /// Numbers converted per piece.
-        const PIECE: usize = 4_096;
         match self {
             Section::Bytes(bytes) => put(bytes),
             Section::Entries(entries) => block::encode_into(entries.iter(), put),
-            Section::F32s(values) => {
-                let mut buffer = Vec::with_capacity(PIECE * 4);
-                for piece in values.chunks(PIECE) {
-                    buffer.clear();
-                    buffer.extend(piece.iter().flat_map(|x| x.to_le_bytes()));
-                    put(&buffer)?;
-                }
-                Ok(())
-            }
-            Section::U16s(values) => {
-                let mut buffer = Vec::with_capacity(PIECE * 2);
-                for piece in values.chunks(PIECE) {
-                    buffer.clear();
-                    buffer.extend(piece.iter().flat_map(|x| x.to_le_bytes()));
-                    put(&buffer)?;
-                }
-                Ok(())
-            }
+            Section::F32s(values) => put_le(values, f32::to_le_bytes, put),
+            Section::U16s(values) => put_le(values, u16::to_le_bytes, put),
         }
     }
+}
+
+/// Hands `values` to `put` as little-endian bytes, a few thousand at a time.
+fn put_le<T: Copy, const N: usize>(
+    values: &[T],
+    to_le: fn(T) -> [u8; N],
+    put: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    const PIECE: usize = 4_096;
+    let mut buffer = Vec::with_capacity(PIECE * N);
+    for piece in values.chunks(PIECE) {
+        buffer.clear();
+        buffer.extend(piece.iter().flat_map(|&x| to_le(x)));
+        put(&buffer)?;
+    }
+    Ok(())
 }
 
 /// As [`write_file`], the sections streamed to the file.
