@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, TermQuery};
 use tantivy::schema::{
@@ -43,6 +43,10 @@ pub(crate) struct TextIndex {
     ident: TextAnalyzer,
     /// Whether a rule's patterns are indexed with its condition and action.
     patterns_in_text: bool,
+    /// Each segment's ids, by segment doc, when they ascend (what commits write:
+    /// documents are numbered as they are written), so that a document is found by
+    /// binary search instead of a term lookup; `None` for a segment whose ids do not.
+    ascending_ids: Mutex<FxHashMap<tantivy::index::SegmentId, Option<Arc<[u64]>>>>,
 }
 
 #[derive(Clone, Copy)]
@@ -393,6 +397,7 @@ impl TextIndex {
             words,
             ident,
             patterns_in_text,
+            ascending_ids: Mutex::default(),
         })
     }
 
@@ -726,34 +731,69 @@ impl TextIndex {
     }
 
     /// The live documents of `docs` in `segment`, as `(segment doc, doc)` sorted by
-    /// segment doc, into `targets` (cleared first). Each is located through its `doc_id`
-    /// term.
+    /// segment doc, into `targets` (cleared first). Each is found by binary search in
+    /// the segment's ids when they ascend, through its `doc_id` term otherwise.
     fn locate(
         &self,
         segment: &tantivy::SegmentReader,
         docs: &[DocId],
         targets: &mut Vec<(u32, DocId)>,
     ) -> Result<()> {
-        let ids = segment
-            .inverted_index(self.fields.doc_id)
-            .map_err(tantivy_err)?;
         let alive = segment.alive_bitset();
+        let live = |seg_doc: u32| alive.is_none_or(|alive| alive.is_alive(seg_doc));
         targets.clear();
-        for &doc in docs {
-            let term = Term::from_field_u64(self.fields.doc_id, doc.as_u64());
-            let Some(postings) = ids
-                .read_postings(&term, IndexRecordOption::Basic)
-                .map_err(|err| tantivy_err(err.into()))?
-            else {
-                continue;
-            };
-            let seg_doc = postings.doc();
-            if seg_doc != TERMINATED && alive.is_none_or(|alive| alive.is_alive(seg_doc)) {
-                targets.push((seg_doc, doc));
+        if let Some(ids) = self.ascending_ids(segment)? {
+            for &doc in docs {
+                if let Ok(row) = ids.binary_search(&doc.as_u64())
+                    && let Ok(seg_doc) = u32::try_from(row)
+                    && live(seg_doc)
+                {
+                    targets.push((seg_doc, doc));
+                }
+            }
+        } else {
+            let inverted = segment
+                .inverted_index(self.fields.doc_id)
+                .map_err(tantivy_err)?;
+            for &doc in docs {
+                let term = Term::from_field_u64(self.fields.doc_id, doc.as_u64());
+                let Some(postings) = inverted
+                    .read_postings(&term, IndexRecordOption::Basic)
+                    .map_err(|err| tantivy_err(err.into()))?
+                else {
+                    continue;
+                };
+                let seg_doc = postings.doc();
+                if seg_doc != TERMINATED && live(seg_doc) {
+                    targets.push((seg_doc, doc));
+                }
             }
         }
         targets.sort_unstable();
         Ok(())
+    }
+
+    /// The `doc_id` of each document of `segment`, by segment doc, when there is one
+    /// per document and they strictly ascend (as a commit writes them; a merge may
+    /// interleave them). Read once per segment: 8 bytes a document.
+    fn ascending_ids(&self, segment: &tantivy::SegmentReader) -> Result<Option<Arc<[u64]>>> {
+        let id = segment.segment_id();
+        let mut known = self.ascending_ids.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(ids) = known.get(&id) {
+            return Ok(ids.clone());
+        }
+        let column = segment.fast_fields().u64("doc_id").map_err(tantivy_err)?;
+        let ids: Option<Arc<[u64]>> = (column.get_cardinality()
+            == tantivy::columnar::Cardinality::Full
+            && column.values.num_vals() == segment.max_doc())
+        .then(|| column.values.iter().collect::<Arc<[u64]>>())
+        .filter(|ids| ids.windows(2).all(|pair| pair[0] < pair[1]));
+        // Segments merged away are forgotten now and then.
+        if known.len() >= 256 {
+            known.clear();
+        }
+        known.insert(id, ids.clone());
+        Ok(ids)
     }
 
     /// How much of `query` each of `docs` contains: the idf-weighted fraction of its
@@ -985,6 +1025,72 @@ mod tests {
 
     /// `score_docs` (seek to each document) gives exactly the scores of a full visit, over
     /// several segments and with deleted documents.
+    #[test]
+    fn documents_are_found_in_segments_written_in_any_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = TextIndex::create(&dir.path().join("text"), false).unwrap();
+        let words = ["order", "refund", "parcel", "late", "card"];
+        // One segment written in id order, one shuffled (ids 1000.. in a scattered
+        // order), each with a deleted document and ids missing between them.
+        let ascending: Vec<u64> = (0..200).map(|i| i * 2).collect();
+        let shuffled: Vec<u64> = (0..200).map(|i| 1000 + (i * 77) % 200).collect();
+        for (commit, ids) in [&ascending, &shuffled].into_iter().enumerate() {
+            for &id in ids {
+                let content = format!(
+                    "{} {}",
+                    words[id as usize % 5],
+                    words[(id / 5) as usize % 5]
+                );
+                let chunk = Chunk::new(format!("c{id}"), content);
+                text.add_document(DocId::new(id), &Document::Chunk(chunk))
+                    .unwrap();
+            }
+            text.commit(commit as u64 + 1).unwrap();
+        }
+        text.delete(DocId::new(40)).unwrap();
+        text.delete(DocId::new(1010)).unwrap();
+        text.commit(3).unwrap();
+        text.reload().unwrap();
+
+        let searcher = text.reader.searcher();
+        let mut kinds = Vec::new();
+        for segment in searcher.segment_readers() {
+            kinds.push(text.ascending_ids(segment).unwrap().is_some());
+        }
+        assert!(
+            kinds.contains(&false) && kinds.contains(&true),
+            "both ways of locating are exercised: {kinds:?}"
+        );
+
+        // Every id asked, present or not, is located as a naive scan of the columns finds it.
+        let asked: Vec<DocId> = (0..1300).rev().map(DocId::new).collect();
+        for segment in searcher.segment_readers() {
+            let ids = segment.fast_fields().u64("doc_id").unwrap();
+            let alive = segment.alive_bitset();
+            let mut naive: Vec<(u32, DocId)> = (0..segment.max_doc())
+                .filter(|&seg_doc| alive.is_none_or(|alive| alive.is_alive(seg_doc)))
+                .map(|seg_doc| (seg_doc, DocId::new(ids.first(seg_doc).unwrap())))
+                .collect();
+            naive.sort_unstable();
+            let mut located = Vec::new();
+            text.locate(segment, &asked, &mut located).unwrap();
+            assert_eq!(located, naive);
+            text.locate(segment, &asked[..3], &mut located).unwrap();
+            assert!(located.iter().all(|(_, doc)| asked[..3].contains(doc)));
+        }
+        let counts = text
+            .token_counts_of(&[
+                DocId::new(40),
+                DocId::new(42),
+                DocId::new(1011),
+                DocId::new(7),
+            ])
+            .unwrap();
+        let found: Vec<DocId> = counts.iter().map(|(doc, _)| *doc).collect();
+        assert_eq!(found.len(), 2);
+        assert!(found.contains(&DocId::new(42)) && found.contains(&DocId::new(1011)));
+    }
+
     #[test]
     fn pruned_top_k_and_score_docs_match_a_full_visit() {
         let dir = tempfile::tempdir().unwrap();
