@@ -505,8 +505,8 @@ impl TextIndex {
         })
     }
 
-    /// The token counts of `docs` (those the index holds), each found through its
-    /// `doc_id` term: for a few documents, instead of reading every document's.
+    /// The token counts of `docs` (those the index holds), each located by its id
+    /// (see `locate`): for a few documents, instead of reading every document's.
     pub(crate) fn token_counts_of(&self, docs: &[DocId]) -> Result<Vec<(DocId, [u32; 2])>> {
         guarded("reading token counts", || {
             let searcher = self.reader.searcher();
@@ -679,7 +679,7 @@ impl TextIndex {
 
     /// The BM25 score of `query` for each of `docs` that matches it.
     ///
-    /// Each document is located through the `doc_id` term, and the query's scorer seeks
+    /// Each document is located by its id (see `locate`), and each term's scorer seeks
     /// straight to it: the cost grows with `docs`, not with the documents that match.
     pub(crate) fn score_docs(
         &self,
