@@ -47,6 +47,8 @@ pub(crate) struct TextIndex {
     /// documents are numbered as they are written), so that a document is found by
     /// binary search instead of a term lookup; `None` for a segment whose ids do not.
     ascending_ids: Mutex<FxHashMap<tantivy::index::SegmentId, Option<Arc<[u64]>>>>,
+    /// Live document frequencies in segments with deleted documents.
+    live_freqs: LiveFreqs,
 }
 
 #[derive(Clone, Copy)]
@@ -188,6 +190,7 @@ struct ScopedStatistics<'a> {
     searcher: &'a tantivy::Searcher,
     scope: ScopeStats,
     fields: Fields,
+    live: &'a LiveFreqs,
 }
 
 impl tantivy::query::Bm25StatisticsProvider for ScopedStatistics<'_> {
@@ -204,25 +207,60 @@ impl tantivy::query::Bm25StatisticsProvider for ScopedStatistics<'_> {
     }
 
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
-        live_doc_freq(self.searcher, term)
+        self.live.doc_freq(self.searcher, term)
     }
 }
 
-/// The number of live documents that contain `term`.
-fn live_doc_freq(searcher: &tantivy::Searcher, term: &Term) -> tantivy::Result<u64> {
-    let mut total = 0u64;
-    for segment in searcher.segment_readers() {
-        let inverted = segment.inverted_index(term.field())?;
-        match segment.alive_bitset() {
-            None => total += u64::from(inverted.doc_freq(term)?),
-            Some(alive) => {
-                if let Some(postings) = inverted.read_postings(term, IndexRecordOption::Basic)? {
-                    total += u64::from(postings.doc_freq_given_deletes(alive));
+/// The live document frequencies of terms in segments with deleted documents, which
+/// only a walk of the term's postings counts: remembered per segment, its number of
+/// deleted documents (deletions only accumulate, so the same number is the same set)
+/// and term. Without it, a query walked the whole postings of each of its terms three
+/// times once 1 % of 100,000 chunks were deleted (p50 1.3 -> 2.1 ms).
+#[derive(Default)]
+struct LiveFreqs(Mutex<FxHashMap<(tantivy::index::SegmentId, u32, Term), u32>>);
+
+/// The most frequencies [`LiveFreqs`] keeps before it forgets them all.
+const LIVE_FREQS_KEPT: usize = 1 << 16;
+
+impl LiveFreqs {
+    /// The number of live documents that contain `term`.
+    fn doc_freq(&self, searcher: &tantivy::Searcher, term: &Term) -> tantivy::Result<u64> {
+        let mut total = 0u64;
+        for segment in searcher.segment_readers() {
+            let inverted = segment.inverted_index(term.field())?;
+            let Some(alive) = segment.alive_bitset() else {
+                total += u64::from(inverted.doc_freq(term)?);
+                continue;
+            };
+            let key = (
+                segment.segment_id(),
+                segment.num_deleted_docs(),
+                term.clone(),
+            );
+            let known = self
+                .0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&key)
+                .copied();
+            let live = match known {
+                Some(live) => live,
+                None => {
+                    let live = inverted
+                        .read_postings(term, IndexRecordOption::Basic)?
+                        .map_or(0, |postings| postings.doc_freq_given_deletes(alive));
+                    let mut freqs = self.0.lock().unwrap_or_else(|p| p.into_inner());
+                    if freqs.len() >= LIVE_FREQS_KEPT {
+                        freqs.clear();
+                    }
+                    freqs.insert(key, live);
+                    live
                 }
-            }
+            };
+            total += u64::from(live);
         }
+        Ok(total)
     }
-    Ok(total)
 }
 
 fn tantivy_err(err: tantivy::TantivyError) -> Error {
@@ -398,6 +436,7 @@ impl TextIndex {
             ident,
             patterns_in_text,
             ascending_ids: Mutex::default(),
+            live_freqs: LiveFreqs::default(),
         })
     }
 
@@ -719,7 +758,7 @@ impl TextIndex {
     }
 
     fn statistics<'s>(
-        &self,
+        &'s self,
         searcher: &'s tantivy::Searcher,
         scope: ScopeStats,
     ) -> ScopedStatistics<'s> {
@@ -727,6 +766,7 @@ impl TextIndex {
             searcher,
             scope,
             fields: self.fields,
+            live: &self.live_freqs,
         }
     }
 
@@ -831,7 +871,10 @@ impl TextIndex {
         // tenant contains weighs little.
         let mut idf = Vec::with_capacity(parts.words.len());
         for term in &parts.words {
-            let df = live_doc_freq(&searcher, term).map_err(tantivy_err)? as f64;
+            let df = self
+                .live_freqs
+                .doc_freq(&searcher, term)
+                .map_err(tantivy_err)? as f64;
             idf.push(((total - df + 0.5).max(0.0) / (df + 0.5)).ln_1p() as f32);
         }
         let idf_sum: f32 = idf.iter().sum();
@@ -1025,6 +1068,47 @@ mod tests {
 
     /// `score_docs` (seek to each document) gives exactly the scores of a full visit, over
     /// several segments and with deleted documents.
+    #[test]
+    fn live_document_frequencies_follow_every_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = TextIndex::create(&dir.path().join("text"), false).unwrap();
+        let words = ["order", "refund", "parcel", "late", "card"];
+        let has = |id: u64, word: usize| id % 5 == word as u64 || (id / 5) % 5 == word as u64;
+        for id in 0..400u64 {
+            let content: Vec<&str> = (0..5).filter(|&w| has(id, w)).map(|w| words[w]).collect();
+            let chunk = Chunk::new(format!("c{id}"), content.join(" "));
+            text.add_document(DocId::new(id), &Document::Chunk(chunk))
+                .unwrap();
+        }
+        text.commit(1).unwrap();
+        let mut deleted = std::collections::BTreeSet::new();
+        // Each round deletes more: a frequency remembered from the round before must not
+        // be given for the same segment with more of its documents deleted.
+        for (round, step) in [0u64, 9, 7, 3].into_iter().enumerate() {
+            if step > 0 {
+                for id in (0..400).step_by(step as usize) {
+                    text.delete(DocId::new(id)).unwrap();
+                    deleted.insert(id);
+                }
+                text.commit(round as u64 + 1).unwrap();
+            }
+            text.reload().unwrap();
+            let searcher = text.reader.searcher();
+            for (w, word) in words.iter().enumerate() {
+                let query =
+                    text.analyze(word, crate::Kind::Chunk, "default", ScopeStats::default());
+                let term = query.query.as_ref().unwrap().words[0].clone();
+                let expected = (0..400)
+                    .filter(|id| has(*id, w) && !deleted.contains(id))
+                    .count() as u64;
+                for _ in 0..2 {
+                    let got = text.live_freqs.doc_freq(&searcher, &term).unwrap();
+                    assert_eq!(got, expected, "round {round}, {word}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn documents_are_found_in_segments_written_in_any_order() {
         let dir = tempfile::tempdir().unwrap();
