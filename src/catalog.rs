@@ -1300,13 +1300,8 @@ mod tests {
     fn arena_keeps_each_live_documents_vectors_through_compactions() {
         let mut catalog = Catalog::default();
         let mut model: BTreeMap<u64, Vec<f32>> = BTreeMap::new();
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut random = crate::testing::Xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut next = move || random.next();
         // An open's arena first: filled in one piece, with a spare row after each
         // document (a zero vector's) that no span covers. Rows are kept as stored (not
         // normalised), with their inverse norms.

@@ -653,13 +653,8 @@ mod tests {
         use std::collections::{BTreeMap, BTreeSet};
         let mut scope = ScopeGraph::default();
         let mut model: BTreeMap<u64, Vec<String>> = BTreeMap::new();
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut random = crate::testing::Xorshift(0x2545_f491_4f6c_dd1d);
+        let mut next = move || random.next();
         let vocabulary: Vec<String> = (0..40).map(|i| format!("entity {i}")).collect();
         for step in 0..5_000u64 {
             let doc = next() % 300;

@@ -105,6 +105,8 @@ mod retrieve;
 mod scenario;
 mod select;
 mod store;
+#[cfg(test)]
+mod testing;
 mod text;
 mod time;
 mod tool;

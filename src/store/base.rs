@@ -943,21 +943,12 @@ mod tests {
     fn a_mapped_arena_keeps_every_live_documents_vectors_through_compactions() {
         use crate::catalog::{Catalog, Entry, inverse_norm};
         use std::collections::BTreeMap;
-        struct Random(u64);
-        impl Random {
-            fn next(&mut self) -> u64 {
-                self.0 ^= self.0 << 13;
-                self.0 ^= self.0 >> 7;
-                self.0 ^= self.0 << 17;
-                self.0
-            }
-            fn vector(&mut self) -> Vec<f32> {
-                (0..DIM)
-                    .map(|_| 1.0 + (self.next() % 1_000) as f32)
-                    .collect()
-            }
-        }
-        let mut random = Random(0x9e37_79b9_7f4a_7c15);
+        let mut random = crate::testing::Xorshift(0x9e37_79b9_7f4a_7c15);
+        let vector = |random: &mut crate::testing::Xorshift| -> Vec<f32> {
+            (0..DIM)
+                .map(|_| 1.0 + (random.next() % 1_000) as f32)
+                .collect()
+        };
         let stored = |v: &[f32]| StoredVectors {
             main: Some(v.to_vec()),
             patterns: Vec::new(),
@@ -966,7 +957,7 @@ mod tests {
         let mut model: BTreeMap<u64, Vec<f32>> = BTreeMap::new();
         let entries: Vec<BlockEntry> = (0..3_000u64)
             .map(|i| {
-                let v = random.vector();
+                let v = vector(&mut random);
                 let doc = Document::Chunk(Chunk::new(format!("c{i}"), "note"));
                 let entry = BlockEntry::new(
                     DocId::new(i),
@@ -1004,7 +995,7 @@ mod tests {
                 assert!(catalog.remove(DocId::new(doc)).is_some());
                 model.remove(&doc);
             } else {
-                let v = random.vector();
+                let v = vector(&mut random);
                 let doc = Document::Chunk(Chunk::new(format!("n{new_doc}"), "later"));
                 let rows = DocRows::from_stored(&stored(&v));
                 let entry = Entry::new(doc, 5_000 + step);
@@ -1023,7 +1014,7 @@ mod tests {
         );
         check(&catalog, &model);
         // The 8-bit copy moved with the rows: each live row's bounds hold its cosine.
-        let query = random.vector();
+        let query = vector(&mut random);
         let norm = inverse_norm(&query).unwrap();
         let query: Vec<f32> = query.iter().map(|x| x * norm).collect();
         let coded = crate::vector::metric::QuantizedQuery::new(&query);
@@ -1061,13 +1052,8 @@ mod tests {
     fn a_damaged_table_is_an_error_never_a_panic() {
         let entries = entries();
         let dir = tempfile::tempdir().unwrap();
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut random = crate::testing::Xorshift(0x2545_f491_4f6c_dd1d);
+        let mut next = move || random.next();
         let mut refused = 0;
         for round in 0..400 {
             let mut encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();

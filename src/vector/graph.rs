@@ -906,11 +906,9 @@ mod tests {
         for len in (0..files[1].len()).step_by(13) {
             let _ = key_data(&files[1][..len], row);
         }
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut random = crate::testing::Xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..2_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            let state = random.next();
             let mut bytes = keyed.clone();
             let at = (state as usize) % bytes.len();
             bytes[at] ^= (state >> 32) as u8 | 1;
