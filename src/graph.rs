@@ -18,7 +18,6 @@
 //! stored lists at open and updated at commit, so it is always the committed state's.
 
 use std::collections::HashMap;
-
 use std::hash::BuildHasher;
 
 use rustc_hash::FxHashMap;
@@ -240,19 +239,29 @@ impl Postings {
     }
 }
 
+/// How the table of entity numbers hashes a number again (by its name) when it grows.
+fn rehash<'a>(
+    names: &'a [Box<str>],
+    hasher: &'a foldhash::fast::RandomState,
+) -> impl Fn(&u32) -> u64 + 'a {
+    move |&n| hasher.hash_one(&*names[n as usize])
+}
+
 impl ScopeGraph {
     fn reserve(&mut self, docs: usize) {
         self.entities_of.reserve(docs);
         self.names.reserve(docs);
         self.postings.reserve(docs);
-        let (names, hasher) = (&self.names, &self.hasher);
-        self.index
-            .reserve(docs, |&n| hasher.hash_one(&*names[n as usize]));
+        self.index.reserve(docs, rehash(&self.names, &self.hasher));
     }
 
     /// The number of `entity`, if the scope knows it.
     fn number(&self, entity: &str) -> Option<u32> {
-        let hash = self.hasher.hash_one(entity);
+        self.find(self.hasher.hash_one(entity), entity)
+    }
+
+    /// The number of `entity`, whose hash is `hash`, if the scope knows it.
+    fn find(&self, hash: u64, entity: &str) -> Option<u32> {
         self.index
             .find(hash, |&n| &*self.names[n as usize] == entity)
             .copied()
@@ -269,8 +278,7 @@ impl ScopeGraph {
         for entity in entities {
             self.longest = self.longest.max(entity.split(' ').count());
             let hash = self.hasher.hash_one(entity.as_str());
-            let names = &self.names;
-            if let Some(&n) = self.index.find(hash, |&n| *names[n as usize] == *entity) {
+            if let Some(n) = self.find(hash, &entity) {
                 self.postings[n as usize].push(doc_id);
                 numbers.push(n);
                 continue;
@@ -287,9 +295,8 @@ impl ScopeGraph {
                     (self.names.len() - 1) as u32
                 }
             };
-            let (names, hasher) = (&self.names, &self.hasher);
             self.index
-                .insert_unique(hash, n, |&m| hasher.hash_one(&*names[m as usize]));
+                .insert_unique(hash, n, rehash(&self.names, &self.hasher));
             numbers.push(n);
         }
         self.entities_of.insert(doc_id, numbers.into_boxed_slice());
