@@ -46,7 +46,7 @@ pub(crate) struct TextIndex {
     /// Each segment's ids, by segment doc, when they ascend (what commits write:
     /// documents are numbered as they are written), so that a document is found by
     /// binary search instead of a term lookup; `None` for a segment whose ids do not.
-    ascending_ids: Mutex<FxHashMap<tantivy::index::SegmentId, Option<Arc<[u64]>>>>,
+    ascending_ids: Remembered<tantivy::index::SegmentId, Option<Arc<[u64]>>>,
     /// Live document frequencies in segments with deleted documents.
     live_freqs: LiveFreqs,
 }
@@ -216,11 +216,49 @@ impl tantivy::query::Bm25StatisticsProvider for ScopedStatistics<'_> {
 /// deleted documents (deletions only accumulate, so the same number is the same set)
 /// and term. Without it, a query walked the whole postings of each of its terms three
 /// times once 1 % of 100,000 chunks were deleted (p50 1.3 -> 2.1 ms).
-#[derive(Default)]
-struct LiveFreqs(Mutex<FxHashMap<(tantivy::index::SegmentId, u32, Term), u32>>);
+struct LiveFreqs(Remembered<(tantivy::index::SegmentId, u32, Term), u32>);
 
-/// The most frequencies [`LiveFreqs`] keeps before it forgets them all.
-const LIVE_FREQS_KEPT: usize = 1 << 16;
+impl Default for LiveFreqs {
+    fn default() -> LiveFreqs {
+        LiveFreqs(Remembered::new(1 << 16))
+    }
+}
+
+/// Values derived from what a segment holds, which does not change, remembered by key up
+/// to `kept` of them, then all forgotten at once (so are those of segments merged away).
+struct Remembered<K, V> {
+    values: Mutex<FxHashMap<K, V>>,
+    kept: usize,
+}
+
+impl<K: std::hash::Hash + Eq, V: Clone> Remembered<K, V> {
+    fn new(kept: usize) -> Remembered<K, V> {
+        Remembered {
+            values: Mutex::default(),
+            kept,
+        }
+    }
+
+    /// The value of `key`, made by `make` the first time (outside the lock: two threads
+    /// may both make it, and make the same).
+    fn get<E>(
+        &self,
+        key: K,
+        make: impl FnOnce() -> std::result::Result<V, E>,
+    ) -> std::result::Result<V, E> {
+        let lock = || self.values.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(value) = lock().get(&key) {
+            return Ok(value.clone());
+        }
+        let value = make()?;
+        let mut values = lock();
+        if values.len() >= self.kept {
+            values.clear();
+        }
+        values.insert(key, value.clone());
+        Ok(value)
+    }
+}
 
 impl LiveFreqs {
     /// The number of live documents that contain `term`.
@@ -237,26 +275,13 @@ impl LiveFreqs {
                 segment.num_deleted_docs(),
                 term.clone(),
             );
-            let known = self
-                .0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&key)
-                .copied();
-            let live = match known {
-                Some(live) => live,
-                None => {
-                    let live = inverted
+            let live = self.0.get(key, || {
+                Ok::<_, tantivy::TantivyError>(
+                    inverted
                         .read_postings(term, IndexRecordOption::Basic)?
-                        .map_or(0, |postings| postings.doc_freq_given_deletes(alive));
-                    let mut freqs = self.0.lock().unwrap_or_else(|p| p.into_inner());
-                    if freqs.len() >= LIVE_FREQS_KEPT {
-                        freqs.clear();
-                    }
-                    freqs.insert(key, live);
-                    live
-                }
-            };
+                        .map_or(0, |postings| postings.doc_freq_given_deletes(alive)),
+                )
+            })?;
             total += u64::from(live);
         }
         Ok(total)
@@ -435,7 +460,7 @@ impl TextIndex {
             words,
             ident,
             patterns_in_text,
-            ascending_ids: Mutex::default(),
+            ascending_ids: Remembered::new(256),
             live_freqs: LiveFreqs::default(),
         })
     }
@@ -817,23 +842,15 @@ impl TextIndex {
     /// per document and they strictly ascend (as a commit writes them; a merge may
     /// interleave them). Read once per segment: 8 bytes a document.
     fn ascending_ids(&self, segment: &tantivy::SegmentReader) -> Result<Option<Arc<[u64]>>> {
-        let id = segment.segment_id();
-        let mut known = self.ascending_ids.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(ids) = known.get(&id) {
-            return Ok(ids.clone());
-        }
-        let column = segment.fast_fields().u64("doc_id").map_err(tantivy_err)?;
-        let ids: Option<Arc<[u64]>> = (column.get_cardinality()
-            == tantivy::columnar::Cardinality::Full
-            && column.values.num_vals() == segment.max_doc())
-        .then(|| column.values.iter().collect::<Arc<[u64]>>())
-        .filter(|ids| ids.windows(2).all(|pair| pair[0] < pair[1]));
-        // Segments merged away are forgotten now and then.
-        if known.len() >= 256 {
-            known.clear();
-        }
-        known.insert(id, ids.clone());
-        Ok(ids)
+        self.ascending_ids.get(segment.segment_id(), || {
+            let column = segment.fast_fields().u64("doc_id").map_err(tantivy_err)?;
+            Ok(
+                (column.get_cardinality() == tantivy::columnar::Cardinality::Full
+                    && column.values.num_vals() == segment.max_doc())
+                .then(|| column.values.iter().collect::<Arc<[u64]>>())
+                .filter(|ids| ids.windows(2).all(|pair| pair[0] < pair[1])),
+            )
+        })
     }
 
     /// How much of `query` each of `docs` contains: the idf-weighted fraction of its
