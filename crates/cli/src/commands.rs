@@ -249,18 +249,27 @@ fn index_into(
     };
     let summary = counted(&docs);
     let mut writing = Phase::start(name, docs.len() as u64, Unit::Items("documents"));
-    // Documents are grouped by kind: each batch is numbered within its kind.
-    for kind in Kind::ALL {
-        let of_kind: Vec<&Document> = docs.iter().filter(|d| d.kind() == kind).collect();
-        for (batch_idx, batch) in of_kind.chunks(UPSERT_BATCH).enumerate() {
-            let first = batch_idx * UPSERT_BATCH + 1;
-            engine
-                .upsert(batch.iter().map(|&doc| doc.clone()).collect())
-                .with_context(|| {
-                    format!("{} {first}..{}", kind.plural(), first + batch.len() - 1)
-                })?;
-            writing.inc(batch.len() as u64);
+    // Documents are grouped by kind (`read_inputs`): each batch is numbered within its
+    // kind, and moved into the engine.
+    let mut docs = docs.into_iter().peekable();
+    let mut numbered: Option<(Kind, usize)> = None;
+    while let Some(kind) = docs.peek().map(Document::kind) {
+        let mut batch = Vec::with_capacity(UPSERT_BATCH);
+        while batch.len() < UPSERT_BATCH
+            && let Some(doc) = docs.next_if(|doc| doc.kind() == kind)
+        {
+            batch.push(doc);
         }
+        let first = match numbered {
+            Some((of, next)) if of == kind => next,
+            _ => 1,
+        };
+        numbered = Some((kind, first + batch.len()));
+        let len = batch.len();
+        engine
+            .upsert(batch)
+            .with_context(|| format!("{} {first}..{}", kind.plural(), first + len - 1))?;
+        writing.inc(len as u64);
     }
     writing.finish(&summary);
     let committing = Phase::start("commit", 0, Unit::Items("changes"));

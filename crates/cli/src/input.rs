@@ -37,7 +37,7 @@ impl<R: Read> Read for Counted<R> {
 }
 
 /// Opens `path` for reading, `-` meaning stdin.
-pub fn open(path: &Path) -> Result<Box<dyn Read>> {
+pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
     if path.as_os_str() == "-" {
         return Ok(Box::new(Counted(std::io::stdin())));
     }
@@ -55,52 +55,76 @@ pub fn read_jsonl<T: DeserializeOwned + Send>(path: &Path) -> Result<Vec<T>> {
         .collect())
 }
 
-/// As [`read_jsonl`], with each item's line number. Lines are read in order and parsed
-/// in parallel, a batch at a time; the first bad line (by number) is the error.
+/// As [`read_jsonl`], with each item's line number. A thread reads lines, a batch at a
+/// time, while the batch before is parsed in parallel; the first bad line (by number)
+/// is the error, and nothing after it is read.
 fn read_numbered<T: DeserializeOwned + Send>(path: &Path) -> Result<Vec<(usize, T)>> {
     const BATCH_LINES: usize = 4_096;
-    let reader = BufReader::new(open(path)?);
-    let mut items = Vec::new();
-    let mut batch: Vec<(usize, String)> = Vec::with_capacity(BATCH_LINES);
-    let parse_batch = |batch: &mut Vec<(usize, String)>, items: &mut Vec<(usize, T)>| {
-        let parsed: Vec<Result<(usize, T)>> = batch
-            .par_iter()
-            .map(|(line_no, line)| {
-                parse_line(line)
-                    .map(|item| (*line_no, item))
-                    .map_err(|err| anyhow::anyhow!("{}: line {line_no}: {err}", path.display()))
-            })
-            .collect();
-        batch.clear();
-        for item in parsed {
-            items.push(item?);
-        }
-        anyhow::Ok(())
-    };
-    for (idx, line) in reader.lines().enumerate() {
-        let line_no = idx + 1;
-        let mut line =
-            line.with_context(|| format!("{}: line {line_no}: cannot read", path.display()))?;
-        if idx == 0
-            && let Some(rest) = line.strip_prefix('\u{feff}')
-        {
-            line = rest.to_string();
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        batch.push((line_no, line));
-        if batch.len() == BATCH_LINES {
-            parse_batch(&mut batch, &mut items)?;
-        }
-    }
-    parse_batch(&mut batch, &mut items)?;
-    Ok(items)
+    let reader = BufReader::with_capacity(1 << 20, open(path)?);
+    std::thread::scope(|scope| {
+        // Two batches in flight: one parsing, one read ahead.
+        let (batches, received) = std::sync::mpsc::sync_channel::<Vec<(usize, String)>>(1);
+        let reading = scope.spawn(move || -> Result<()> {
+            let mut batch = Vec::with_capacity(BATCH_LINES);
+            for (idx, line) in reader.lines().enumerate() {
+                let line_no = idx + 1;
+                let mut line = line
+                    .with_context(|| format!("{}: line {line_no}: cannot read", path.display()))?;
+                if idx == 0
+                    && let Some(rest) = line.strip_prefix('\u{feff}')
+                {
+                    line = rest.to_string();
+                }
+                if line.trim().is_empty() {
+                    continue;
+                }
+                batch.push((line_no, line));
+                if batch.len() == BATCH_LINES {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_LINES));
+                    if batches.send(full).is_err() {
+                        // The parser stopped at a bad line: nothing more to read.
+                        return Ok(());
+                    }
+                }
+            }
+            let _ = batches.send(batch);
+            Ok(())
+        });
+        let mut items = Vec::new();
+        let parsed = received.iter().try_for_each(|batch| {
+            let parsed: Vec<Result<(usize, T)>> = batch
+                .par_iter()
+                .map(|(line_no, line)| {
+                    parse_line(line)
+                        .map(|item| (*line_no, item))
+                        .map_err(|err| anyhow::anyhow!("{}: line {line_no}: {err}", path.display()))
+                })
+                .collect();
+            for item in parsed {
+                items.push(item?);
+            }
+            anyhow::Ok(())
+        });
+        // Stops the reader at its next batch when a line failed to parse.
+        drop(received);
+        let read = reading
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        // A bad line comes before any line the reader failed on after it.
+        parsed?;
+        read?;
+        Ok(items)
+    })
 }
 
 /// One line of JSON as a `T`; the error names the field (`field importance: ...`) and
 /// the column, never a line (the caller knows the file's).
 fn parse_line<T: DeserializeOwned>(line: &str) -> std::result::Result<T, String> {
+    // The common case at serde_json's speed; a bad line is parsed again to name its
+    // field (tracking the path costs a fifth of the parse, per vector element).
+    if let Ok(item) = serde_json::from_str(line) {
+        return Ok(item);
+    }
     let mut de = serde_json::Deserializer::from_str(line);
     let result: std::result::Result<T, _> = serde_path_to_error::deserialize(&mut de);
     let item = result.map_err(|err| {
@@ -123,40 +147,21 @@ fn parse_line<T: DeserializeOwned>(line: &str) -> std::result::Result<T, String>
     Ok(item)
 }
 
-/// A record the index takes: checked on its own line, and keyed for duplicates.
-pub trait Record {
-    /// Checks every field, naming it.
-    fn check(&self) -> ruchedb::Result<()>;
-    /// What makes it unique in an index: kind, tenant, id.
-    fn key(&self) -> (Kind, String, String);
-}
-
-impl<T: Clone + Into<Document>> Record for T {
-    fn check(&self) -> ruchedb::Result<()> {
-        self.clone().into().validate()
+/// Checks each document with its line number (in parallel; the first bad line by
+/// number is the error), and that no (kind, tenant, id) comes twice: an import is one
+/// batch, and a second line with the same id is a mistake, not an update.
+fn checked(path: &Path, items: Vec<(usize, Document)>) -> Result<Vec<Document>> {
+    if let Some((line_no, err)) = items
+        .par_iter()
+        .find_map_first(|(line_no, doc)| doc.validate().err().map(|err| (line_no, err)))
+    {
+        bail!("{}: line {line_no}: {err}", path.display());
     }
-    fn key(&self) -> (Kind, String, String) {
-        let doc: Document = self.clone().into();
-        (
-            doc.kind(),
-            doc.tenant_id().to_string(),
-            doc.id().to_string(),
-        )
-    }
-}
-
-/// Checks each record with its line number, and that no (kind, tenant, id) comes twice:
-/// an import is one batch, and a second line with the same id is a mistake, not an
-/// update.
-fn checked<T: Record>(path: &Path, items: Vec<(usize, T)>) -> Result<Vec<T>> {
-    let mut seen: std::collections::HashMap<(Kind, String, String), usize> =
-        std::collections::HashMap::new();
-    let mut out = Vec::with_capacity(items.len());
-    for (line_no, item) in items {
-        item.check()
-            .map_err(|err| anyhow::anyhow!("{}: line {line_no}: {err}", path.display()))?;
-        let key = item.key();
-        if let Some(first) = seen.get(&key) {
+    let mut seen: std::collections::HashMap<(Kind, &str, &str), usize> =
+        std::collections::HashMap::with_capacity(items.len());
+    for (line_no, doc) in &items {
+        let key = (doc.kind(), doc.tenant_id(), doc.id());
+        if let Some(first) = seen.insert(key, *line_no) {
             bail!(
                 "{}: line {line_no}: duplicate id `{}` (tenant `{}`) first at line {first}",
                 path.display(),
@@ -164,17 +169,16 @@ fn checked<T: Record>(path: &Path, items: Vec<(usize, T)>) -> Result<Vec<T>> {
                 key.1
             );
         }
-        seen.insert(key, line_no);
-        out.push(item);
     }
-    Ok(out)
+    drop(seen);
+    Ok(items.into_iter().map(|(_, doc)| doc).collect())
 }
 
 /// Reads documents of one kind from JSONL, or from a `.toml` file holding `[[KEY]]`
 /// entries (`[[rules]]`, `[[scenarios]]`, `[[tools]]`: the kind's plural name).
 fn read_kind<T>(path: &Path, kind: Kind) -> Result<Vec<Document>>
 where
-    T: DeserializeOwned + Send + Clone + Into<Document>,
+    T: DeserializeOwned + Send + Into<Document>,
 {
     if path.extension().is_some_and(|ext| ext == "toml") {
         let key = kind.plural();

@@ -526,6 +526,37 @@ fn bad_records_get_one_line_number_and_the_field() {
             "line 1: field `colour`: unknown field `colour`",
         ),
     ];
+    // Past the reader's batches of 4,096 lines, read ahead and checked in parallel: the
+    // first bad line is named, whichever comes later in the file.
+    let long = |bad: &[(usize, &str)]| {
+        (1..=10_000)
+            .map(|line| match bad.iter().find(|(at, _)| *at == line) {
+                Some((_, text)) => format!("{text}\n"),
+                None => format!("{{\"id\": \"c{line}\", \"content\": \"note {line}\"}}\n"),
+            })
+            .collect::<String>()
+    };
+    let long_cases = [
+        (
+            long(&[(5_000, "{\"id\": 5}"), (9_000, "not json"), (9_500, "{")]),
+            "line 5000: field `id`",
+        ),
+        (
+            long(&[
+                (8_193, "{\"id\": \"x\", \"content\": \"\"}"),
+                (9_999, "{\"id\": \" \", \"content\": \"y\"}"),
+            ]),
+            "line 8193: invalid input: chunk `x`",
+        ),
+        (
+            long(&[(9_000, "{\"id\": \"c7\", \"content\": \"again\"}")]),
+            "line 9000: duplicate id `c7` (tenant `default`) first at line 7",
+        ),
+    ];
+    let cases = cases
+        .map(|(content, expected)| (content.to_string(), expected))
+        .into_iter()
+        .chain(long_cases);
     for (content, expected) in cases {
         let file = dir.path().join("chunks.jsonl");
         std::fs::write(&file, content).unwrap();
