@@ -178,6 +178,10 @@ impl Engine {
         if applied.is_empty() {
             return Ok(0);
         }
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            "changes resolved"
+        );
         // Each written version as a document, once, for the text index and the catalog
         // (a record that does not convert fails the commit before anything is written).
         let documents: Vec<Option<Document>> = applied
@@ -190,6 +194,10 @@ impl Engine {
                     .transpose()
             })
             .collect::<Result<_>>()?;
+        tracing::debug!(
+            elapsed_ms = phase.elapsed().as_millis() as u64,
+            "documents made"
+        );
         // The store's write and the text index's analysis run side by side; the text
         // index commits only once the store has the batch (else its adds are rolled
         // back), so it is never ahead of the store.
@@ -203,7 +211,14 @@ impl Engine {
                 );
                 stored
             },
-            || inner.add_to_text(&applied, &documents),
+            || {
+                let added = inner.add_to_text(&applied, &documents);
+                tracing::debug!(
+                    elapsed_ms = phase.elapsed().as_millis() as u64,
+                    "text index added"
+                );
+                added
+            },
         );
         if let Err(err) = stored {
             if let Err(rollback) = inner.text.rollback() {
@@ -274,6 +289,14 @@ impl Engine {
     }
 }
 
+/// What one buffered op does in a commit: its sequence number, the version it writes
+/// and the one it removes.
+struct Step {
+    seq: u64,
+    written: Option<DocId>,
+    removed: Option<DocId>,
+}
+
 /// Documents ready to buffer: their vectors made, their embedding fields emptied.
 struct Prepared {
     ops: Vec<PendingOp>,
@@ -336,28 +359,30 @@ impl Inner {
     pub(crate) fn resolve(&self, ops: Vec<PendingOp>) -> Result<(Vec<Change>, u64)> {
         let meta = self.store.meta();
         let (mut next_doc, mut seq) = (meta.next_doc, meta.last_seq);
-        let catalog = self.read_catalog();
-        // Ids changed earlier in this batch, which the catalog cannot see yet.
-        let mut overlay: HashMap<(Kind, String, String), Option<DocId>> = HashMap::new();
-        let mut changes = Vec::with_capacity(ops.len());
-        for op in ops {
-            let (key, written) = match op {
-                PendingOp::Upsert { doc, vectors } => {
-                    let key = (
-                        doc.kind(),
-                        doc.tenant_id().to_string(),
-                        doc.id().to_string(),
-                    );
-                    (key, Some((doc, vectors)))
-                }
-                PendingOp::Delete { kind, tenant, id } => ((kind, tenant, id), None),
-            };
-            let previous = match overlay.get(&key) {
-                Some(previous) => *previous,
-                None => catalog.lookup(key.0, &key.1, &key.2),
-            };
-            match written {
-                Some((doc, vectors)) => {
+        // In order, what each op does (`None`: a delete of a missing id).
+        let mut plan: Vec<Option<Step>> = Vec::with_capacity(ops.len());
+        {
+            let catalog = self.read_catalog();
+            // Ids changed earlier in this batch, which the catalog cannot see yet.
+            let mut overlay: HashMap<
+                (Kind, &str, &str),
+                Option<DocId>,
+                foldhash::fast::RandomState,
+            > = HashMap::default();
+            for op in &ops {
+                let (key, upsert) = match op {
+                    PendingOp::Upsert { doc, .. } => {
+                        ((doc.kind(), doc.tenant_id(), doc.id()), true)
+                    }
+                    PendingOp::Delete { kind, tenant, id } => {
+                        ((*kind, tenant.as_str(), id.as_str()), false)
+                    }
+                };
+                let previous = match overlay.get(&key) {
+                    Some(previous) => *previous,
+                    None => catalog.lookup(key.0, key.1, key.2),
+                };
+                if upsert {
                     if next_doc > DocId::MAX {
                         return Err(Error::invalid_input(
                             "the index has run out of document ids",
@@ -366,28 +391,51 @@ impl Inner {
                     let new_doc = DocId::new(next_doc);
                     next_doc += 1;
                     seq += 1;
-                    let record = DocRecord::from_document(&doc, seq);
-                    changes.push(Change {
+                    plan.push(Some(Step {
                         seq,
-                        written: Some((new_doc, record, vectors)),
-                        entities: crate::graph::entities_of(&doc),
+                        written: Some(new_doc),
                         removed: previous,
-                    });
+                    }));
                     overlay.insert(key, Some(new_doc));
-                }
-                None => {
-                    let Some(previous) = previous else { continue };
+                } else if previous.is_some() {
                     seq += 1;
-                    changes.push(Change {
+                    plan.push(Some(Step {
                         seq,
                         written: None,
-                        entities: Vec::new(),
-                        removed: Some(previous),
-                    });
+                        removed: previous,
+                    }));
                     overlay.insert(key, None);
+                } else {
+                    plan.push(None);
                 }
             }
         }
+        // Each written version's record and entities, in parallel.
+        let changes = ops
+            .into_par_iter()
+            .zip(plan)
+            .filter_map(|(op, plan)| {
+                let Step {
+                    seq,
+                    written,
+                    removed,
+                } = plan?;
+                Some(match (op, written) {
+                    (PendingOp::Upsert { doc, vectors }, Some(new_doc)) => Change {
+                        seq,
+                        written: Some((new_doc, DocRecord::from_document(&doc, seq), vectors)),
+                        entities: crate::graph::entities_of(&doc),
+                        removed,
+                    },
+                    _ => Change {
+                        seq,
+                        written: None,
+                        entities: Vec::new(),
+                        removed,
+                    },
+                })
+            })
+            .collect();
         Ok((changes, next_doc))
     }
 

@@ -3,6 +3,11 @@
 //! Exit codes: `search` of one query exits 0 with hits and 1 without; every other
 //! command exits 0 on success; any error exits 2 with a one-line message on stderr.
 
+/// mimalloc instead of the system allocator: an import allocates and frees every
+/// document several times over, and a search a few hundred small buffers.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod args;
 mod commands;
 mod demo;
