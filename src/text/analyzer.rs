@@ -160,16 +160,31 @@ pub(crate) fn encode_analyzed(
     text: &str,
     out: &mut String,
 ) -> u32 {
-    use std::fmt::Write as _;
     out.clear();
-    let _ = write!(out, "{}:{prefix}", prefix.len());
+    push_entry(out, prefix);
     let mut count = 0u32;
     let mut stream = analyzer.token_stream(text);
     while let Some(token) = stream.next() {
-        let _ = write!(out, "{}:{}", token.text.len(), token.text);
+        push_entry(out, &token.text);
         count = count.saturating_add(1);
     }
     count
+}
+
+/// Appends `LEN:BYTES` for `text`, the length in decimal without the formatting
+/// machinery for the lengths of tokens (at most [`MAX_TOKEN_BYTES`]).
+fn push_entry(out: &mut String, text: &str) {
+    let len = text.len();
+    if len < 100 {
+        if len >= 10 {
+            out.push(char::from(b'0' + (len / 10) as u8));
+        }
+        out.push(char::from(b'0' + (len % 10) as u8));
+    } else {
+        out.push_str(&len.to_string());
+    }
+    out.push(':');
+    out.push_str(text);
 }
 
 /// The tokenizer of the index's fields: reads what [`encode_analyzed`] wrote, each token
@@ -562,6 +577,20 @@ mod tests {
             if is_plain_word(&word) {
                 proptest::prop_assert!(word.is_empty() || !is_identifier(&word), "{}", word);
             }
+        }
+    }
+
+    #[test]
+    fn entries_read_back_at_every_length() {
+        for len in [0, 1, 9, 10, 11, 64, 99, 100, 101, 1_000, 12_345] {
+            let text = "é".repeat(len / 2) + &"x".repeat(len % 2);
+            let mut out = String::from("0:");
+            push_entry(&mut out, &text);
+            push_entry(&mut out, "next");
+            assert!(out.starts_with(&format!("0:{}:", text.len())), "{len}");
+            let (first, rest) = next_entry(&out[2..]).unwrap();
+            assert_eq!(first, text);
+            assert_eq!(next_entry(rest), Some(("next", "")));
         }
     }
 
