@@ -137,35 +137,42 @@ static NO_LINKS: Vec<crate::doc::Relation> = Vec::new();
 /// The entities a document mentions, normalised, sorted, without repeats.
 pub(crate) fn entities_of(doc: &Document) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let (text, explicit, relations) = match doc {
+    let (text, explicit, relations): (std::borrow::Cow<'_, str>, _, _) = match doc {
         Document::Rule(rule) => {
             let mut text = rule.text();
             for pattern in &rule.patterns {
                 text.push(' ');
                 text.push_str(pattern);
             }
-            (text, &rule.entities, &rule.relations)
+            (text.into(), &rule.entities, &rule.relations)
         }
         Document::Chunk(chunk) => {
             if let Some(context) = &chunk.context_id {
                 out.push(normalize(context));
             }
-            (chunk.content.clone(), &chunk.entities, &chunk.relations)
+            (
+                chunk.content.as_str().into(),
+                &chunk.entities,
+                &chunk.relations,
+            )
         }
         // Scenarios and tools carry no explicit entities: the codes their name,
         // description and examples name.
-        Document::Scenario(_) | Document::Tool(_) => (doc.indexed_text(true), &NONE, &NO_LINKS),
+        Document::Scenario(_) | Document::Tool(_) => {
+            (doc.indexed_text(true).into(), &NONE, &NO_LINKS)
+        }
     };
     // The identifier analyzer reads each whitespace-separated word on its own, and a
     // code has at least two digits: only the words that have them are analysed (every
-    // document is read at open).
-    let mut ident = analyzer::ident_analyzer();
+    // document is read at open), by an analyzer made for the first of them.
+    let mut ident = None;
     for word in text
         .split(char::is_whitespace)
         .filter(|word| word.bytes().filter(u8::is_ascii_digit).nth(1).is_some())
     {
+        let ident = ident.get_or_insert_with(analyzer::ident_analyzer);
         out.extend(
-            analyzer::tokens(&mut ident, word)
+            analyzer::tokens(ident, word)
                 .into_iter()
                 .filter(|token| analyzer::is_code(token)),
         );

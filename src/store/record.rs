@@ -232,8 +232,11 @@ impl StoredVectors {
             out.extend_from_slice(&(*idx as u16).to_be_bytes());
         }
         for (_, vector) in &rows {
-            for x in *vector {
-                out.extend_from_slice(&x.to_le_bytes());
+            // Sized first, then filled: a loop the compiler turns into a copy.
+            let start = out.len();
+            out.resize(start + 4 * vector.len(), 0);
+            for (bytes, x) in out[start..].chunks_exact_mut(4).zip(*vector) {
+                bytes.copy_from_slice(&x.to_le_bytes());
             }
         }
         out
@@ -599,6 +602,14 @@ mod tests {
             external: true,
         };
         let bytes = vectors.encode();
+        // The layout on disk: header, row indices, then each row's f32s little-endian.
+        let rows: Vec<u8> = [1.0f32, -2.5, 3.25, 0.5, 0.0, -1.0]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        assert_eq!(bytes[..12], [1, 1, 0, 0, 0, 3, 0, 2, 0, 0, 0, 3]);
+        assert_eq!(bytes[12..16], [0, 0, 0, 2]);
+        assert_eq!(bytes[16..], rows[..]);
         assert_eq!(StoredVectors::decode(&bytes).unwrap(), vectors);
         for len in 0..bytes.len() {
             assert!(StoredVectors::decode(&bytes[..len]).is_err(), "{len}");
