@@ -1083,8 +1083,8 @@ mod tests {
         assert_eq!(of(4), Coverage::default());
     }
 
-    /// `score_docs` (seek to each document) gives exactly the scores of a full visit, over
-    /// several segments and with deleted documents.
+    /// BM25's live document frequencies, remembered per segment, follow every round of
+    /// deletes.
     #[test]
     fn live_document_frequencies_follow_every_delete() {
         let dir = tempfile::tempdir().unwrap();
@@ -1192,6 +1192,8 @@ mod tests {
         assert!(found.contains(&DocId::new(42)) && found.contains(&DocId::new(1011)));
     }
 
+    /// `score_docs` (seek to each document) gives exactly the scores of a full visit, over
+    /// several segments and with deleted documents.
     #[test]
     fn pruned_top_k_and_score_docs_match_a_full_visit() {
         let dir = tempfile::tempdir().unwrap();
