@@ -875,6 +875,25 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_mapped_base_read_as_a_part_is_the_part_it_was_written_from() {
+        let entries = entries();
+        let encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = view::write_sections(dir.path(), "base-1.rv", &encoded.sections()).unwrap();
+        let part = view::read_as_part(dir.path(), &file).unwrap().unwrap();
+        assert_eq!(part.header.entities, header().entities);
+        assert!(part.header.removed.is_empty());
+        assert_eq!(block::encode(&part.written), block::encode(&entries));
+        // A bit changed: the checksum refuses the file.
+        let path = dir.path().join("view/base-1.rv");
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 1;
+        std::fs::write(&path, bytes).unwrap();
+        assert!(view::read_as_part(dir.path(), &file).is_err());
+    }
+
     /// A mapped entry is admitted by a filter exactly when its document matches: the
     /// record's answer (kind, tenant, context, plain) where it suffices, the document's
     /// otherwise; and the same once the document is decoded.

@@ -513,6 +513,31 @@ pub(crate) fn read_part(dir: &Path, file: &ViewFile) -> Result<Option<Part>> {
     }
 }
 
+/// A published base or part as a part (`None` when the file is gone): a mapped base's
+/// documents are copied out of it, with their vectors, in parallel. The checksum is
+/// verified first either way.
+pub(crate) fn read_as_part(dir: &Path, file: &ViewFile) -> Result<Option<Part>> {
+    use rayon::prelude::*;
+    let Some(sections) = read_file(dir, file)? else {
+        return Ok(None);
+    };
+    let path = path_of(dir, file);
+    if !super::base::is_mapped_base(&sections) {
+        return Part::decode(&sections, &path).map(Some);
+    }
+    let mut base = MappedBase::load(sections, &path)?;
+    let written = (0..base.len())
+        .into_par_iter()
+        .map(|i| base.block_entry(&base.record(i)))
+        .collect::<Result<Vec<_>>>()?;
+    let entities = base.take_entities();
+    let header = PartHeader {
+        entities,
+        ..base.header().clone()
+    };
+    Ok(Some(Part { header, written }))
+}
+
 /// Removes every file of `dir/view/` the list does not name (earlier versions, and
 /// files a writer stopped half-way through).
 pub(crate) fn remove_unlisted(dir: &Path, list: &ViewList) {
