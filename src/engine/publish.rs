@@ -177,7 +177,7 @@ fn rebase(
     let phase = std::time::Instant::now();
     let mut merged = Part::default();
     for file in list.base.iter().chain(&list.parts) {
-        match view::read_as_part(dir, file) {
+        match view::read_part(dir, file) {
             Ok(Some(earlier)) => merged = merged.merge(earlier),
             // Our own files, gone or damaged: from the store.
             _ => return publish_base(dir, store, list, tokens),

@@ -881,7 +881,7 @@ mod tests {
         let encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let file = view::write_sections(dir.path(), "base-1.rv", &encoded.sections()).unwrap();
-        let part = view::read_as_part(dir.path(), &file).unwrap().unwrap();
+        let part = view::read_part(dir.path(), &file).unwrap().unwrap();
         assert_eq!(part.header.entities, header().entities);
         assert!(part.header.removed.is_empty());
         assert_eq!(block::encode(&part.written), block::encode(&entries));
@@ -891,7 +891,7 @@ mod tests {
         let at = bytes.len() / 2;
         bytes[at] ^= 1;
         std::fs::write(&path, bytes).unwrap();
-        assert!(view::read_as_part(dir.path(), &file).is_err());
+        assert!(view::read_part(dir.path(), &file).is_err());
     }
 
     /// A mapped entry is admitted by a filter exactly when its document matches: the

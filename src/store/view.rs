@@ -505,18 +505,10 @@ fn map(handle: &std::fs::File, path: &Path) -> Result<memmap2::Mmap> {
     unsafe { memmap2::MmapOptions::new().map(handle) }.map_err(|err| Error::io_at(path, err))
 }
 
-/// Reads a published part.
+/// Reads a published part, or a base as a part (`None` when the file is gone): a mapped
+/// base's documents are copied out of it, with their vectors, in parallel. The checksum
+/// is verified first either way.
 pub(crate) fn read_part(dir: &Path, file: &ViewFile) -> Result<Option<Part>> {
-    match read_file(dir, file)? {
-        Some(sections) => Part::decode(&sections, &path_of(dir, file)).map(Some),
-        None => Ok(None),
-    }
-}
-
-/// A published base or part as a part (`None` when the file is gone): a mapped base's
-/// documents are copied out of it, with their vectors, in parallel. The checksum is
-/// verified first either way.
-pub(crate) fn read_as_part(dir: &Path, file: &ViewFile) -> Result<Option<Part>> {
     use rayon::prelude::*;
     let Some(sections) = read_file(dir, file)? else {
         return Ok(None);
