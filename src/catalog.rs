@@ -815,6 +815,7 @@ impl Catalog {
                 let doc = DocId::new(doc);
                 while records.next_if(|record| record.doc < doc).is_some() {}
                 let record = records.next_if(|record| record.doc == doc)?;
+                let list = crate::graph::without_own_id(list, base.id(&record));
                 Some((doc, record.kind, base.tenant(&record), list))
             });
             graph.insert_all(linked, remaining);

@@ -17,6 +17,7 @@
 //! (`store/entities.rs`); the graph lives in memory beside the catalog, built from the
 //! stored lists at open and updated at commit, so it is always the committed state's.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
@@ -127,14 +128,33 @@ const RARITY_FLOOR: usize = 1_000;
 
 /// The node of a document id: apart from entities, so that an id that is also a word
 /// (`refund`) never switches the graph leg on.
+///
+/// Every document mentions its own id node, implicitly: lists leave it out (at 100,000
+/// chunks it was 100,000 names, numbers and lists to build at every open, for nodes
+/// that link nothing until another document relates to one). The graph keeps an id
+/// node only when a document relates to it, and [`ScopeDocs::owner`] adds the document
+/// whose id it is to its documents.
 fn id_node(id: &str) -> String {
     format!("\u{0}{id}")
+}
+
+/// The id of the document an id node stands for (`None`: an entity).
+fn id_of_node(node: &str) -> Option<&str> {
+    node.strip_prefix('\u{0}')
+}
+
+/// `list` (a stored entity list of the document `id`) without the document's own id
+/// node: lists stored before own id nodes were implicit have it.
+pub(crate) fn without_own_id(mut list: Vec<String>, id: &str) -> Vec<String> {
+    list.retain(|entity| id_of_node(entity) != Some(id));
+    list
 }
 
 static NONE: Vec<String> = Vec::new();
 static NO_LINKS: Vec<crate::doc::Relation> = Vec::new();
 
-/// The entities a document mentions, normalised, sorted, without repeats.
+/// The entities a document mentions, normalised, sorted, without repeats (its own id
+/// node is implicit: see [`id_node`]).
 pub(crate) fn entities_of(doc: &Document) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let (text, explicit, relations): (std::borrow::Cow<'_, str>, _, _) = match doc {
@@ -184,8 +204,8 @@ pub(crate) fn entities_of(doc: &Document) -> Vec<String> {
         out.push(normalize(&relation.target));
         out.push(id_node(&relation.target));
     }
-    out.push(id_node(doc.id()));
-    out.retain(|e| !e.is_empty());
+    // Its own id node is implicit (see `id_node`), even when it relates to itself.
+    out.retain(|e| !e.is_empty() && id_of_node(e) != Some(doc.id()));
     out.sort();
     out.dedup();
     out
@@ -205,7 +225,8 @@ struct ScopeGraph {
     /// Entity numbers, hashed by their names.
     index: hashbrown::HashTable<u32>,
     hasher: foldhash::fast::RandomState,
-    /// Document → the numbers of the entities it mentions.
+    /// Document → the numbers of the entities it mentions (a document that mentions
+    /// none but its own id is not kept).
     entities_of: FxHashMap<DocId, Box<[u32]>>,
     /// The longest entity, in words (how long an n-gram of the query to look up).
     longest: usize,
@@ -280,6 +301,39 @@ impl ScopeGraph {
             .map(|n| self.postings[n as usize].as_slice())
     }
 
+    /// The documents that mention entity `n`: those that name it, and for an id node
+    /// the document whose id it is ([`ScopeDocs::owner`]).
+    fn docs_of_number(&self, n: u32, owner: &dyn Fn(&str) -> Option<DocId>) -> Cow<'_, [DocId]> {
+        let named = self.postings[n as usize].as_slice();
+        match id_of_node(&self.names[n as usize]).and_then(owner) {
+            Some(doc) if !named.contains(&doc) => {
+                let mut docs = Vec::with_capacity(named.len() + 1);
+                docs.extend_from_slice(named);
+                docs.push(doc);
+                Cow::Owned(docs)
+            }
+            _ => Cow::Borrowed(named),
+        }
+    }
+
+    /// The entities `doc` (whose id is `id`) mentions, by number, in the order of
+    /// their names as its list has them: its own id node among them when the scope
+    /// keeps it (a document relates to it).
+    fn numbers_of(&self, doc: DocId, id: &str) -> Vec<u32> {
+        let mut numbers = self
+            .entities_of
+            .get(&doc)
+            .map_or_else(Vec::new, |numbers| numbers.to_vec());
+        if let Some(own) = self.number(&id_node(id))
+            && !numbers.contains(&own)
+        {
+            let name = &*self.names[own as usize];
+            let at = numbers.partition_point(|&n| &*self.names[n as usize] < name);
+            numbers.insert(at, own);
+        }
+        numbers
+    }
+
     fn insert(&mut self, doc_id: DocId, entities: Vec<String>) {
         let mut numbers = Vec::with_capacity(entities.len());
         for entity in entities {
@@ -336,6 +390,17 @@ pub(crate) struct EntityGraph {
     scopes: [crate::catalog::StrMap<ScopeGraph>; Kind::COUNT],
 }
 
+/// What the graph leg needs of the catalog about the scope it searches.
+pub(crate) struct ScopeDocs<'a, 'i> {
+    /// The scope's live documents (rarity is computed over them).
+    pub(crate) docs: usize,
+    /// The scope's live document with a user id, if any: the document an id node
+    /// stands for.
+    pub(crate) owner: &'a dyn Fn(&str) -> Option<DocId>,
+    /// The documents the search may return or go through, with their user ids.
+    pub(crate) admit: &'a dyn Fn(DocId) -> Option<&'i str>,
+}
+
 /// A document the graph leg found.
 #[derive(Debug, Clone)]
 pub(crate) struct GraphHit {
@@ -354,6 +419,9 @@ impl EntityGraph {
         tenant: &str,
         entities: Vec<String>,
     ) {
+        if entities.is_empty() {
+            return;
+        }
         let scopes = &mut self.scopes[kind.index()];
         let scope = match scopes.get_mut(tenant) {
             Some(scope) => scope,
@@ -372,6 +440,9 @@ impl EntityGraph {
     ) {
         let mut current: Option<(Kind, &str, &mut ScopeGraph)> = None;
         for (i, (doc, kind, tenant, entities)) in docs.enumerate() {
+            if entities.is_empty() {
+                continue;
+            }
             let same = current
                 .as_ref()
                 .is_some_and(|(k, t, _)| *k == kind && *t == tenant);
@@ -437,7 +508,8 @@ impl EntityGraph {
     }
 
     /// The graph leg: documents reached from `entities`, best first, at most `limit`;
-    /// only documents `admit` accepts (it gives their user ids), as hits and as bridges.
+    /// only documents `scope.admit` accepts (it gives their user ids), as hits and as
+    /// bridges.
     pub(crate) fn search<'i>(
         &self,
         kind: Kind,
@@ -445,15 +517,16 @@ impl EntityGraph {
         entities: &[String],
         config: &GraphConfig,
         limit: usize,
-        admit: &dyn Fn(DocId) -> Option<&'i str>,
+        scope_docs: &ScopeDocs<'_, 'i>,
     ) -> Vec<GraphHit> {
+        let admit = scope_docs.admit;
         let Some(scope) = self.scopes[kind.index()].get(tenant) else {
             return Vec::new();
         };
         // Rarity of an entity in (0, 1]: IDF over the scope's documents, 1 for an entity
         // one document mentions. The scope counts as at least 1,000 documents, so that
         // in a small memory a bridge between two documents is not made weak by the size.
-        let n = scope.entities_of.len().max(RARITY_FLOOR) as f64 + 1.0;
+        let n = scope_docs.docs.max(RARITY_FLOOR) as f64 + 1.0;
         let rarity = |df: usize| (n / (df as f64 + 0.5)).ln() / (n / 1.5).ln();
         // Per document: the sum of its paths' weights, and its strongest path.
         let mut best: HashMap<DocId, (f64, f64, GraphPath)> = HashMap::new();
@@ -494,20 +567,17 @@ impl EntityGraph {
         if config.hops >= 2 {
             let direct: std::collections::HashSet<DocId> = hop1.iter().map(|h| h.0).collect();
             for &(bridge, weight, entity, bridge_id) in &hop1 {
-                let Some(shared) = scope.entities_of.get(&bridge) else {
-                    continue;
-                };
-                for &number in shared.iter() {
+                for number in scope.numbers_of(bridge, bridge_id) {
                     let other = &*scope.names[number as usize];
                     if entities.iter().any(|entity| entity == other) {
                         continue;
                     }
-                    let docs = scope.postings[number as usize].as_slice();
+                    let docs = scope.docs_of_number(number, scope_docs.owner);
                     if docs.len() > config.max_fanout || docs.len() < 2 {
                         continue;
                     }
                     let score = weight * config.decay * rarity(docs.len());
-                    for &doc in docs {
+                    for &doc in docs.iter() {
                         if doc == bridge || direct.contains(&doc) || admit(doc).is_none() {
                             continue;
                         }
@@ -566,8 +636,9 @@ mod tests {
                 "{expected} in {entities:?}"
             );
         }
-        // The ids as nodes of their own; quantities and plain words are no entities.
-        assert!(entities.contains(&id_node("n0")) && entities.contains(&id_node("n1")));
+        // A related id as a node of its own (its own id is implicit); quantities and
+        // plain words are no entities.
+        assert!(entities.contains(&id_node("n0")) && !entities.contains(&id_node("n1")));
         assert!(
             !entities
                 .iter()
@@ -608,7 +679,6 @@ mod tests {
                 .into_iter()
                 .filter(|token| analyzer::is_code(token))
                 .collect();
-            whole.push(id_node("x"));
             whole.sort();
             whole.dedup();
             proptest::prop_assert_eq!(entities_of(&Document::Chunk(Chunk::new("x", text))), whole);
@@ -657,7 +727,88 @@ mod tests {
                 .query_entities(Kind::Chunk, "default", "NW-15699")
                 .is_empty()
         );
-        assert_eq!(graph.size(), (1, 1));
+        // The other document mentions nothing but its own id, which the graph keeps
+        // no node of while nothing relates to it.
+        assert_eq!(graph.size(), (0, 0));
+    }
+
+    /// Own id nodes left implicit change nothing: a graph of lists that name each
+    /// document's own id node (as lists were stored before) and a graph of lists that
+    /// leave it out find the same documents, with the same scores and paths, through
+    /// relations to ids, self-relations, shared entities and removals.
+    #[test]
+    fn implicit_own_id_nodes_search_as_explicit_ones() {
+        use std::collections::BTreeMap;
+        let mut random = crate::testing::Xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut next = move |n: u64| random.next() % n;
+        for round in 0..200 {
+            let (mut explicit, mut implicit) = (EntityGraph::default(), EntityGraph::default());
+            let mut live: BTreeMap<u64, String> = BTreeMap::new();
+            let n_docs = 2 + next(40);
+            for step in 0..n_docs + next(20) {
+                let doc = next(n_docs);
+                let id = format!("d{doc}");
+                if live.contains_key(&doc) && next(4) == 0 {
+                    explicit.remove(DocId::new(doc), Kind::Chunk, "default");
+                    implicit.remove(DocId::new(doc), Kind::Chunk, "default");
+                    live.remove(&doc);
+                    continue;
+                }
+                let mut chunk = Chunk::new(id.clone(), format!("note {step}"));
+                if next(2) == 0 {
+                    chunk = chunk.with_entities([format!("E{}", next(6))]);
+                }
+                for _ in 0..next(3) {
+                    // Ids of live, removed and never-written documents, and its own.
+                    chunk = chunk.with_relation("rel", format!("d{}", next(n_docs + 3)));
+                }
+                let document = Document::Chunk(chunk);
+                let list = entities_of(&document);
+                let mut with_own = list.clone();
+                with_own.push(id_node(&id));
+                with_own.sort();
+                with_own.dedup();
+                for graph in [&mut explicit, &mut implicit] {
+                    graph.remove(DocId::new(doc), Kind::Chunk, "default");
+                }
+                explicit.insert(DocId::new(doc), Kind::Chunk, "default", with_own);
+                implicit.insert(DocId::new(doc), Kind::Chunk, "default", list);
+                live.insert(doc, id);
+            }
+            let ids: BTreeMap<String, u64> =
+                live.iter().map(|(doc, id)| (id.clone(), *doc)).collect();
+            let owner = |id: &str| ids.get(id).map(|&doc| DocId::new(doc));
+            let refused = next(n_docs + 1);
+            let admit = |doc: DocId| {
+                (doc.as_u64() != refused)
+                    .then(|| live.get(&doc.as_u64()).map(String::as_str))
+                    .flatten()
+            };
+            let scope = ScopeDocs {
+                docs: live.len(),
+                owner: &owner,
+                admit: &admit,
+            };
+            for query in 0..6 {
+                let entities = vec![format!("e{query}"), format!("d{}", next(n_docs))];
+                for config in [
+                    GraphConfig::default(),
+                    GraphConfig {
+                        max_fanout: 3,
+                        ..GraphConfig::default()
+                    },
+                ] {
+                    let search = |graph: &EntityGraph| {
+                        graph
+                            .search(Kind::Chunk, "default", &entities, &config, 20, &scope)
+                            .into_iter()
+                            .map(|hit| (hit.doc, hit.score.to_bits(), hit.path))
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(search(&explicit), search(&implicit), "round {round}");
+                }
+            }
+        }
     }
 
     /// Model-based: through inserts and removals (numbers freed and given again), each
@@ -731,13 +882,18 @@ mod tests {
             graph.insert(DocId::new(i as u64), doc.kind(), doc.tenant_id(), entities);
         }
         let config = GraphConfig::default();
+        let scope = ScopeDocs {
+            docs: 62,
+            owner: &|_| None,
+            admit: &|_| Some("doc"),
+        };
         let hits = graph.search(
             Kind::Chunk,
             "default",
             &["nw-15699".into()],
             &config,
             10,
-            &|_| Some("doc"),
+            &scope,
         );
         let ids: Vec<u64> = hits.iter().map(|h| h.doc.as_u64()).collect();
         assert_eq!(ids, [0, 1], "the crowded region is no bridge");
@@ -751,7 +907,7 @@ mod tests {
                     &["nw-15699".into()],
                     &one_hop,
                     10,
-                    &|_| Some("doc")
+                    &scope,
                 )
                 .len(),
             1
@@ -765,7 +921,10 @@ mod tests {
                     &["nw-15699".into()],
                     &config,
                     10,
-                    &|d| (d.as_u64() != 0).then_some("doc")
+                    &ScopeDocs {
+                        admit: &|d| (d.as_u64() != 0).then_some("doc"),
+                        ..scope
+                    }
                 )
                 .is_empty()
         );

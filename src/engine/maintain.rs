@@ -72,6 +72,7 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
             let document = record.into_document()?;
             let (entities, derived, mismatched) = match list {
                 Some(list) => {
+                    let list = crate::graph::without_own_id(list, document.id());
                     let mismatched = verify && crate::graph::entities_of(&document) != list;
                     (list, false, mismatched)
                 }
@@ -146,9 +147,10 @@ fn load_mapped(view: &crate::store::view::Published) -> Result<Loaded> {
     for (doc, record, vectors) in beside {
         let seq = record.seq;
         let document = record.into_document()?;
-        let list = entities
-            .remove(&doc)
-            .unwrap_or_else(|| crate::graph::entities_of(&document));
+        let list = match entities.remove(&doc) {
+            Some(list) => crate::graph::without_own_id(list, document.id()),
+            None => crate::graph::entities_of(&document),
+        };
         let rows = vectors.as_ref().and_then(DocRows::from_stored);
         catalog.insert(doc, Entry::new(document, seq), rows, list);
         untokened.push(doc);

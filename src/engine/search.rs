@@ -191,7 +191,11 @@ impl Inner {
                 &graph_entities,
                 graph,
                 query.limit,
-                &accept,
+                &crate::graph::ScopeDocs {
+                    docs: scope.docs as usize,
+                    owner: &|id| catalog.lookup(request.kind, &request.tenant_id, id),
+                    admit: &accept,
+                },
             )
         };
 
