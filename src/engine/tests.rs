@@ -367,3 +367,52 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
     assert!(reader.inner.vectors.has_flat(Kind::Chunk));
     assert_eq!(reader.stats().chunk_graph.points, 310);
 }
+
+/// A reader's walk of the published graph finds what an exact scan finds, with the
+/// exact scan's cosines, bit for bit.
+#[test]
+fn a_reader_walks_the_published_graph_and_finds_what_the_exact_scan_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let vector = |i: usize| -> Vec<f32> {
+        (0..16)
+            .map(|d| ((((i * 31 + d * 17) * 2_654_435_761) % 1_000) as f32) / 500.0 - 1.0)
+            .collect()
+    };
+    {
+        let engine = Engine::builder().create(&path).unwrap();
+        engine
+            .upsert_chunks(
+                (0..600).map(|i| Chunk::new(format!("c{i:03}"), "note").with_embedding(vector(i))),
+            )
+            .unwrap();
+        engine.commit().unwrap();
+        engine.sync_graph().unwrap();
+        engine.close().unwrap();
+    }
+    let open = |threshold: usize| {
+        let mut config = Config::default();
+        config.pipeline.retrieval.exact_scan_threshold = threshold;
+        Engine::builder()
+            .config(config)
+            .open_read_only(&path)
+            .unwrap()
+    };
+    let (graph, exact) = (open(0), open(usize::MAX));
+    assert_eq!(graph.stats().counters.graph_checkpoint_loads, 1);
+    let top = |engine: &Engine, q: usize| -> Vec<(String, u64)> {
+        let request = SearchRequest::chunks("")
+            .embedding(vector(10_000 + q))
+            .top_k(10);
+        engine
+            .search(&request)
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| (h.id, h.breakdown.vector.unwrap().to_bits()))
+            .collect()
+    };
+    for q in 0..40 {
+        assert_eq!(top(&graph, q), top(&exact, q), "query {q}");
+    }
+}

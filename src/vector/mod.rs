@@ -249,10 +249,18 @@ impl VectorIndex {
             collect(search(fetch, Some(&accept)), &mut from_graph);
         }
         // The graph's distance is that of the vector it reached: the document's best
-        // cosine is taken over all its vectors (a rule's patterns and centroid).
-        for doc in from_graph.into_keys() {
+        // cosine is taken over all its vectors (a rule's patterns and centroid). A
+        // published graph scores a row as `best` does, bit for bit: a document of one
+        // row keeps it.
+        let exact = flat.is_some();
+        for (doc, cosine) in from_graph {
             if let Some(vectors) = catalog.vectors(doc) {
-                best.insert(doc, vectors.best(query).0);
+                let cosine = if exact && vectors.inverse.len() == 1 {
+                    cosine
+                } else {
+                    vectors.best(query).0
+                };
+                best.insert(doc, cosine);
             }
         }
         (top_k(catalog, best.into_iter().collect(), k), plan)
