@@ -53,7 +53,7 @@
 //! [vector]
 //! max_connections = 16
 //! ef_construction = 200
-//! ef_search = 0           # 0: by the graph's size (128 below 50,000 points, 192 from)
+//! ef_search = 128
 //! ```
 //!
 //! [`Config::load`] reads a file (or the one `RUCHE_CONFIG` names) and then environment
@@ -302,8 +302,7 @@ pub struct VectorConfig {
     pub max_connections: usize,
     /// Candidate list size while building (default 200).
     pub ef_construction: usize,
-    /// Candidate list size while searching; 0 (the default) chooses by the graph's
-    /// size: 128 below 50,000 points, 192 from there ([`HnswParams::ef_for`]).
+    /// Candidate list size while searching (default 128).
     pub ef_search: usize,
     /// A checkpoint is stored once this many vectors were added since the last one
     /// (default 20,000; also at a clean close).

@@ -297,7 +297,7 @@ impl FlatGraph {
             |node: u32| accept.is_none_or(|f| f(VectorKey::from_u64(self.keys[node as usize])));
 
         // The entry: the first live node, on the highest level that has one.
-        let Some((mut at, mut at_distance)) =
+        let Some((at, at_distance)) =
             (0..n as u32).find_map(|node| distance(node).map(|d| (node, d)))
         else {
             return Vec::new();
@@ -307,22 +307,12 @@ impl FlatGraph {
             .iter()
             .rposition(|level| (at as usize) < level.nodes())
             .unwrap_or(0);
-        // Greedy descent through the upper levels.
+        // The descent through the upper levels keeps the best `UPPER_BEAM` nodes of each
+        // (not one node, greedily: a sparse upper level's local best can lead level 0
+        // into the wrong cluster), and level 0 starts from all of them.
+        let mut entries = vec![(at_distance, at)];
         for level in self.levels[1..=top].iter().rev() {
-            loop {
-                let mut moved = false;
-                for &next in level.of(at) {
-                    if let Some(d) = distance(next)
-                        && d < at_distance
-                    {
-                        (at, at_distance) = (next, d);
-                        moved = true;
-                    }
-                }
-                if !moved {
-                    break;
-                }
-            }
+            entries = upper_beam(level, &entries, UPPER_BEAM, &distance);
         }
 
         // Beam search on level 0.
@@ -331,10 +321,12 @@ impl FlatGraph {
         let mut candidates: BinaryHeap<Reverse<(Cosine, u32)>> = BinaryHeap::with_capacity(ef * 4);
         let mut results: BinaryHeap<(Cosine, u32)> = BinaryHeap::with_capacity(ef + 1);
         let mut pending: Vec<u32> = Vec::with_capacity(64);
-        visited.insert(at);
-        candidates.push(Reverse((Cosine(at_distance), at)));
-        if admitted(at) {
-            results.push((Cosine(at_distance), at));
+        for &(d, node) in &entries {
+            visited.insert(node);
+            candidates.push(Reverse((Cosine(d), node)));
+            if admitted(node) {
+                results.push((Cosine(d), node));
+            }
         }
         while let Some(Reverse((Cosine(d), node))) = candidates.pop() {
             let worst = results.peek().map_or(f32::INFINITY, |r| r.0.0);
@@ -379,6 +371,57 @@ impl FlatGraph {
             .map(|(Cosine(d), node)| (VectorKey::from_u64(self.keys[node as usize]), -d))
             .collect()
     }
+}
+
+/// How many nodes the descent through a graph's upper levels keeps at each level
+/// (hnsw_rs, as the HNSW paper, keeps 1). The peer benchmark's synthetic 100,000,
+/// `ef` 128, one build: held-out recall@10 0.969 with 1, 0.989 with 4 or 8; its noisy
+/// queries 0.441, 0.611 and 0.694.
+const UPPER_BEAM: usize = 8;
+
+/// The `width` nodes of `level` nearest by `distance`, found from `entries` (sorted
+/// nearest first), nearest first.
+fn upper_beam(
+    level: &Level,
+    entries: &[(f32, u32)],
+    width: usize,
+    distance: &impl Fn(u32) -> Option<f32>,
+) -> Vec<(f32, u32)> {
+    let mut seen: rustc_hash::FxHashSet<u32> = entries.iter().map(|&(_, n)| n).collect();
+    let mut candidates: BinaryHeap<Reverse<(Cosine, u32)>> = entries
+        .iter()
+        .map(|&(d, n)| Reverse((Cosine(d), n)))
+        .collect();
+    let mut results: BinaryHeap<(Cosine, u32)> =
+        entries.iter().map(|&(d, n)| (Cosine(d), n)).collect();
+    while results.len() > width {
+        results.pop();
+    }
+    while let Some(Reverse((Cosine(d), node))) = candidates.pop() {
+        let worst = results.peek().map_or(f32::INFINITY, |r| r.0.0);
+        if results.len() >= width && d > worst {
+            break;
+        }
+        for &next in level.of(node) {
+            if !seen.insert(next) {
+                continue;
+            }
+            let Some(d) = distance(next) else {
+                continue;
+            };
+            let worst = results.peek().map_or(f32::INFINITY, |r| r.0.0);
+            if results.len() < width || d < worst {
+                candidates.push(Reverse((Cosine(d), next)));
+                results.push((Cosine(d), next));
+                if results.len() > width {
+                    results.pop();
+                }
+            }
+        }
+    }
+    let mut found: Vec<(f32, u32)> = results.into_iter().map(|(Cosine(d), n)| (d, n)).collect();
+    found.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    found
 }
 
 /// Asks the CPU to start loading the first lines of `v` (a neighbour about to be

@@ -55,24 +55,16 @@ pub struct HnswParams {
     pub max_connections: usize,
     /// Candidate list size while building (`ef_construction`).
     pub ef_construction: usize,
-    /// Candidate list size while searching (`ef`); raised to `k` when `k` is larger. 0
-    /// (the default) chooses by the graph's size: see [`HnswParams::ef_for`].
+    /// Candidate list size while searching (`ef`); raised to `k` when `k` is larger.
     pub ef_search: usize,
 }
-
-/// From this many points, an automatic `ef_search` is [`LARGE_GRAPH_EF`].
-pub(crate) const LARGE_GRAPH_POINTS: usize = 50_000;
-/// The automatic `ef_search` of a graph smaller than [`LARGE_GRAPH_POINTS`].
-pub(crate) const SMALL_GRAPH_EF: usize = 128;
-/// The automatic `ef_search` from [`LARGE_GRAPH_POINTS`] on.
-pub(crate) const LARGE_GRAPH_EF: usize = 192;
 
 impl Default for HnswParams {
     fn default() -> HnswParams {
         HnswParams {
             max_connections: 16,
             ef_construction: 200,
-            ef_search: 0,
+            ef_search: 128,
         }
     }
 }
@@ -91,20 +83,13 @@ impl HnswParams {
                 "must be at least 1",
             ));
         }
-        Ok(())
-    }
-
-    /// The `ef` of a search of a graph of `points` points: `ef_search`, or when it is 0,
-    /// 128 below 50,000 points and 192 from there (a graph's recall at one `ef` falls as it grows: on the peer
-    /// benchmark's clustered 384-d vectors, held-out queries, recall@10 is 1.000 at
-    /// 10,000 points with 128, and 0.959-0.985 at 100,000 with 128 against 0.970-0.985
-    /// with 192, depending on the build).
-    pub fn ef_for(&self, points: usize) -> usize {
-        match self.ef_search {
-            0 if points < LARGE_GRAPH_POINTS => SMALL_GRAPH_EF,
-            0 => LARGE_GRAPH_EF,
-            ef => ef,
+        if self.ef_search == 0 {
+            return Err(Error::invalid_config(
+                "vector.ef_search",
+                "must be at least 1",
+            ));
         }
+        Ok(())
     }
 }
 
@@ -168,7 +153,7 @@ impl Graph {
         if k == 0 || self.len() == 0 {
             return Vec::new();
         }
-        let ef = self.params.ef_for(self.len()).max(k);
+        let ef = self.params.ef_search.max(k);
         let neighbours = match accept {
             None => self.hnsw.search(query, k, ef),
             Some(accept) => {
@@ -910,28 +895,29 @@ mod tests {
         assert!(Graph::unpack(&manifest, vec![files[0].clone(), damaged], now).is_err());
     }
 
-    /// An explicit `ef_search` is the search's; 0 chooses by the graph's size; an
-    /// `ef_construction` of 0 is refused by name.
+    /// An `ef_construction` or `ef_search` of 0 is refused under its own key.
     #[test]
-    fn ef_is_the_configured_one_or_chosen_by_the_graphs_size() {
-        let auto = HnswParams::default();
-        assert_eq!(auto.ef_search, 0);
-        assert!(auto.validate().is_ok());
-        assert_eq!(auto.ef_for(0), SMALL_GRAPH_EF);
-        assert_eq!(auto.ef_for(LARGE_GRAPH_POINTS - 1), SMALL_GRAPH_EF);
-        assert_eq!(auto.ef_for(LARGE_GRAPH_POINTS), LARGE_GRAPH_EF);
-        let fixed = HnswParams {
-            ef_search: 64,
-            ..auto
-        };
-        assert_eq!(fixed.ef_for(1_000_000), 64);
-        let err = HnswParams {
-            ef_construction: 0,
-            ..auto
+    fn a_zero_ef_is_refused_by_name() {
+        for (params, key) in [
+            (
+                HnswParams {
+                    ef_construction: 0,
+                    ..HnswParams::default()
+                },
+                "vector.ef_construction",
+            ),
+            (
+                HnswParams {
+                    ef_search: 0,
+                    ..HnswParams::default()
+                },
+                "vector.ef_search",
+            ),
+        ] {
+            let err = params.validate().unwrap_err();
+            assert!(err.to_string().contains(key), "{err}");
         }
-        .validate()
-        .unwrap_err();
-        assert!(err.to_string().contains("vector.ef_construction"), "{err}");
+        assert!(HnswParams::default().validate().is_ok());
     }
 
     #[test]

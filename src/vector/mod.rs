@@ -217,10 +217,7 @@ impl VectorIndex {
         plan.used_graph = true;
         let flat = self.flat(filter.kind);
         let graph = self.graph(filter.kind);
-        let ef = self.params.ef_for(match &flat {
-            Some(flat) => flat.graph.len(),
-            None => graph.len(),
-        });
+        let ef = self.params.ef_search;
         let search = |k: usize, accept: Option<&dyn Fn(VectorKey) -> bool>| match &flat {
             Some(flat) => flat.search(catalog, filter.kind, query, k, ef, accept),
             None => graph.search(query, k, accept),
