@@ -310,7 +310,7 @@ impl FlatGraph {
         // The descent through the upper levels keeps the best `UPPER_BEAM` nodes of each
         // (not one node, greedily: a sparse upper level's local best can lead level 0
         // into the wrong cluster), and level 0 starts from all of them.
-        let mut entries = vec![(at_distance, at)];
+        let mut entries = vec![(Cosine(at_distance), at)];
         for level in self.levels[1..=top].iter().rev() {
             entries = upper_beam(level, &entries, UPPER_BEAM, &distance);
         }
@@ -323,9 +323,9 @@ impl FlatGraph {
         let mut pending: Vec<u32> = Vec::with_capacity(64);
         for &(d, node) in &entries {
             visited.insert(node);
-            candidates.push(Reverse((Cosine(d), node)));
+            candidates.push(Reverse((d, node)));
             if admitted(node) {
-                results.push((Cosine(d), node));
+                results.push((d, node));
             }
         }
         while let Some(Reverse((Cosine(d), node))) = candidates.pop() {
@@ -379,31 +379,28 @@ impl FlatGraph {
 /// queries 0.441, 0.611 and 0.694.
 const UPPER_BEAM: usize = 8;
 
-/// The `width` nodes of `level` nearest by `distance`, found from `entries` (sorted
-/// nearest first), nearest first.
+/// The `width` nodes of `level` nearest by `distance`, found from `entries` (at most
+/// `width`), nearest first.
 fn upper_beam(
     level: &Level,
-    entries: &[(f32, u32)],
+    entries: &[(Cosine, u32)],
     width: usize,
     distance: &impl Fn(u32) -> Option<f32>,
-) -> Vec<(f32, u32)> {
-    let mut seen: rustc_hash::FxHashSet<u32> = entries.iter().map(|&(_, n)| n).collect();
-    let mut candidates: BinaryHeap<Reverse<(Cosine, u32)>> = entries
-        .iter()
-        .map(|&(d, n)| Reverse((Cosine(d), n)))
-        .collect();
-    let mut results: BinaryHeap<(Cosine, u32)> =
-        entries.iter().map(|&(d, n)| (Cosine(d), n)).collect();
-    while results.len() > width {
-        results.pop();
+) -> Vec<(Cosine, u32)> {
+    let mut visited = Visited::new(level.nodes());
+    for &(_, node) in entries {
+        visited.insert(node);
     }
+    let mut candidates: BinaryHeap<Reverse<(Cosine, u32)>> =
+        entries.iter().copied().map(Reverse).collect();
+    let mut results: BinaryHeap<(Cosine, u32)> = entries.iter().copied().collect();
     while let Some(Reverse((Cosine(d), node))) = candidates.pop() {
         let worst = results.peek().map_or(f32::INFINITY, |r| r.0.0);
         if results.len() >= width && d > worst {
             break;
         }
         for &next in level.of(node) {
-            if !seen.insert(next) {
+            if !visited.insert(next) {
                 continue;
             }
             let Some(d) = distance(next) else {
@@ -419,9 +416,7 @@ fn upper_beam(
             }
         }
     }
-    let mut found: Vec<(f32, u32)> = results.into_iter().map(|(Cosine(d), n)| (d, n)).collect();
-    found.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    found
+    results.into_sorted_vec()
 }
 
 /// Asks the CPU to start loading the first lines of `v` (a neighbour about to be
