@@ -442,7 +442,12 @@ fn load_graphs(engine: &Weak<Inner>) {
         };
         match loaded {
             Ok((graph, covered)) => {
+                // Searches walk a flat copy, whose descent keeps a beam.
+                let flat = graph.flat();
                 inner.vectors.install(kind, graph, covered, true);
+                inner
+                    .vectors
+                    .set_flat(kind, flat, &inner.read_catalog(), covered);
                 inner
                     .counters
                     .graph_checkpoint_loads
@@ -732,7 +737,38 @@ fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
         .vectors_after(kind, vectors.covered(kind))
         .next()
         .is_some();
+    if !unfinished {
+        refresh_flat(inner, kind);
+    }
     Ok(unfinished)
+}
+
+/// How many documents a writer's graph may cover past the flat copy its searches walk
+/// before a caught-up worker copies it again (between checkpoints).
+const FLAT_REFRESH: usize = 1_024;
+
+/// Copies the graph of `kind` flat for this process's searches (see
+/// [`VectorIndex::search`](crate::vector::VectorIndex::search)) when it covers at least
+/// [`FLAT_REFRESH`] documents the copy they walk does not (the worker's: nobody else
+/// inserts).
+fn refresh_flat(inner: &Inner, kind: Kind) {
+    let vectors = &inner.vectors;
+    let covered = vectors.covered(kind);
+    let since = vectors.flat_covered(kind).unwrap_or(0);
+    if since >= covered {
+        return;
+    }
+    let lag = inner
+        .read_catalog()
+        .vectors_after(kind, since)
+        .take_while(|&(seq, _)| seq <= covered)
+        .take(FLAT_REFRESH)
+        .count();
+    if lag < FLAT_REFRESH {
+        return;
+    }
+    let flat = vectors.graph(kind).flat();
+    vectors.set_flat(kind, flat, &inner.read_catalog(), covered);
 }
 
 /// Builds a new graph of every live vector of `kind` and swaps it in.
@@ -794,19 +830,21 @@ pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
     inner.store.save_checkpoint(kind, &manifest_bytes, &files)?;
     vectors.mark_checkpointed(kind, covered);
     // Readers get the graph once it holds every committed vector (publishing each
-    // checkpoint of a long build would write the graph again and again).
+    // checkpoint of a long build would write the graph again and again). This process's
+    // searches walk it from now on.
     let complete = inner
         .read_catalog()
         .vectors_after(kind, covered)
         .next()
         .is_none();
-    if complete {
-        let flat = flat.encode();
+    let encoded = complete.then(|| flat.encode());
+    vectors.set_flat(kind, flat, &inner.read_catalog(), covered);
+    if let Some(encoded) = encoded {
         let _serial = inner.commit_lock.lock().unwrap_or_else(|p| p.into_inner());
         inner.publish(super::publish::Publish::Graph {
             kind,
             manifest: &manifest_bytes,
-            flat: &flat,
+            flat: &encoded,
         })?;
     }
     inner

@@ -349,7 +349,13 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
         .open_read_only(&path)
         .unwrap();
     reader.inner.worker.wait_loaded();
-    assert!(!reader.inner.vectors.has_flat(Kind::Chunk));
+    let published = |reader: &Engine| reader.inner.store.published_graph(Kind::Chunk).unwrap();
+    assert!(matches!(
+        published(&reader),
+        Some(view::PublishedGraph::Raw { .. })
+    ));
+    // Searches walk a flat copy of the graph hnsw_rs loaded.
+    assert!(reader.inner.vectors.has_flat(Kind::Chunk));
     let stats = reader.stats();
     assert_eq!(stats.counters.graph_checkpoint_loads, 1);
     assert_eq!(stats.chunk_graph.points, 300);
@@ -364,8 +370,109 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
     writer.commit().unwrap();
     writer.sync_graph().unwrap();
     let reader = Engine::builder().open_read_only(&path).unwrap();
+    assert!(matches!(
+        published(&reader),
+        Some(view::PublishedGraph::Flat { .. })
+    ));
     assert!(reader.inner.vectors.has_flat(Kind::Chunk));
+    assert_eq!(reader.stats().counters.graph_checkpoint_loads, 1);
     assert_eq!(reader.stats().chunk_graph.points, 310);
+}
+
+/// A 16-dimensional vector spread over the sphere by `i`.
+fn vector(i: usize) -> Vec<f32> {
+    (0..16)
+        .map(|d| ((((i * 31 + d * 17) * 2_654_435_761) % 1_000) as f32) / 500.0 - 1.0)
+        .collect()
+}
+
+/// The top 10 chunks of `engine` for the query vector `vector(10_000 + q)`, with their
+/// vector scores' bits.
+fn vector_top(engine: &Engine, q: usize) -> Vec<(String, u64)> {
+    let request = SearchRequest::chunks("")
+        .embedding(vector(10_000 + q))
+        .top_k(10);
+    engine
+        .search(&request)
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| (h.id, h.breakdown.vector.unwrap().to_bits()))
+        .collect()
+}
+
+/// A writer's searches walk a flat copy of its graph (made at each checkpoint, and
+/// again once the graph covers `FLAT_REFRESH` documents more), scanning exactly what
+/// the copy does not cover: they find what an exact scan finds, with its cosines, while
+/// the copy lags behind new, changed and deleted documents.
+#[test]
+fn a_writer_walks_a_flat_copy_of_its_graph_and_finds_what_the_exact_scan_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let chunk =
+        |i: usize, seed: usize| Chunk::new(format!("c{i:04}"), "note").with_embedding(vector(seed));
+    let mut config = Config::default();
+    // Above this many documents the graph is searched; at most this many past the copy
+    // are scanned beside it.
+    config.pipeline.retrieval.exact_scan_threshold = 100;
+    let writer = Engine::builder().config(config).create(&path).unwrap();
+    writer.upsert_chunks((0..600).map(|i| chunk(i, i))).unwrap();
+    writer.commit().unwrap();
+    writer.sync_graph().unwrap();
+    let vectors = &writer.inner.vectors;
+    assert_eq!(
+        vectors.flat_covered(Kind::Chunk),
+        Some(vectors.covered(Kind::Chunk))
+    );
+
+    let exact = || {
+        let mut config = Config::default();
+        config.pipeline.retrieval.exact_scan_threshold = usize::MAX;
+        Engine::builder()
+            .config(config)
+            .open_read_only(&path)
+            .unwrap()
+    };
+    let agree = |round: &str| {
+        let exact = exact();
+        for q in 0..40 {
+            assert_eq!(
+                vector_top(&writer, q),
+                vector_top(&exact, q),
+                "{round}, query {q}"
+            );
+        }
+    };
+    agree("at the checkpoint");
+
+    // New documents near the queries, documents whose vectors changed, deleted ones:
+    // the graph takes them in, the copy does not.
+    writer
+        .upsert_chunks((600..640).map(|i| chunk(i, 10_000 + i % 40)))
+        .unwrap();
+    writer
+        .upsert_chunks((0..20).map(|i| chunk(i * 7, 10_020 + i)))
+        .unwrap();
+    for i in 0..20 {
+        writer.delete(Kind::Chunk, "default", &format!("c{:04}", 300 + i * 3));
+    }
+    writer.commit().unwrap();
+    writer.inner.wait_for_worker();
+    let flat = vectors.flat_covered(Kind::Chunk).unwrap();
+    assert!(flat < vectors.covered(Kind::Chunk));
+    agree("with the copy behind the graph");
+
+    // Enough for the worker to copy the graph again.
+    writer
+        .upsert_chunks((1_000..2_100).map(|i| chunk(i, 20_000 + i)))
+        .unwrap();
+    writer.commit().unwrap();
+    writer.inner.wait_for_worker();
+    assert_eq!(
+        vectors.flat_covered(Kind::Chunk),
+        Some(vectors.covered(Kind::Chunk))
+    );
+    agree("after the copy is made again");
 }
 
 /// A reader's walk of the published graph finds what an exact scan finds, with the
@@ -374,11 +481,6 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
 fn a_reader_walks_the_published_graph_and_finds_what_the_exact_scan_finds() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index");
-    let vector = |i: usize| -> Vec<f32> {
-        (0..16)
-            .map(|d| ((((i * 31 + d * 17) * 2_654_435_761) % 1_000) as f32) / 500.0 - 1.0)
-            .collect()
-    };
     {
         let engine = Engine::builder().create(&path).unwrap();
         engine
@@ -400,19 +502,7 @@ fn a_reader_walks_the_published_graph_and_finds_what_the_exact_scan_finds() {
     };
     let (graph, exact) = (open(0), open(usize::MAX));
     assert_eq!(graph.stats().counters.graph_checkpoint_loads, 1);
-    let top = |engine: &Engine, q: usize| -> Vec<(String, u64)> {
-        let request = SearchRequest::chunks("")
-            .embedding(vector(10_000 + q))
-            .top_k(10);
-        engine
-            .search(&request)
-            .unwrap()
-            .hits
-            .into_iter()
-            .map(|h| (h.id, h.breakdown.vector.unwrap().to_bits()))
-            .collect()
-    };
     for q in 0..40 {
-        assert_eq!(top(&graph, q), top(&exact, q), "query {q}");
+        assert_eq!(vector_top(&graph, q), vector_top(&exact, q), "query {q}");
     }
 }

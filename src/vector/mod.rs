@@ -32,8 +32,9 @@ pub(crate) use self::graph::{Graph, Manifest, SCRATCH_PREFIX};
 /// The graph of one kind and how far it covers the change sequence.
 pub(crate) struct KindGraph {
     graph: RwLock<Arc<Graph>>,
-    /// A reader's graph: a published one, searched in place over the catalog's vectors
-    /// (searched instead of `graph` when present; a reader never inserts).
+    /// The graph searches walk, flat, over the catalog's vectors: a reader's published
+    /// one (a reader never inserts), or a writer's copy of `graph` at its last checkpoint
+    /// (searched instead of `graph` while `graph` has not gone far past it).
     flat: RwLock<Option<Arc<BoundFlat>>>,
     /// Every vector of this kind upserted at or before this sequence number is in `graph`.
     covered: AtomicU64,
@@ -103,9 +104,11 @@ impl VectorIndex {
         self.kind_graph(kind).dirty.load(Ordering::Acquire)
     }
 
-    /// Installs a graph that covers `covered` (a loaded checkpoint or a rebuild).
+    /// Installs a graph that covers `covered` (a loaded checkpoint or a rebuild). A flat
+    /// copy of the graph it replaces is dropped: its edges are not this graph's.
     pub(crate) fn install(&self, kind: Kind, graph: Graph, covered: u64, checkpointed: bool) {
         let slot = self.kind_graph(kind);
+        *slot.flat.write().unwrap_or_else(|p| p.into_inner()) = None;
         *slot.graph.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(graph);
         slot.covered.store(covered, Ordering::Release);
         if checkpointed {
@@ -125,11 +128,28 @@ impl VectorIndex {
         catalog: &Catalog,
         covered: u64,
     ) {
-        let bound = BoundFlat::bind(graph, kind, catalog);
-        let slot = self.kind_graph(kind);
-        *slot.flat.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(bound));
-        slot.covered.store(covered, Ordering::Release);
+        self.set_flat(kind, graph, catalog, covered);
+        self.kind_graph(kind)
+            .covered
+            .store(covered, Ordering::Release);
         self.mark_checkpointed(kind, covered);
+    }
+
+    /// Makes `graph`, a flat copy of the graph of `kind` when it covered `covered`, the
+    /// one searches walk (a writer's: the graph it inserts into goes on covering more;
+    /// see [`VectorIndex::search`]).
+    pub(crate) fn set_flat(&self, kind: Kind, graph: FlatGraph, catalog: &Catalog, covered: u64) {
+        let bound = BoundFlat::bind(graph, kind, catalog, covered);
+        *self
+            .kind_graph(kind)
+            .flat
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(bound));
+    }
+
+    /// The change sequence the flat graph of `kind` covers, if it has one.
+    pub(crate) fn flat_covered(&self, kind: Kind) -> Option<u64> {
+        self.flat(kind).map(|flat| flat.covered)
     }
 
     /// Whether a published graph is installed for `kind`.
@@ -145,12 +165,10 @@ impl VectorIndex {
             .clone()
     }
 
-    /// The number of points in the graph of `kind` searches use.
+    /// The number of points in the graph of `kind`: a writer's, or a reader's flat one.
     pub(crate) fn points(&self, kind: Kind) -> usize {
-        match self.flat(kind) {
-            Some(flat) => flat.graph.len(),
-            None => self.graph(kind).len(),
-        }
+        let flat = self.flat(kind).map_or(0, |flat| flat.graph.len());
+        flat.max(self.graph(kind).len())
     }
 
     /// Records that the graph of `kind` now covers `covered` after inserting `n` vectors.
@@ -200,9 +218,26 @@ impl VectorIndex {
             return (top_k(catalog, scored, k), plan);
         }
 
+        // The graph walked: the flat one (a reader's, or a writer's copy of its graph
+        // at the last checkpoint), whose descent keeps a beam, unless a writer's graph
+        // has gone on covering more than `exact_threshold` vectors since.
+        let flat = self.flat(filter.kind);
+        let in_graph = self.covered(filter.kind);
+        let (flat, covered) = match flat {
+            Some(flat)
+                if flat.covered >= in_graph
+                    || catalog
+                        .vectors_after(filter.kind, flat.covered)
+                        .nth(exact_threshold)
+                        .is_none() =>
+            {
+                let covered = flat.covered;
+                (Some(flat), covered)
+            }
+            _ => (None, in_graph),
+        };
         // The tail: documents the graph does not cover yet (all of them while a graph
         // checkpoint loads). Only its best `k` can be among the best `k` of all.
-        let covered = self.covered(filter.kind);
         if covered == 0 {
             let scored = scan_arena(catalog, filter, query, k, &mut plan);
             return (top_k(catalog, scored, k), plan);
@@ -215,12 +250,10 @@ impl VectorIndex {
         let mut best: FxHashMap<DocId, f32> = top_k(catalog, tail, k).into_iter().collect();
 
         plan.used_graph = true;
-        let flat = self.flat(filter.kind);
-        let graph = self.graph(filter.kind);
         let ef = self.params.ef_search;
         let search = |k: usize, accept: Option<&dyn Fn(VectorKey) -> bool>| match &flat {
             Some(flat) => flat.search(catalog, filter.kind, query, k, ef, accept),
-            None => graph.search(query, k, accept),
+            None => self.graph(filter.kind).search(query, k, accept),
         };
         let rows_per_doc = catalog.n_vectors(filter.kind).div_ceil(n_docs).max(1);
         let fetch = k * rows_per_doc + 8;
@@ -267,23 +300,26 @@ impl VectorIndex {
     }
 }
 
-/// A published graph and where each of its nodes' vectors lies in the catalog's arena.
+/// A flat graph and where each of its nodes' vectors lies in the catalog's arena.
 pub(crate) struct BoundFlat {
     graph: FlatGraph,
     /// Each node's arena row (`u32::MAX`: its document is gone), valid while the
     /// catalog is at `generation`.
     rows: Vec<u32>,
     generation: u64,
+    /// Every vector upserted at or before this sequence number was in the graph.
+    covered: u64,
 }
 
 impl BoundFlat {
-    fn bind(graph: FlatGraph, kind: Kind, catalog: &Catalog) -> BoundFlat {
+    fn bind(graph: FlatGraph, kind: Kind, catalog: &Catalog, covered: u64) -> BoundFlat {
         let keys: Vec<VectorKey> = graph.keys().collect();
         let rows = catalog.arena_rows(kind, &keys);
         BoundFlat {
             graph,
             rows,
             generation: catalog.generation(),
+            covered,
         }
     }
 
