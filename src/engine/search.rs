@@ -214,9 +214,10 @@ impl Inner {
                 },
             })
         }
-        for (doc, bm25) in &text_hits {
+        for (doc, matched) in &text_hits {
             if let Some(c) = candidate(&mut found, &catalog, *doc)? {
-                c.bm25 = Some(f64::from(*bm25));
+                c.bm25 = Some(f64::from(matched.bm25));
+                c.coverage = matched.coverage;
                 c.found_by.text = true;
             }
         }
@@ -244,9 +245,17 @@ impl Inner {
             ids.iter().filter_map(|doc| found.remove(doc)).collect();
         let docs: Vec<Option<DocId>> = ids.into_iter().map(Some).collect();
         // Candidates the text leg did not return (found by the vector or graph leg) get
-        // their BM25 here, under the same catalog snapshot.
+        // their BM25 and coverage here, under the same catalog snapshot.
         let stage = Instant::now();
-        self.fill_docs(&catalog, &text_query, query.vector, &docs, &mut candidates)?;
+        let matched = |c: &RetrievedDoc| c.found_by.text;
+        self.fill_docs(
+            &catalog,
+            &text_query,
+            query.vector,
+            &docs,
+            &mut candidates,
+            &matched,
+        )?;
         let fill_us = micros(stage);
         let legs = LegsRan::of(!text_query.is_empty(), query.vector.is_some());
         let mut retrieved = Retrieved::new(
@@ -290,11 +299,19 @@ impl Inner {
                 }
             })
             .collect();
-        self.fill_docs(&catalog, &text_query, query.vector, &docs, candidates)
+        self.fill_docs(
+            &catalog,
+            &text_query,
+            query.vector,
+            &docs,
+            candidates,
+            &|_| false,
+        )
     }
 
-    /// Fills `candidates[i]` (the document `docs[i]`): BM25 where missing, coverage,
-    /// and the best cosine with the vector it came from.
+    /// Fills `candidates[i]` (the document `docs[i]`): BM25 where missing and coverage,
+    /// unless `matched` says this index's text leg measured both, and the best cosine
+    /// with the vector it came from.
     fn fill_docs(
         &self,
         catalog: &Catalog,
@@ -302,6 +319,7 @@ impl Inner {
         vector: Option<&[f32]>,
         docs: &[Option<DocId>],
         candidates: &mut [RetrievedDoc],
+        matched: &dyn Fn(&RetrievedDoc) -> bool,
     ) -> Result<()> {
         let at: FxHashMap<DocId, usize> = docs
             .iter()
@@ -309,23 +327,17 @@ impl Inner {
             .filter_map(|(i, doc)| Some(((*doc)?, i)))
             .collect();
         if !text_query.is_empty() {
-            let unscored: Vec<DocId> = docs
+            let unmatched: Vec<DocId> = docs
                 .iter()
                 .zip(candidates.iter())
-                .filter(|(_, c)| c.bm25.is_none())
+                .filter(|(_, c)| !matched(c))
                 .filter_map(|(doc, _)| *doc)
                 .collect();
-            if !unscored.is_empty() {
-                for (doc, bm25) in self.text.score_docs(text_query, &unscored)? {
-                    if let Some(&i) = at.get(&doc) {
-                        candidates[i].bm25 = Some(f64::from(bm25));
-                    }
-                }
-            }
-            let known: Vec<DocId> = at.keys().copied().collect();
-            for (doc, coverage) in self.text.coverage(text_query, &known)? {
+            for (doc, found) in self.text.score_docs(text_query, &unmatched)? {
                 if let Some(&i) = at.get(&doc) {
-                    candidates[i].coverage = coverage;
+                    let c = &mut candidates[i];
+                    c.bm25.get_or_insert(f64::from(found.bm25));
+                    c.coverage = found.coverage;
                 }
             }
         }

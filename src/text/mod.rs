@@ -649,13 +649,14 @@ impl TextIndex {
     ///
     /// tantivy's top-k search (block-max WAND) skips the documents that cannot make the
     /// cut, so `accept` sees a few of the matches, not all: the scores of other
-    /// candidates come from [`TextIndex::score_docs`].
+    /// candidates come from [`TextIndex::score_docs`]. Each hit comes with its
+    /// coverage, as [`TextIndex::score_docs`] measures it.
     pub(crate) fn search<'a>(
         &self,
         query: &TextQuery,
         limit: usize,
         accept: &dyn Fn(DocId) -> Option<&'a str>,
-    ) -> Result<Vec<(DocId, f32)>> {
+    ) -> Result<Vec<(DocId, TextMatch)>> {
         guarded("searching", || self.search_unguarded(query, limit, accept))
     }
 
@@ -664,7 +665,7 @@ impl TextIndex {
         query: &TextQuery,
         limit: usize,
         accept: &dyn Fn(DocId) -> Option<&'a str>,
-    ) -> Result<Vec<(DocId, f32)>> {
+    ) -> Result<Vec<(DocId, TextMatch)>> {
         let Some(text_query) = query.to_query() else {
             return Ok(Vec::new());
         };
@@ -717,39 +718,59 @@ impl TextIndex {
         }
         // The pruning scorer adds the terms' scores in another order than the plain
         // scorer: the hits are scored again as `score_docs` scores any document, so a
-        // document's BM25 does not depend on the path that found it.
+        // document's BM25 does not depend on the path that found it. The same walk
+        // measures their coverage.
         let mut hits = heap.into_vec();
         hits.sort_unstable_by_key(|entry| entry.at);
         let terms = query.term_weights(&statistics, &searcher)?;
+        let cover = self.cover_plan(query, &searcher)?;
+        let mut matched = vec![None; hits.len()];
         let mut i = 0;
         while i < hits.len() {
             let ord = hits[i].at.0;
             let end = i + hits[i..].partition_point(|hit| hit.at.0 == ord);
             let targets: Vec<u32> = hits[i..end].iter().map(|hit| hit.at.1).collect();
-            let scores = score_each(&terms, &searcher.segment_readers()[ord], &targets)?;
-            for (hit, score) in hits[i..end].iter_mut().zip(scores) {
-                if let Some(score) = score {
-                    hit.score = score;
+            let found = match_each(&terms, &cover, &searcher.segment_readers()[ord], &targets)?;
+            for ((hit, slot), found) in hits[i..end].iter_mut().zip(&mut matched[i..end]).zip(found)
+            {
+                if let Some(found) = found {
+                    hit.score = found.bm25;
+                    *slot = Some(found.coverage);
                 }
             }
             i = end;
         }
-        hits.sort();
+        let mut hits: Vec<(HeapEntry<'a>, Coverage)> = hits
+            .into_iter()
+            .zip(matched)
+            .map(|(hit, coverage)| (hit, coverage.unwrap_or_default()))
+            .collect();
+        hits.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(hits
             .into_iter()
-            .map(|entry| (entry.doc, entry.score))
+            .map(|(entry, coverage)| {
+                let bm25 = entry.score;
+                (entry.doc, TextMatch { bm25, coverage })
+            })
             .collect())
     }
 
-    /// The BM25 score of `query` for each of `docs` that matches it.
+    /// The BM25 score of `query` for each of `docs` that matches it, with its coverage.
+    /// Documents that contain no term of the query are left out.
     ///
     /// Each document is located by its id (see `locate`), and each term's scorer seeks
     /// straight to it: the cost grows with `docs`, not with the documents that match.
+    ///
+    /// Coverage says how much of `query` a document contains: the idf-weighted fraction
+    /// of its words (function words such as `i`, `my` or `what` left out: a rule written
+    /// in the third person never contains them), and how many of its codes verbatim.
+    /// BM25 alone cannot say this: it is unbounded and depends on the query's length.
+    /// The fraction is comparable across queries, so the relevance gate can use it.
     pub(crate) fn score_docs(
         &self,
         query: &TextQuery,
         docs: &[DocId],
-    ) -> Result<FxHashMap<DocId, f32>> {
+    ) -> Result<FxHashMap<DocId, TextMatch>> {
         guarded("scoring", || self.score_docs_unguarded(query, docs))
     }
 
@@ -757,7 +778,7 @@ impl TextIndex {
         &self,
         query: &TextQuery,
         docs: &[DocId],
-    ) -> Result<FxHashMap<DocId, f32>> {
+    ) -> Result<FxHashMap<DocId, TextMatch>> {
         let mut scores = FxHashMap::default();
         if query.is_empty() || docs.is_empty() {
             return Ok(scores);
@@ -765,6 +786,7 @@ impl TextIndex {
         let searcher = self.reader.searcher();
         let statistics = self.statistics(&searcher, query.scope);
         let terms = query.term_weights(&statistics, &searcher)?;
+        let cover = self.cover_plan(query, &searcher)?;
         let mut targets: Vec<(u32, DocId)> = Vec::with_capacity(docs.len());
         for segment in searcher.segment_readers() {
             self.locate(segment, docs, &mut targets)?;
@@ -772,14 +794,51 @@ impl TextIndex {
                 continue;
             }
             let seg_docs: Vec<u32> = targets.iter().map(|&(seg_doc, _)| seg_doc).collect();
-            let found = score_each(&terms, segment, &seg_docs)?;
-            for (&(_, doc), score) in targets.iter().zip(found) {
-                if let Some(score) = score {
-                    scores.insert(doc, score);
+            let found = match_each(&terms, &cover, segment, &seg_docs)?;
+            for (&(_, doc), found) in targets.iter().zip(found) {
+                if let Some(found) = found {
+                    scores.insert(doc, found);
                 }
             }
         }
         Ok(scores)
+    }
+
+    /// What coverage counts of `query`'s terms, and what each of its words weighs: its
+    /// idf as BM25 has it, in the query's scope (so that a word every document of the
+    /// tenant contains weighs little), over the sum of the words' idf.
+    fn cover_plan(&self, query: &TextQuery, searcher: &tantivy::Searcher) -> Result<CoverPlan> {
+        let Some(parts) = query.query.as_ref() else {
+            return Ok(CoverPlan::default());
+        };
+        let total = query.scope.docs as f64;
+        let mut idf = Vec::with_capacity(parts.words.len());
+        for term in &parts.words {
+            let df = self
+                .live_freqs
+                .doc_freq(searcher, term)
+                .map_err(tantivy_err)? as f64;
+            idf.push(((total - df + 0.5).max(0.0) / (df + 0.5)).ln_1p() as f32);
+        }
+        let idf_sum: f32 = idf.iter().sum();
+        let shares = idf
+            .iter()
+            .map(|idf| idf / idf_sum.max(f32::MIN_POSITIVE))
+            .collect();
+        let roles = parts
+            .terms
+            .iter()
+            .map(|term| {
+                if let Some(word) = parts.words.iter().position(|word| word == term) {
+                    Role::Word(word)
+                } else if parts.codes.contains(term) {
+                    Role::Code
+                } else {
+                    Role::Other
+                }
+            })
+            .collect();
+        Ok(CoverPlan { roles, shares })
     }
 
     fn statistics<'s>(
@@ -853,85 +912,6 @@ impl TextIndex {
         })
     }
 
-    /// How much of `query` each of `docs` contains: the idf-weighted fraction of its
-    /// words (function words such as `i`, `my` or `what` left out: a rule written in the
-    /// third person never contains them), and how many of its codes verbatim. Documents
-    /// that contain nothing are left out.
-    ///
-    /// BM25 alone cannot say this: it is unbounded and depends on the query's length.
-    /// The fraction is comparable across queries, so the relevance gate can use it.
-    pub(crate) fn coverage(
-        &self,
-        query: &TextQuery,
-        docs: &[DocId],
-    ) -> Result<FxHashMap<DocId, Coverage>> {
-        guarded("measuring coverage", || {
-            self.coverage_unguarded(query, docs)
-        })
-    }
-
-    fn coverage_unguarded(
-        &self,
-        query: &TextQuery,
-        docs: &[DocId],
-    ) -> Result<FxHashMap<DocId, Coverage>> {
-        let mut out: FxHashMap<DocId, Coverage> = FxHashMap::default();
-        let Some(parts) = query.query.as_ref() else {
-            return Ok(out);
-        };
-        if docs.is_empty() {
-            return Ok(out);
-        }
-        let searcher = self.reader.searcher();
-        let total = query.scope.docs as f64;
-        // idf as BM25 has it, in the query's scope, so that a word every document of the
-        // tenant contains weighs little.
-        let mut idf = Vec::with_capacity(parts.words.len());
-        for term in &parts.words {
-            let df = self
-                .live_freqs
-                .doc_freq(&searcher, term)
-                .map_err(tantivy_err)? as f64;
-            idf.push(((total - df + 0.5).max(0.0) / (df + 0.5)).ln_1p() as f32);
-        }
-        let idf_sum: f32 = idf.iter().sum();
-        let mut targets: Vec<(u32, DocId)> = Vec::with_capacity(docs.len());
-        for segment in searcher.segment_readers() {
-            self.locate(segment, docs, &mut targets)?;
-            if targets.is_empty() {
-                continue;
-            }
-            let fields = [
-                (self.fields.words, &parts.words),
-                (self.fields.ident, &parts.codes),
-            ];
-            for (field, terms) in fields {
-                let inverted = segment.inverted_index(field).map_err(tantivy_err)?;
-                for (i, term) in terms.iter().enumerate() {
-                    let Some(mut postings) = inverted
-                        .read_postings(term, IndexRecordOption::Basic)
-                        .map_err(|err| tantivy_err(err.into()))?
-                    else {
-                        continue;
-                    };
-                    let seg_docs = targets.iter().map(|&(seg_doc, _)| seg_doc);
-                    each_found(&mut postings, seg_docs, |t, _| {
-                        let entry = out.entry(targets[t].1).or_default();
-                        if field == self.fields.words {
-                            entry.words += idf[i] / idf_sum.max(f32::MIN_POSITIVE);
-                        } else {
-                            entry.codes += 1;
-                        }
-                    });
-                }
-            }
-        }
-        for entry in out.values_mut() {
-            entry.words = entry.words.clamp(0.0, 1.0);
-        }
-        Ok(out)
-    }
-
     /// The files of the index whose checksum does not match their content.
     pub(crate) fn corrupted_files(&self) -> Result<Vec<std::path::PathBuf>> {
         let mut files: Vec<_> = guarded("checking", || {
@@ -951,24 +931,80 @@ impl TextIndex {
     }
 }
 
-/// The BM25 score of each of `targets` (documents of `segment`, ascending) that contains
-/// a term: the sum of the terms' scores in `terms`' order, as the union of the query's
-/// clauses adds them, so equal to the query's own score. Each term's postings seek
-/// from target to target; the union scorer would refill a window of 4,096 documents
-/// of every term at each seek.
-fn score_each(
+/// A document's match of a text query: its BM25 score and how much of the query it
+/// covers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct TextMatch {
+    pub(crate) bm25: f32,
+    pub(crate) coverage: Coverage,
+}
+
+/// What coverage counts of a query's terms (see [`TextIndex::score_docs`]).
+#[derive(Debug, Default)]
+struct CoverPlan {
+    /// What each term of the query ([`BooleanQueryParts::terms`]) counts for.
+    roles: Vec<Role>,
+    /// Each word's share of a full coverage, in the order of [`BooleanQueryParts::words`].
+    shares: Vec<f32>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    /// The word of this index in [`BooleanQueryParts::words`].
+    Word(usize),
+    /// A code.
+    Code,
+    /// Scored, not counted (a function word, a piece of an identifier).
+    Other,
+}
+
+/// The match of each of `targets` (documents of `segment`, ascending) that contains a
+/// term, `None` for the others, from one walk of each term's postings.
+///
+/// The BM25 score is the sum of the terms' scores in `terms`' order, as the union of the
+/// query's clauses adds them, so equal to the query's own score. Each term's postings
+/// seek from target to target; the union scorer would refill a window of 4,096
+/// documents of every term at each seek. A coverage adds its words' shares in the
+/// order of the query's words.
+fn match_each(
     terms: &[Box<dyn tantivy::query::Weight>],
+    cover: &CoverPlan,
     segment: &tantivy::SegmentReader,
     targets: &[u32],
-) -> Result<Vec<Option<f32>>> {
-    let mut scores = vec![None; targets.len()];
-    for term in terms {
+) -> Result<Vec<Option<TextMatch>>> {
+    let n = targets.len();
+    let mut scores = vec![None; n];
+    let mut has_word = vec![false; cover.shares.len() * n];
+    let mut codes = vec![0u32; n];
+    for (term, role) in terms.iter().zip(&cover.roles) {
         let mut scorer = term.scorer(segment, 1.0).map_err(tantivy_err)?;
         each_found(scorer.as_mut(), targets.iter().copied(), |i, scorer| {
             *scores[i].get_or_insert(0.0) += scorer.score();
+            match *role {
+                Role::Word(word) => has_word[word * n + i] = true,
+                Role::Code => codes[i] += 1,
+                Role::Other => {}
+            }
         });
     }
-    Ok(scores)
+    Ok(scores
+        .into_iter()
+        .enumerate()
+        .map(|(i, score)| {
+            let bm25 = score?;
+            let mut words = 0.0f32;
+            for (word, share) in cover.shares.iter().enumerate() {
+                if has_word[word * n + i] {
+                    words += share;
+                }
+            }
+            let coverage = Coverage {
+                words: words.clamp(0.0, 1.0),
+                codes: codes[i],
+            };
+            Some(TextMatch { bm25, coverage })
+        })
+        .collect())
 }
 
 /// Walks `set` along `targets` (ascending documents of its segment), calling `found`
@@ -1066,8 +1102,13 @@ mod tests {
             ["nw-15699"]
         );
         let all: Vec<DocId> = (0..docs.len() as u64).map(DocId::new).collect();
-        let coverage = text.coverage(&query, &all).unwrap();
-        let of = |i: u64| coverage.get(&DocId::new(i)).copied().unwrap_or_default();
+        let scored = text.score_docs(&query, &all).unwrap();
+        let of = |i: u64| {
+            scored
+                .get(&DocId::new(i))
+                .map(|found| found.coverage)
+                .unwrap_or_default()
+        };
         assert!((of(0).words - 1.0).abs() < 1e-6, "{:?}", of(0));
         assert_eq!(of(0).codes, 1);
         // The look-alike holds `refund` and `order`, not the code: the code's pieces
@@ -1230,12 +1271,33 @@ mod tests {
         // A limit above the number of matches never fills the heap: nothing is pruned.
         let user_ids: Vec<String> = all.iter().map(|d| format!("c{:04}", d.as_u64())).collect();
         let accept_all = |doc: DocId| Some(user_ids[doc.as_u64() as usize].as_str());
-        let full: FxHashMap<DocId, f32> = text
-            .search(&query, all.len(), &accept_all)
-            .unwrap()
+        fn top<'a>(
+            text: &TextIndex,
+            query: &TextQuery,
+            k: usize,
+            accept: &dyn Fn(DocId) -> Option<&'a str>,
+        ) -> Vec<(DocId, f32)> {
+            let hits = text.search(query, k, accept).unwrap();
+            // Each hit's coverage is the one `score_docs` measures.
+            let again = text
+                .score_docs(query, &hits.iter().map(|(doc, _)| *doc).collect::<Vec<_>>())
+                .unwrap();
+            for (doc, found) in &hits {
+                assert_eq!(again.get(doc), Some(found), "{doc:?}");
+            }
+            hits.into_iter()
+                .map(|(doc, found)| (doc, found.bm25))
+                .collect()
+        }
+        let full: FxHashMap<DocId, f32> = top(&text, &query, all.len(), &accept_all)
             .into_iter()
             .collect();
-        let scored = text.score_docs(&query, &all).unwrap();
+        let scored: FxHashMap<DocId, f32> = text
+            .score_docs(&query, &all)
+            .unwrap()
+            .into_iter()
+            .map(|(doc, found)| (doc, found.bm25))
+            .collect();
         assert_eq!(scored, full);
         // Both are tantivy's own scores: its boolean query visiting every match.
         let searcher = text.reader.searcher();
@@ -1271,7 +1333,7 @@ mod tests {
                 .then_with(|| user_ids[a.0.as_u64() as usize].cmp(&user_ids[b.0.as_u64() as usize]))
         });
         for k in [1, 3, 10, 40] {
-            let pruned = text.search(&query, k, &accept_all).unwrap();
+            let pruned = top(&text, &query, k, &accept_all);
             assert_eq!(pruned, naive[..k], "top {k}");
         }
         // A filter applies before the cut.
@@ -1283,12 +1345,16 @@ mod tests {
             .filter(|(d, _)| d.as_u64() % 2 == 1)
             .take(10)
             .collect();
-        assert_eq!(text.search(&query, 10, &odd).unwrap(), naive_odd);
+        assert_eq!(top(&text, &query, 10, &odd), naive_odd);
 
         let some: Vec<DocId> = (0..next).step_by(4).map(DocId::new).collect();
         let partial = text.score_docs(&query, &some).unwrap();
         for doc in &some {
-            assert_eq!(partial.get(doc), full.get(doc), "{doc:?}");
+            assert_eq!(
+                partial.get(doc).map(|found| found.bm25),
+                full.get(doc).copied(),
+                "{doc:?}"
+            );
         }
     }
 
