@@ -435,6 +435,8 @@ struct Arena {
     spans: Vec<Span>,
     live_rows: usize,
     dead_rows: usize,
+    /// Live spans of other than one row.
+    uneven_spans: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -504,6 +506,7 @@ impl Arena {
             live: true,
         });
         self.live_rows += vectors.rows.len();
+        self.uneven_spans += usize::from(vectors.rows.len() != 1);
         Some(slot)
     }
 
@@ -517,6 +520,7 @@ impl Arena {
             live: true,
         });
         self.live_rows += rows;
+        self.uneven_spans += usize::from(rows != 1);
         Some(slot)
     }
 
@@ -526,6 +530,7 @@ impl Arena {
             span.live = false;
             self.live_rows -= span.rows as usize;
             self.dead_rows += span.rows as usize;
+            self.uneven_spans -= usize::from(span.rows != 1);
         }
     }
 
@@ -935,6 +940,11 @@ impl Catalog {
 
     pub(crate) fn n_vectors(&self, kind: Kind) -> usize {
         self.arenas[kind.index()].live_rows
+    }
+
+    /// Whether every live document of `kind` that has vectors has exactly one.
+    pub(crate) fn one_row_each(&self, kind: Kind) -> bool {
+        self.arenas[kind.index()].uneven_spans == 0
     }
 
     /// Takes `data`, rows of `dim` dimensions that an open filled in parallel, with

@@ -488,6 +488,15 @@ fn a_reader_walks_the_published_graph_and_finds_what_the_exact_scan_finds() {
                 (0..600).map(|i| Chunk::new(format!("c{i:03}"), "note").with_embedding(vector(i))),
             )
             .unwrap();
+        // 40 documents tied with query 3's own vector, written in descending id order:
+        // its best 10 are those of the smallest ids, and the graph reaches them last.
+        engine
+            .upsert_chunks(
+                (0..40)
+                    .rev()
+                    .map(|i| Chunk::new(format!("t{i:02}"), "note").with_embedding(vector(10_003))),
+            )
+            .unwrap();
         engine.commit().unwrap();
         engine.sync_graph().unwrap();
         engine.close().unwrap();
@@ -505,4 +514,13 @@ fn a_reader_walks_the_published_graph_and_finds_what_the_exact_scan_finds() {
     for q in 0..40 {
         assert_eq!(vector_top(&graph, q), vector_top(&exact, q), "query {q}");
     }
+    let tied: Vec<String> = vector_top(&graph, 3)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    // `c003` holds the same vector (`vector` repeats every 10,000).
+    let smallest: Vec<String> = std::iter::once("c003".to_string())
+        .chain((0..9).map(|i| format!("t{i:02}")))
+        .collect();
+    assert_eq!(tied, smallest);
 }

@@ -263,11 +263,24 @@ impl VectorIndex {
                 .is_some_and(|entry| filter.admits(entry))
         };
         let mut from_graph = FxHashMap::default();
+        // A flat graph's hits come best first with each row's exact cosine: when every
+        // document has one row, they are the documents' own, and once `k` are admitted a
+        // hit below the `k`-th cannot enter the best `k` (one equal to it still can,
+        // on the user id), so the rest are not looked up.
+        let exact = flat.is_some();
+        let final_order = exact && catalog.one_row_each(filter.kind);
         let collect = |hits: Vec<(VectorKey, f32)>, from_graph: &mut FxHashMap<DocId, f32>| {
+            let mut kth = f32::NEG_INFINITY;
             for (key, cosine) in hits {
+                if final_order && from_graph.len() >= k && cosine < kth {
+                    break;
+                }
                 if accept(key) {
                     let slot = from_graph.entry(key.doc()).or_insert(f32::NEG_INFINITY);
                     *slot = slot.max(cosine);
+                    if from_graph.len() == k && kth == f32::NEG_INFINITY {
+                        kth = cosine;
+                    }
                 }
             }
         };
@@ -285,7 +298,6 @@ impl VectorIndex {
         // cosine is taken over all its vectors (a rule's patterns and centroid). A
         // published graph scores a row as `best` does, bit for bit: a document of one
         // row keeps it.
-        let exact = flat.is_some();
         for (doc, cosine) in from_graph {
             if let Some(vectors) = catalog.vectors(doc) {
                 let cosine = if exact && vectors.inverse.len() == 1 {
