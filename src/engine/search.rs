@@ -247,14 +247,13 @@ impl Inner {
         // Candidates the text leg did not return (found by the vector or graph leg) get
         // their BM25 and coverage here, under the same catalog snapshot.
         let stage = Instant::now();
-        let matched = |c: &RetrievedDoc| c.found_by.text;
         self.fill_docs(
             &catalog,
             &text_query,
             query.vector,
             &docs,
             &mut candidates,
-            &matched,
+            true,
         )?;
         let fill_us = micros(stage);
         let legs = LegsRan::of(!text_query.is_empty(), query.vector.is_some());
@@ -305,13 +304,13 @@ impl Inner {
             query.vector,
             &docs,
             candidates,
-            &|_| false,
+            false,
         )
     }
 
-    /// Fills `candidates[i]` (the document `docs[i]`): BM25 where missing and coverage,
-    /// unless `matched` says this index's text leg measured both, and the best cosine
-    /// with the vector it came from.
+    /// Fills `candidates[i]` (the document `docs[i]`): BM25 where missing and coverage
+    /// (with `text_leg_ran`, this index's text leg measured both for what it found),
+    /// and the best cosine with the vector it came from.
     fn fill_docs(
         &self,
         catalog: &Catalog,
@@ -319,7 +318,7 @@ impl Inner {
         vector: Option<&[f32]>,
         docs: &[Option<DocId>],
         candidates: &mut [RetrievedDoc],
-        matched: &dyn Fn(&RetrievedDoc) -> bool,
+        text_leg_ran: bool,
     ) -> Result<()> {
         let at: FxHashMap<DocId, usize> = docs
             .iter()
@@ -330,7 +329,7 @@ impl Inner {
             let unmatched: Vec<DocId> = docs
                 .iter()
                 .zip(candidates.iter())
-                .filter(|(_, c)| !matched(c))
+                .filter(|(_, c)| !(text_leg_ran && c.found_by.text))
                 .filter_map(|(doc, _)| *doc)
                 .collect();
             for (doc, found) in self.text.score_docs(text_query, &unmatched)? {

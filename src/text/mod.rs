@@ -707,6 +707,7 @@ impl TextIndex {
                             user_id,
                             doc,
                             at: (ord, seg_doc),
+                            coverage: Coverage::default(),
                         });
                         if heap.len() > limit {
                             heap.pop();
@@ -724,33 +725,29 @@ impl TextIndex {
         hits.sort_unstable_by_key(|entry| entry.at);
         let terms = query.term_weights(&statistics, &searcher)?;
         let cover = self.cover_plan(query, &searcher)?;
-        let mut matched = vec![None; hits.len()];
         let mut i = 0;
         while i < hits.len() {
             let ord = hits[i].at.0;
             let end = i + hits[i..].partition_point(|hit| hit.at.0 == ord);
             let targets: Vec<u32> = hits[i..end].iter().map(|hit| hit.at.1).collect();
             let found = match_each(&terms, &cover, &searcher.segment_readers()[ord], &targets)?;
-            for ((hit, slot), found) in hits[i..end].iter_mut().zip(&mut matched[i..end]).zip(found)
-            {
+            for (hit, found) in hits[i..end].iter_mut().zip(found) {
                 if let Some(found) = found {
                     hit.score = found.bm25;
-                    *slot = Some(found.coverage);
+                    hit.coverage = found.coverage;
                 }
             }
             i = end;
         }
-        let mut hits: Vec<(HeapEntry<'a>, Coverage)> = hits
-            .into_iter()
-            .zip(matched)
-            .map(|(hit, coverage)| (hit, coverage.unwrap_or_default()))
-            .collect();
-        hits.sort_by(|a, b| a.0.cmp(&b.0));
+        hits.sort();
         Ok(hits
             .into_iter()
-            .map(|(entry, coverage)| {
-                let bm25 = entry.score;
-                (entry.doc, TextMatch { bm25, coverage })
+            .map(|entry| {
+                let matched = TextMatch {
+                    bm25: entry.score,
+                    coverage: entry.coverage,
+                };
+                (entry.doc, matched)
             })
             .collect())
     }
@@ -1036,6 +1033,8 @@ struct HeapEntry<'a> {
     doc: DocId,
     /// Where the document is: segment ordinal and document within the segment.
     at: (usize, u32),
+    /// Measured once the hits are known (not part of the order).
+    coverage: Coverage,
 }
 
 impl PartialEq for HeapEntry<'_> {

@@ -33,8 +33,9 @@ pub(crate) use self::graph::{Graph, Manifest, SCRATCH_PREFIX};
 pub(crate) struct KindGraph {
     graph: RwLock<Arc<Graph>>,
     /// The graph searches walk, flat, over the catalog's vectors: a reader's published
-    /// one (a reader never inserts), or a writer's copy of `graph` at its last checkpoint
-    /// (searched instead of `graph` while `graph` has not gone far past it).
+    /// one (a reader never inserts), or a writer's copy of `graph` made at a checkpoint,
+    /// a load or a refresh (searched instead of `graph` while `graph` has not gone far
+    /// past it).
     flat: RwLock<Option<Arc<BoundFlat>>>,
     /// Every vector of this kind upserted at or before this sequence number is in `graph`.
     covered: AtomicU64,
