@@ -38,6 +38,12 @@ pub(crate) type StrMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
 pub(crate) struct Entry {
     doc: Source,
     kind: Kind,
+    /// Whether every search of its kind and tenant that asks for no context, tag or
+    /// metadata admits it (as [`crate::store::DocRecord::summary`] says of a record).
+    plain: bool,
+    /// Its tenant's number in the catalog that holds it (see [`Catalog::admit`]), set
+    /// when the catalog links it.
+    tenant: u32,
     /// The sequence number of the upsert that wrote this version.
     pub(crate) seq: u64,
     /// Where its vectors are in its kind's [`Arena`] (set by [`Catalog::insert`]);
@@ -66,6 +72,8 @@ impl Entry {
     pub(crate) fn new(doc: Document, seq: u64) -> Entry {
         Entry {
             kind: doc.kind(),
+            plain: is_plain(&doc),
+            tenant: 0,
             doc: Source::Ready(Arc::new(doc)),
             seq,
             vectors: None,
@@ -74,9 +82,11 @@ impl Entry {
     }
 
     /// Record `index` of `base`, its vectors not yet placed.
-    fn mapped(base: &Arc<MappedBase>, index: usize, record: &Record) -> Entry {
+    fn mapped(base: &Arc<MappedBase>, index: usize, record: &Record, tenant: u32) -> Entry {
         Entry {
             kind: record.kind,
+            plain: record.plain,
+            tenant,
             doc: Source::Mapped {
                 base: Arc::clone(base),
                 index: index as u32,
@@ -153,6 +163,28 @@ impl Entry {
             Source::Mapped { base, index, .. } => base.context(&base.record(*index as usize)),
         }
     }
+}
+
+impl crate::text::UserId for Entry {
+    fn user_id(&self) -> &str {
+        self.id()
+    }
+}
+
+/// Whether `doc` is plain (as [`crate::store::DocRecord::summary`] says of its record):
+/// a rule enabled and global, a chunk that never expires, a scenario or tool enabled,
+/// and none of them restricted to an agent.
+fn is_plain(doc: &Document) -> bool {
+    let (plain, agent) = match doc {
+        Document::Rule(rule) => (
+            rule.enabled && matches!(rule.scope, Scope::Global),
+            &rule.agent_id,
+        ),
+        Document::Chunk(chunk) => (chunk.expires_at.is_none(), &chunk.agent_id),
+        Document::Scenario(scenario) => (scenario.enabled, &scenario.agent_id),
+        Document::Tool(tool) => (tool.enabled, &tool.agent_id),
+    };
+    plain && agent.is_none()
 }
 
 /// The row of a document's centroid (see [`DocRows::from_stored`]); patterns are rows
@@ -598,6 +630,45 @@ fn version_hash(doc: DocId, seq: u64) -> u64 {
     xxhash_rust::xxh3::xxh3_64(&bytes)
 }
 
+/// The number of `tenant` in `numbers`, given it if it has none.
+fn tenant_number(numbers: &mut StrMap<u32>, tenant: &str) -> u32 {
+    if let Some(&number) = numbers.get(tenant) {
+        return number;
+    }
+    let number = numbers.len() as u32;
+    numbers.insert(tenant.to_string(), number);
+    number
+}
+
+/// A [`DocFilter`] bound to one catalog (see [`Catalog::admit`]): its tenant as the
+/// catalog numbers it, so that a plain document (most are) is admitted or not from its
+/// entry alone, without reading the document or its tenant's name.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Admit<'a> {
+    filter: &'a DocFilter<'a>,
+    /// The filter's tenant's number; `None` when no document of the catalog has ever
+    /// had that tenant.
+    tenant: Option<u32>,
+    /// Whether the filter asks for no context, tag or metadata: it then admits every
+    /// plain document of its kind and tenant.
+    simple: bool,
+}
+
+impl Admit<'_> {
+    /// Whether the filter admits `entry`'s document (an entry of the catalog it was
+    /// bound to): [`DocFilter::admits`].
+    pub(crate) fn admits(&self, entry: &Entry) -> bool {
+        if entry.kind != self.filter.kind || self.tenant != Some(entry.tenant) {
+            return false;
+        }
+        (entry.plain && self.simple) || self.filter.admits(entry)
+    }
+
+    pub(crate) fn filter(&self) -> &DocFilter<'_> {
+        self.filter
+    }
+}
+
 /// What a search admits, checked against every candidate of both legs.
 #[derive(Debug, Clone)]
 pub(crate) struct DocFilter<'a> {
@@ -778,6 +849,10 @@ pub(crate) struct Catalog {
     generation: u64,
     /// Token totals of the live documents by kind and tenant (`[words, ident]`).
     tokens: [StrMap<[u64; 2]>; Kind::COUNT],
+    /// A number for each tenant a document of the catalog has had (never reused, never
+    /// forgotten: tenants are few), which its entries carry so that a filter checks a
+    /// tenant without reading the document.
+    tenants: StrMap<u32>,
 }
 
 impl Catalog {
@@ -843,12 +918,15 @@ impl Catalog {
         let mut tokens: Vec<FxHashMap<usize, [u64; 2]>> =
             Kind::ALL.iter().map(|_| FxHashMap::default()).collect();
         let mut by_seq: Vec<Vec<(u64, DocId)>> = Kind::ALL.iter().map(|_| Vec::new()).collect();
+        let mut numbers: Vec<Option<u32>> = vec![None; names.len()];
         self.entries.reserve(base.len());
         for (i, record) in base.records().enumerate() {
             let kind = record.kind.index();
             let doc = record.doc;
             self.digest ^= version_hash(doc, record.seq);
-            let mut entry = Entry::mapped(base, i, &record);
+            let number = *numbers[record.tenant_index()]
+                .get_or_insert_with(|| tenant_number(&mut self.tenants, base.tenant(&record)));
+            let mut entry = Entry::mapped(base, i, &record, number);
             if record.rows.1 > 0
                 && let Some(slot) =
                     self.arenas[kind].place(doc, record.rows.0, record.rows.1 as usize)
@@ -1130,6 +1208,7 @@ impl Catalog {
         self.digest ^= version_hash(doc_id, entry.seq);
         self.generation += 1;
         let kind_idx = entry.kind().index();
+        entry.tenant = tenant_number(&mut self.tenants, entry.tenant_id());
         let tenant = entry.tenant_id();
         adjust_tokens(&mut self.tokens[kind_idx], tenant, [0, 0], entry.tokens);
         if let Some(ids) = self.ids.get_mut() {
@@ -1237,11 +1316,23 @@ impl Catalog {
         let Some(superset) = self.superset(filter) else {
             return Vec::new();
         };
+        let admit = self.admit(filter);
         superset
             .iter()
             .copied()
-            .filter(|doc| self.entries.get(doc).is_some_and(|e| filter.admits(e)))
+            .filter(|doc| self.entries.get(doc).is_some_and(|e| admit.admits(e)))
             .collect()
+    }
+
+    /// `filter` bound to this catalog, to ask of its entries.
+    pub(crate) fn admit<'a>(&'a self, filter: &'a DocFilter<'a>) -> Admit<'a> {
+        Admit {
+            filter,
+            tenant: self.tenants.get(filter.tenant).copied(),
+            simple: filter.context.is_none()
+                && filter.tags.is_empty()
+                && filter.metadata.is_empty(),
+        }
     }
 
     /// Documents of `kind` with vectors written after sequence number `after`, in order.

@@ -133,11 +133,12 @@ impl Inner {
             .text
             .analyze(&request.text, request.kind, &request.tenant_id, scope);
         let filter = query.filter();
+        let admit = catalog.admit(&filter);
         let accept = |doc: DocId| {
             catalog
                 .get(doc)
-                .filter(|entry| filter.admits(entry))
-                .map(|entry| entry.id())
+                .filter(|entry| admit.admits(entry))
+                .map(|entry| entry as &dyn crate::text::UserId)
         };
 
         // The two legs run side by side (each times itself); a small scope is not worth
@@ -162,7 +163,10 @@ impl Inner {
         };
         let text_leg = || {
             let stage = Instant::now();
-            let hits = self.text.search(&text_query, query.limit, &accept);
+            let hits = self.text.plan(&text_query).and_then(|plan| {
+                let hits = self.text.search(&plan, query.limit, &accept)?;
+                Ok((hits, plan))
+            });
             (hits, micros(stage))
         };
         let side_by_side =
@@ -171,7 +175,7 @@ impl Inner {
             Some(pool) if side_by_side => pool.join(vector_leg, text_leg),
             _ => (vector_leg(), text_leg()),
         };
-        let text_hits = text_hits?;
+        let (text_hits, text_plan) = text_hits?;
 
         // The graph leg, when the query names an entity the tenant's graph knows.
         let graph = &self.config.graph;
@@ -194,12 +198,15 @@ impl Inner {
                 &crate::graph::ScopeDocs {
                     docs: scope.docs as usize,
                     owner: &|id| catalog.lookup(request.kind, &request.tenant_id, id),
-                    admit: &accept,
+                    admit: &|doc| accept(doc).map(crate::text::UserId::user_id),
                 },
             )
         };
 
-        let mut found: FxHashMap<DocId, RetrievedDoc> = FxHashMap::default();
+        let mut found: FxHashMap<DocId, RetrievedDoc> = FxHashMap::with_capacity_and_hasher(
+            text_hits.len() + vector_hits.len() + graph_hits.len(),
+            Default::default(),
+        );
         /// The candidate of `doc`, made on first sight (`None`: not live).
         fn candidate<'m>(
             found: &'m mut FxHashMap<DocId, RetrievedDoc>,
@@ -249,7 +256,7 @@ impl Inner {
         let stage = Instant::now();
         self.fill_docs(
             &catalog,
-            &text_query,
+            &text_plan,
             query.vector,
             &docs,
             &mut candidates,
@@ -300,7 +307,7 @@ impl Inner {
             .collect();
         self.fill_docs(
             &catalog,
-            &text_query,
+            &self.text.plan(&text_query)?,
             query.vector,
             &docs,
             candidates,
@@ -314,25 +321,27 @@ impl Inner {
     fn fill_docs(
         &self,
         catalog: &Catalog,
-        text_query: &crate::text::TextQuery,
+        text: &crate::text::TextPlan<'_>,
         vector: Option<&[f32]>,
         docs: &[Option<DocId>],
         candidates: &mut [RetrievedDoc],
         text_leg_ran: bool,
     ) -> Result<()> {
-        let at: FxHashMap<DocId, usize> = docs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, doc)| Some(((*doc)?, i)))
-            .collect();
-        if !text_query.is_empty() {
+        let mut at: FxHashMap<DocId, usize> =
+            FxHashMap::with_capacity_and_hasher(docs.len(), Default::default());
+        at.extend(
+            docs.iter()
+                .enumerate()
+                .filter_map(|(i, doc)| Some(((*doc)?, i))),
+        );
+        if !text.is_empty() {
             let unmatched: Vec<DocId> = docs
                 .iter()
                 .zip(candidates.iter())
                 .filter(|(_, c)| !(text_leg_ran && c.found_by.text))
                 .filter_map(|(doc, _)| *doc)
                 .collect();
-            for (doc, found) in self.text.score_docs(text_query, &unmatched)? {
+            for (doc, found) in self.text.score_docs(text, &unmatched)? {
                 if let Some(&i) = at.get(&doc) {
                     let c = &mut candidates[i];
                     c.bm25.get_or_insert(f64::from(found.bm25));

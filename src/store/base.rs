@@ -896,26 +896,33 @@ mod tests {
 
     /// A mapped entry is admitted by a filter exactly when its document matches: the
     /// record's answer (kind, tenant, context, plain) where it suffices, the document's
-    /// otherwise; and the same once the document is decoded.
+    /// otherwise; and the same once the document is decoded. So is it when the filter is
+    /// bound to the catalog (the tenant by number, a plain document from its entry), and
+    /// so is the same document inserted decoded into a writer's catalog.
     #[test]
     fn a_mapped_entry_is_admitted_as_its_document_matches() {
-        use crate::catalog::{Catalog, DocFilter};
+        use crate::catalog::{Catalog, DocFilter, Entry};
         let entries = entries();
         let encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let base = std::sync::Arc::new(written(dir.path(), &encoded).unwrap());
         let catalog = Catalog::from_base(&base, Vec::new());
+        let mut ready = Catalog::default();
+        for (entry, (doc, _)) in entries.iter().zip(documents()) {
+            ready.insert(entry.doc, Entry::new(doc, 1), None, Vec::new());
+        }
         let tags = [Vec::new(), vec!["vip".to_string()]];
         let metadata = [Vec::new(), vec![("source".to_string(), "chat".to_string())]];
         let mut checked = 0;
         for decode_first in [false, true] {
             for (entry, (doc, _)) in entries.iter().zip(documents()) {
                 let mapped = catalog.get(entry.doc).unwrap();
+                let inserted = ready.get(entry.doc).unwrap();
                 if decode_first {
                     mapped.doc().unwrap();
                 }
                 for kind in Kind::ALL {
-                    for tenant in ["default", "acme"] {
+                    for tenant in ["default", "acme", "zeta"] {
                         for agent in [None, Some("bot"), Some("other")] {
                             for (scenario, step) in [
                                 (None, None),
@@ -936,10 +943,21 @@ mod tests {
                                                 metadata,
                                                 now: Timestamp::from_unix_millis(now),
                                             };
+                                            let matches = filter.matches(&doc);
                                             assert_eq!(
                                                 filter.admits(mapped),
-                                                filter.matches(&doc),
+                                                matches,
                                                 "{filter:?} {doc:?}"
+                                            );
+                                            assert_eq!(
+                                                catalog.admit(&filter).admits(mapped),
+                                                matches,
+                                                "bound: {filter:?} {doc:?}"
+                                            );
+                                            assert_eq!(
+                                                ready.admit(&filter).admits(inserted),
+                                                matches,
+                                                "inserted: {filter:?} {doc:?}"
                                             );
                                             checked += 1;
                                         }

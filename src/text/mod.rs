@@ -191,6 +191,8 @@ struct ScopedStatistics<'a> {
     scope: ScopeStats,
     fields: Fields,
     live: &'a LiveFreqs,
+    /// Frequencies already looked up (a plan's), answered without the term dictionary.
+    known: Option<&'a FxHashMap<Term, u64>>,
 }
 
 impl tantivy::query::Bm25StatisticsProvider for ScopedStatistics<'_> {
@@ -207,7 +209,10 @@ impl tantivy::query::Bm25StatisticsProvider for ScopedStatistics<'_> {
     }
 
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
-        self.live.doc_freq(self.searcher, term)
+        match self.known.and_then(|known| known.get(term)) {
+            Some(&freq) => Ok(freq),
+            None => self.live.doc_freq(self.searcher, term),
+        }
     }
 }
 
@@ -643,9 +648,10 @@ impl TextIndex {
 
     /// The best `limit` documents for `query` among those `accept` admits, best first.
     ///
-    /// `accept` returns the user id of an admitted document (for the tiebreak: among
-    /// equal scores the smaller user id wins), or `None` to filter it out. Filters thus
-    /// apply before the top-k cut. Hits are sorted by score descending, then user id.
+    /// `accept` returns what gives an admitted document's user id (for the tiebreak:
+    /// among equal scores the smaller user id wins; asked for only when scores tie), or
+    /// `None` to filter it out. Filters thus apply before the top-k cut. Hits are sorted
+    /// by score descending, then user id.
     ///
     /// tantivy's top-k search (block-max WAND) skips the documents that cannot make the
     /// cut, so `accept` sees a few of the matches, not all: the scores of other
@@ -653,31 +659,31 @@ impl TextIndex {
     /// coverage, as [`TextIndex::score_docs`] measures it.
     pub(crate) fn search<'a>(
         &self,
-        query: &TextQuery,
+        plan: &TextPlan<'_>,
         limit: usize,
-        accept: &dyn Fn(DocId) -> Option<&'a str>,
+        accept: &dyn Fn(DocId) -> Option<&'a dyn UserId>,
     ) -> Result<Vec<(DocId, TextMatch)>> {
-        guarded("searching", || self.search_unguarded(query, limit, accept))
+        guarded("searching", || self.search_unguarded(plan, limit, accept))
     }
 
     fn search_unguarded<'a>(
         &self,
-        query: &TextQuery,
+        plan: &TextPlan<'_>,
         limit: usize,
-        accept: &dyn Fn(DocId) -> Option<&'a str>,
+        accept: &dyn Fn(DocId) -> Option<&'a dyn UserId>,
     ) -> Result<Vec<(DocId, TextMatch)>> {
-        let Some(text_query) = query.to_query() else {
+        let Some(text_query) = plan.query.to_query() else {
             return Ok(Vec::new());
         };
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let searcher = self.reader.searcher();
-        let statistics = self.statistics(&searcher, query.scope);
+        let searcher = &plan.searcher;
+        let statistics = self.statistics(searcher, plan.query.scope, Some(&plan.freqs));
         let weight = text_query
             .weight(EnableScoring::enabled_from_statistics_provider(
                 &statistics,
-                &searcher,
+                searcher,
             ))
             .map_err(tantivy_err)?;
         let mut heap: BinaryHeap<HeapEntry<'a>> = BinaryHeap::with_capacity(limit + 1);
@@ -698,13 +704,13 @@ impl TextIndex {
                 .for_each_pruning(threshold(&heap), segment, &mut |seg_doc, score| {
                     let admitted = alive.is_none_or(|alive| alive.is_alive(seg_doc));
                     let doc = doc_ids.first(seg_doc).map(DocId::new);
-                    if let Some((doc, user_id)) = doc
+                    if let Some((doc, named)) = doc
                         .filter(|_| admitted)
                         .and_then(|doc| Some((doc, accept(doc)?)))
                     {
                         heap.push(HeapEntry {
                             score,
-                            user_id,
+                            named,
                             doc,
                             at: (ord, seg_doc),
                             coverage: Coverage::default(),
@@ -723,14 +729,17 @@ impl TextIndex {
         // measures their coverage.
         let mut hits = heap.into_vec();
         hits.sort_unstable_by_key(|entry| entry.at);
-        let terms = query.term_weights(&statistics, &searcher)?;
-        let cover = self.cover_plan(query, &searcher)?;
         let mut i = 0;
         while i < hits.len() {
             let ord = hits[i].at.0;
             let end = i + hits[i..].partition_point(|hit| hit.at.0 == ord);
             let targets: Vec<u32> = hits[i..end].iter().map(|hit| hit.at.1).collect();
-            let found = match_each(&terms, &cover, &searcher.segment_readers()[ord], &targets)?;
+            let found = match_each(
+                &plan.terms,
+                &plan.cover,
+                &searcher.segment_readers()[ord],
+                &targets,
+            )?;
             for (hit, found) in hits[i..end].iter_mut().zip(found) {
                 if let Some(found) = found {
                     hit.score = found.bm25;
@@ -765,33 +774,29 @@ impl TextIndex {
     /// The fraction is comparable across queries, so the relevance gate can use it.
     pub(crate) fn score_docs(
         &self,
-        query: &TextQuery,
+        plan: &TextPlan<'_>,
         docs: &[DocId],
     ) -> Result<FxHashMap<DocId, TextMatch>> {
-        guarded("scoring", || self.score_docs_unguarded(query, docs))
+        guarded("scoring", || self.score_docs_unguarded(plan, docs))
     }
 
     fn score_docs_unguarded(
         &self,
-        query: &TextQuery,
+        plan: &TextPlan<'_>,
         docs: &[DocId],
     ) -> Result<FxHashMap<DocId, TextMatch>> {
-        let mut scores = FxHashMap::default();
-        if query.is_empty() || docs.is_empty() {
+        let mut scores = FxHashMap::with_capacity_and_hasher(docs.len(), Default::default());
+        if plan.query.is_empty() || docs.is_empty() {
             return Ok(scores);
         }
-        let searcher = self.reader.searcher();
-        let statistics = self.statistics(&searcher, query.scope);
-        let terms = query.term_weights(&statistics, &searcher)?;
-        let cover = self.cover_plan(query, &searcher)?;
         let mut targets: Vec<(u32, DocId)> = Vec::with_capacity(docs.len());
-        for segment in searcher.segment_readers() {
+        for segment in plan.searcher.segment_readers() {
             self.locate(segment, docs, &mut targets)?;
             if targets.is_empty() {
                 continue;
             }
             let seg_docs: Vec<u32> = targets.iter().map(|&(seg_doc, _)| seg_doc).collect();
-            let found = match_each(&terms, &cover, segment, &seg_docs)?;
+            let found = match_each(&plan.terms, &plan.cover, segment, &seg_docs)?;
             for (&(_, doc), found) in targets.iter().zip(found) {
                 if let Some(found) = found {
                     scores.insert(doc, found);
@@ -801,54 +806,49 @@ impl TextIndex {
         Ok(scores)
     }
 
-    /// What coverage counts of `query`'s terms, and what each of its words weighs: its
-    /// idf as BM25 has it, in the query's scope (so that a word every document of the
-    /// tenant contains weighs little), over the sum of the words' idf.
-    fn cover_plan(&self, query: &TextQuery, searcher: &tantivy::Searcher) -> Result<CoverPlan> {
-        let Some(parts) = query.query.as_ref() else {
-            return Ok(CoverPlan::default());
-        };
-        let total = query.scope.docs as f64;
-        let mut idf = Vec::with_capacity(parts.words.len());
-        for term in &parts.words {
-            let df = self
-                .live_freqs
-                .doc_freq(searcher, term)
-                .map_err(tantivy_err)? as f64;
-            idf.push(((total - df + 0.5).max(0.0) / (df + 0.5)).ln_1p() as f32);
-        }
-        let idf_sum: f32 = idf.iter().sum();
-        let shares = idf
-            .iter()
-            .map(|idf| idf / idf_sum.max(f32::MIN_POSITIVE))
-            .collect();
-        let roles = parts
-            .terms
-            .iter()
-            .map(|term| {
-                if let Some(word) = parts.words.iter().position(|word| word == term) {
-                    Role::Word(word)
-                } else if parts.codes.contains(term) {
-                    Role::Code
-                } else {
-                    Role::Other
-                }
-            })
-            .collect();
-        Ok(CoverPlan { roles, shares })
-    }
-
     fn statistics<'s>(
         &'s self,
         searcher: &'s tantivy::Searcher,
         scope: ScopeStats,
+        known: Option<&'s FxHashMap<Term, u64>>,
     ) -> ScopedStatistics<'s> {
         ScopedStatistics {
             searcher,
             scope,
             fields: self.fields,
             live: &self.live_freqs,
+            known,
         }
+    }
+
+    /// `query` made ready to search and score against the current searcher: each
+    /// term's document frequency looked up once, its BM25 weight, and what coverage
+    /// counts. [`TextIndex::search`] and then [`TextIndex::score_docs`] (the other legs'
+    /// candidates) use it, under the same searcher, without looking a term up again.
+    pub(crate) fn plan<'q>(&self, query: &'q TextQuery) -> Result<TextPlan<'q>> {
+        guarded("searching", || {
+            let searcher = self.reader.searcher();
+            let mut freqs = FxHashMap::default();
+            if let Some(parts) = query.query.as_ref().filter(|_| !query.is_empty()) {
+                for term in &parts.terms {
+                    let freq = self
+                        .live_freqs
+                        .doc_freq(&searcher, term)
+                        .map_err(tantivy_err)?;
+                    freqs.insert(term.clone(), freq);
+                }
+            }
+            let statistics = self.statistics(&searcher, query.scope, Some(&freqs));
+            let terms = query.term_weights(&statistics, &searcher)?;
+            let cover = cover_plan(query, &statistics)?;
+            Ok(TextPlan {
+                query,
+                terms,
+                cover,
+                freqs,
+                searcher,
+            })
+        })
     }
 
     /// The live documents of `docs` in `segment`, as `(segment doc, doc)` sorted by
@@ -925,6 +925,59 @@ impl TextIndex {
         self.index
             .searchable_segment_ids()
             .map_or(0, |segments| segments.len())
+    }
+}
+
+/// What coverage counts of `query`'s terms, and what each of its words weighs: its idf
+/// as BM25 has it, in the query's scope (so that a word every document of the tenant
+/// contains weighs little), over the sum of the words' idf.
+fn cover_plan(query: &TextQuery, statistics: &ScopedStatistics<'_>) -> Result<CoverPlan> {
+    use tantivy::query::Bm25StatisticsProvider;
+    let Some(parts) = query.query.as_ref() else {
+        return Ok(CoverPlan::default());
+    };
+    let total = query.scope.docs as f64;
+    let mut idf = Vec::with_capacity(parts.words.len());
+    for term in &parts.words {
+        let df = statistics.doc_freq(term).map_err(tantivy_err)? as f64;
+        idf.push(((total - df + 0.5).max(0.0) / (df + 0.5)).ln_1p() as f32);
+    }
+    let idf_sum: f32 = idf.iter().sum();
+    let shares = idf
+        .iter()
+        .map(|idf| idf / idf_sum.max(f32::MIN_POSITIVE))
+        .collect();
+    let roles = parts
+        .terms
+        .iter()
+        .map(|term| {
+            if let Some(word) = parts.words.iter().position(|word| word == term) {
+                Role::Word(word)
+            } else if parts.codes.contains(term) {
+                Role::Code
+            } else {
+                Role::Other
+            }
+        })
+        .collect();
+    Ok(CoverPlan { roles, shares })
+}
+
+/// A query made ready against one searcher (see [`TextIndex::plan`]).
+pub(crate) struct TextPlan<'q> {
+    query: &'q TextQuery,
+    searcher: tantivy::Searcher,
+    /// Each term's live document frequency in the query's scope.
+    freqs: FxHashMap<Term, u64>,
+    /// Each term's weight, in the order of [`BooleanQueryParts::terms`].
+    terms: Vec<Box<dyn tantivy::query::Weight>>,
+    cover: CoverPlan,
+}
+
+impl TextPlan<'_> {
+    /// Whether its query has no searchable term, or its scope no document.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.query.is_empty()
     }
 }
 
@@ -1025,11 +1078,24 @@ fn each_found<D: DocSet + ?Sized>(
     }
 }
 
+/// What the text leg's tiebreak reads of an admitted document: its user id, asked for
+/// only when two scores tie (reading it costs a look at the document).
+pub(crate) trait UserId {
+    fn user_id(&self) -> &str;
+}
+
+impl UserId for String {
+    fn user_id(&self) -> &str {
+        self
+    }
+}
+
 /// A candidate in the top-k heap. The heap's maximum is the *worst* candidate, so that
 /// popping evicts it: lower score is "greater", and among equal scores the larger user id.
 struct HeapEntry<'a> {
     score: f32,
-    user_id: &'a str,
+    /// Gives the user id, for ties.
+    named: &'a dyn UserId,
     doc: DocId,
     /// Where the document is: segment ordinal and document within the segment.
     at: (usize, u32),
@@ -1056,7 +1122,7 @@ impl Ord for HeapEntry<'_> {
         other
             .score
             .total_cmp(&self.score)
-            .then_with(|| self.user_id.cmp(other.user_id))
+            .then_with(|| self.named.user_id().cmp(other.named.user_id()))
             .then_with(|| self.doc.cmp(&other.doc))
     }
 }
@@ -1101,7 +1167,7 @@ mod tests {
             ["nw-15699"]
         );
         let all: Vec<DocId> = (0..docs.len() as u64).map(DocId::new).collect();
-        let scored = text.score_docs(&query, &all).unwrap();
+        let scored = text.score_docs(&text.plan(&query).unwrap(), &all).unwrap();
         let of = |i: u64| {
             scored
                 .get(&DocId::new(i))
@@ -1269,17 +1335,20 @@ mod tests {
         let all: Vec<DocId> = (0..next).map(DocId::new).collect();
         // A limit above the number of matches never fills the heap: nothing is pruned.
         let user_ids: Vec<String> = all.iter().map(|d| format!("c{:04}", d.as_u64())).collect();
-        let accept_all = |doc: DocId| Some(user_ids[doc.as_u64() as usize].as_str());
+        let accept_all = |doc: DocId| Some(&user_ids[doc.as_u64() as usize] as &dyn UserId);
         fn top<'a>(
             text: &TextIndex,
             query: &TextQuery,
             k: usize,
-            accept: &dyn Fn(DocId) -> Option<&'a str>,
+            accept: &dyn Fn(DocId) -> Option<&'a dyn UserId>,
         ) -> Vec<(DocId, f32)> {
-            let hits = text.search(query, k, accept).unwrap();
+            let hits = text.search(&text.plan(query).unwrap(), k, accept).unwrap();
             // Each hit's coverage is the one `score_docs` measures.
             let again = text
-                .score_docs(query, &hits.iter().map(|(doc, _)| *doc).collect::<Vec<_>>())
+                .score_docs(
+                    &text.plan(query).unwrap(),
+                    &hits.iter().map(|(doc, _)| *doc).collect::<Vec<_>>(),
+                )
                 .unwrap();
             for (doc, found) in &hits {
                 assert_eq!(again.get(doc), Some(found), "{doc:?}");
@@ -1292,7 +1361,7 @@ mod tests {
             .into_iter()
             .collect();
         let scored: FxHashMap<DocId, f32> = text
-            .score_docs(&query, &all)
+            .score_docs(&text.plan(&query).unwrap(), &all)
             .unwrap()
             .into_iter()
             .map(|(doc, found)| (doc, found.bm25))
@@ -1300,7 +1369,7 @@ mod tests {
         assert_eq!(scored, full);
         // Both are tantivy's own scores: its boolean query visiting every match.
         let searcher = text.reader.searcher();
-        let statistics = text.statistics(&searcher, query.scope);
+        let statistics = text.statistics(&searcher, query.scope, None);
         let weight = query
             .to_query()
             .unwrap()
@@ -1336,8 +1405,9 @@ mod tests {
             assert_eq!(pruned, naive[..k], "top {k}");
         }
         // A filter applies before the cut.
-        let odd =
-            |doc: DocId| (doc.as_u64() % 2 == 1).then(|| user_ids[doc.as_u64() as usize].as_str());
+        let odd = |doc: DocId| {
+            (doc.as_u64() % 2 == 1).then(|| &user_ids[doc.as_u64() as usize] as &dyn UserId)
+        };
         let naive_odd: Vec<(DocId, f32)> = naive
             .iter()
             .copied()
@@ -1347,7 +1417,7 @@ mod tests {
         assert_eq!(top(&text, &query, 10, &odd), naive_odd);
 
         let some: Vec<DocId> = (0..next).step_by(4).map(DocId::new).collect();
-        let partial = text.score_docs(&query, &some).unwrap();
+        let partial = text.score_docs(&text.plan(&query).unwrap(), &some).unwrap();
         for doc in &some {
             assert_eq!(
                 partial.get(doc).map(|found| found.bm25),

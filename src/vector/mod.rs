@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::Kind;
-use crate::catalog::{Catalog, DocFilter};
+use crate::catalog::{Admit, Catalog, DocFilter};
 use crate::id::{DocId, VectorKey};
 
 pub(crate) use self::flat::FlatGraph;
@@ -204,6 +204,7 @@ impl VectorIndex {
         if k == 0 {
             return (Vec::new(), plan);
         }
+        let admit = catalog.admit(filter);
         let n_docs = catalog.count(filter.kind).max(1);
         let permissive = superset.len() * 2 >= n_docs;
         if superset.len() <= exact_threshold {
@@ -211,10 +212,10 @@ impl VectorIndex {
             // (the filter checked only for documents that would enter the top `k`): a
             // row there costs a third of a candidate looked up by id.
             let scored = if superset.len() * 3 >= n_docs {
-                scan_arena(catalog, filter, query, k, &mut plan)
+                scan_arena(catalog, &admit, query, k, &mut plan)
             } else {
                 let docs: Vec<DocId> = superset.iter().copied().collect();
-                scan(catalog, filter, query, &docs, &mut plan)
+                scan(catalog, &admit, query, &docs, &mut plan)
             };
             return (top_k(catalog, scored, k), plan);
         }
@@ -240,14 +241,14 @@ impl VectorIndex {
         // The tail: documents the graph does not cover yet (all of them while a graph
         // checkpoint loads). Only its best `k` can be among the best `k` of all.
         if covered == 0 {
-            let scored = scan_arena(catalog, filter, query, k, &mut plan);
+            let scored = scan_arena(catalog, &admit, query, k, &mut plan);
             return (top_k(catalog, scored, k), plan);
         }
         let tail: Vec<DocId> = catalog
             .vectors_after(filter.kind, covered)
             .map(|(_, doc)| doc)
             .collect();
-        let tail = scan(catalog, filter, query, &tail, &mut plan);
+        let tail = scan(catalog, &admit, query, &tail, &mut plan);
         let mut best: FxHashMap<DocId, f32> = top_k(catalog, tail, k).into_iter().collect();
 
         plan.used_graph = true;
@@ -261,7 +262,7 @@ impl VectorIndex {
         let accept = |key: VectorKey| {
             catalog
                 .get(key.doc())
-                .is_some_and(|entry| filter.admits(entry))
+                .is_some_and(|entry| admit.admits(entry))
         };
         let mut from_graph = FxHashMap::default();
         // A flat graph's hits come best first with each row's exact cosine: when every
@@ -373,12 +374,12 @@ impl BoundFlat {
     }
 }
 
-/// The best cosine of each of `docs` that `filter` admits and that has vectors, exactly.
+/// The best cosine of each of `docs` that `admit` admits and that has vectors, exactly.
 /// (Not split between rayon's threads: the caller holds the catalog's read lock, and a
 /// rayon worker waiting for its jobs may steal a search that waits behind a commit.)
 fn scan(
     catalog: &Catalog,
-    filter: &DocFilter<'_>,
+    admit: &Admit<'_>,
     query: &[f32],
     docs: &[DocId],
     plan: &mut LegPlan,
@@ -391,7 +392,7 @@ fn scan(
         let Some(vectors) = catalog.vectors_of(entry) else {
             continue;
         };
-        if filter.admits(entry) {
+        if admit.admits(entry) {
             scored.push((
                 doc,
                 graph::best_cosine(query, vectors.data, vectors.inverse, query.len()),
@@ -402,8 +403,8 @@ fn scan(
     scored
 }
 
-/// Every document of the arena of `filter`'s kind scored exactly, in memory order;
-/// returns at least the best `k` of those `filter` admits (and all that tie with the
+/// Every document of the arena of `admit`'s kind scored exactly, in memory order;
+/// returns at least the best `k` of those `admit` admits (and all that tie with the
 /// `k`-th), for [`top_k`] to order. The filter is asked only about documents whose cosine
 /// would enter the best `k` so far, so it costs nothing for the rest.
 /// (While a graph checkpoint loads, the graph covers nothing: this is the whole tail.)
@@ -414,11 +415,12 @@ fn scan(
 /// rows, so the result is the exact scan's, not an approximation.
 fn scan_arena(
     catalog: &Catalog,
-    filter: &DocFilter<'_>,
+    admit: &Admit<'_>,
     query: &[f32],
     k: usize,
     plan: &mut LegPlan,
 ) -> Vec<(DocId, f32)> {
+    let filter = admit.filter();
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let (arena, quantized, spans) = catalog.scan_view(filter.kind);
@@ -454,7 +456,7 @@ fn scan_arena(
         if high < lowest(&floor) {
             continue;
         }
-        if !catalog.get(doc).is_some_and(|entry| filter.admits(entry)) {
+        if !catalog.get(doc).is_some_and(|entry| admit.admits(entry)) {
             continue;
         }
         floor.push(Reverse(Cosine(low)));
