@@ -129,9 +129,6 @@ impl Inner {
         let retrieval = &self.config.pipeline.retrieval;
         let catalog = self.read_catalog();
         let scope = catalog.scope_stats(request.kind, &request.tenant_id);
-        let text_query = self
-            .text
-            .analyze(&request.text, request.kind, &request.tenant_id, scope);
         let filter = query.filter();
         let admit = catalog.admit(&filter);
         let accept = |doc: DocId| {
@@ -159,18 +156,28 @@ impl Inner {
                 }
                 None => Vec::new(),
             };
-            (hits, micros(stage))
+            let micros = micros(stage);
+            decode_beside(&catalog, hits.iter().map(|(doc, _)| *doc));
+            (hits, micros)
         };
         let text_leg = || {
             let stage = Instant::now();
-            let hits = self.text.plan(&text_query).and_then(|plan| {
+            let text_query =
+                self.text
+                    .analyze(&request.text, request.kind, &request.tenant_id, scope);
+            let hits = self.text.plan(text_query).and_then(|plan| {
                 let hits = self.text.search(&plan, query.limit, &accept)?;
                 Ok((hits, plan))
             });
-            (hits, micros(stage))
+            let micros = micros(stage);
+            if let Ok((hits, _)) = &hits {
+                decode_beside(&catalog, hits.iter().map(|(doc, _)| *doc));
+            }
+            (hits, micros)
         };
-        let side_by_side =
-            query.vector.is_some() && !text_query.is_empty() && scope.docs >= PARALLEL_LEGS_FROM;
+        let side_by_side = query.vector.is_some()
+            && !request.text.trim().is_empty()
+            && scope.docs >= PARALLEL_LEGS_FROM;
         let ((vector_hits, vector_us), (text_hits, text_us)) = match legs_pool() {
             Some(pool) if side_by_side => pool.join(vector_leg, text_leg),
             _ => (vector_leg(), text_leg()),
@@ -263,7 +270,7 @@ impl Inner {
             true,
         )?;
         let fill_us = micros(stage);
-        let legs = LegsRan::of(!text_query.is_empty(), query.vector.is_some());
+        let legs = LegsRan::of(!text_plan.is_empty(), query.vector.is_some());
         let mut retrieved = Retrieved::new(
             candidates,
             legs,
@@ -307,7 +314,7 @@ impl Inner {
             .collect();
         self.fill_docs(
             &catalog,
-            &self.text.plan(&text_query)?,
+            &self.text.plan(text_query)?,
             query.vector,
             &docs,
             candidates,
@@ -315,17 +322,18 @@ impl Inner {
         )
     }
 
-    /// Fills `candidates[i]` (the document `docs[i]`): BM25 where missing and coverage
-    /// (with `text_leg_ran`, this index's text leg measured both for what it found),
-    /// and the best cosine with the vector it came from.
+    /// Fills `candidates[i]` (the document `docs[i]`): BM25 where missing and coverage,
+    /// and the best cosine with the vector it came from. With `own_legs`, the candidates
+    /// come from this index's legs: its text leg measured BM25 and coverage of what it
+    /// found, its vector leg the cosine of what it found.
     fn fill_docs(
         &self,
         catalog: &Catalog,
-        text: &crate::text::TextPlan<'_>,
+        text: &crate::text::TextPlan,
         vector: Option<&[f32]>,
         docs: &[Option<DocId>],
         candidates: &mut [RetrievedDoc],
-        text_leg_ran: bool,
+        own_legs: bool,
     ) -> Result<()> {
         let mut at: FxHashMap<DocId, usize> =
             FxHashMap::with_capacity_and_hasher(docs.len(), Default::default());
@@ -338,7 +346,7 @@ impl Inner {
             let unmatched: Vec<DocId> = docs
                 .iter()
                 .zip(candidates.iter())
-                .filter(|(_, c)| !(text_leg_ran && c.found_by.text))
+                .filter(|(_, c)| !(own_legs && c.found_by.text))
                 .filter_map(|(doc, _)| *doc)
                 .collect();
             for (doc, found) in self.text.score_docs(text, &unmatched)? {
@@ -350,12 +358,17 @@ impl Inner {
             }
         }
         if let Some(query) = vector {
-            // Every candidate's best cosine and the vector that gave it, for explain.
+            // Every candidate's best cosine and the vector that gave it, for explain. This
+            // index's vector leg gave a document of one row the cosine `best` computes.
             for (&doc, &i) in &at {
                 if let Some(vectors) = catalog.vectors(doc) {
-                    let (cosine, row) = vectors.best(query);
-                    candidates[i].cosine = Some(cosine);
-                    candidates[i].vector_match = Some(VectorMatch::from_row(row));
+                    let c = &mut candidates[i];
+                    let (cosine, row) = match (c.cosine, vectors.rows) {
+                        (Some(cosine), &[row]) if own_legs && c.found_by.vector => (cosine, row),
+                        _ => vectors.best(query),
+                    };
+                    c.cosine = Some(cosine);
+                    c.vector_match = Some(VectorMatch::from_row(row));
                 }
             }
         }
@@ -412,6 +425,18 @@ impl Inner {
             return Ok((None, Some("the query vector is zero".to_string())));
         }
         Ok((Some(vector), None))
+    }
+}
+
+/// Decodes the documents of a leg's hits on the leg's thread, beside the other leg (a
+/// mapped base decodes a document when it is first asked for), so that the candidates
+/// made from them after the join find them decoded. A document that does not decode is
+/// left for the candidate to report.
+fn decode_beside(catalog: &Catalog, hits: impl Iterator<Item = DocId>) {
+    for doc in hits {
+        if let Some(entry) = catalog.get(doc) {
+            let _ = entry.doc();
+        }
     }
 }
 

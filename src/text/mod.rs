@@ -659,7 +659,7 @@ impl TextIndex {
     /// coverage, as [`TextIndex::score_docs`] measures it.
     pub(crate) fn search<'a>(
         &self,
-        plan: &TextPlan<'_>,
+        plan: &TextPlan,
         limit: usize,
         accept: &dyn Fn(DocId) -> Option<&'a dyn UserId>,
     ) -> Result<Vec<(DocId, TextMatch)>> {
@@ -668,7 +668,7 @@ impl TextIndex {
 
     fn search_unguarded<'a>(
         &self,
-        plan: &TextPlan<'_>,
+        plan: &TextPlan,
         limit: usize,
         accept: &dyn Fn(DocId) -> Option<&'a dyn UserId>,
     ) -> Result<Vec<(DocId, TextMatch)>> {
@@ -774,7 +774,7 @@ impl TextIndex {
     /// The fraction is comparable across queries, so the relevance gate can use it.
     pub(crate) fn score_docs(
         &self,
-        plan: &TextPlan<'_>,
+        plan: &TextPlan,
         docs: &[DocId],
     ) -> Result<FxHashMap<DocId, TextMatch>> {
         guarded("scoring", || self.score_docs_unguarded(plan, docs))
@@ -782,7 +782,7 @@ impl TextIndex {
 
     fn score_docs_unguarded(
         &self,
-        plan: &TextPlan<'_>,
+        plan: &TextPlan,
         docs: &[DocId],
     ) -> Result<FxHashMap<DocId, TextMatch>> {
         let mut scores = FxHashMap::with_capacity_and_hasher(docs.len(), Default::default());
@@ -825,7 +825,7 @@ impl TextIndex {
     /// term's document frequency looked up once, its BM25 weight, and what coverage
     /// counts. [`TextIndex::search`] and then [`TextIndex::score_docs`] (the other legs'
     /// candidates) use it, under the same searcher, without looking a term up again.
-    pub(crate) fn plan<'q>(&self, query: &'q TextQuery) -> Result<TextPlan<'q>> {
+    pub(crate) fn plan(&self, query: TextQuery) -> Result<TextPlan> {
         guarded("searching", || {
             let searcher = self.reader.searcher();
             let mut freqs = FxHashMap::default();
@@ -840,7 +840,7 @@ impl TextIndex {
             }
             let statistics = self.statistics(&searcher, query.scope, Some(&freqs));
             let terms = query.term_weights(&statistics, &searcher)?;
-            let cover = cover_plan(query, &statistics)?;
+            let cover = cover_plan(&query, &statistics)?;
             Ok(TextPlan {
                 query,
                 terms,
@@ -964,8 +964,8 @@ fn cover_plan(query: &TextQuery, statistics: &ScopedStatistics<'_>) -> Result<Co
 }
 
 /// A query made ready against one searcher (see [`TextIndex::plan`]).
-pub(crate) struct TextPlan<'q> {
-    query: &'q TextQuery,
+pub(crate) struct TextPlan {
+    query: TextQuery,
     searcher: tantivy::Searcher,
     /// Each term's live document frequency in the query's scope.
     freqs: FxHashMap<Term, u64>,
@@ -974,7 +974,7 @@ pub(crate) struct TextPlan<'q> {
     cover: CoverPlan,
 }
 
-impl TextPlan<'_> {
+impl TextPlan {
     /// Whether its query has no searchable term, or its scope no document.
     pub(crate) fn is_empty(&self) -> bool {
         self.query.is_empty()
@@ -1167,7 +1167,9 @@ mod tests {
             ["nw-15699"]
         );
         let all: Vec<DocId> = (0..docs.len() as u64).map(DocId::new).collect();
-        let scored = text.score_docs(&text.plan(&query).unwrap(), &all).unwrap();
+        let scored = text
+            .score_docs(&text.plan(query.clone()).unwrap(), &all)
+            .unwrap();
         let of = |i: u64| {
             scored
                 .get(&DocId::new(i))
@@ -1342,11 +1344,13 @@ mod tests {
             k: usize,
             accept: &dyn Fn(DocId) -> Option<&'a dyn UserId>,
         ) -> Vec<(DocId, f32)> {
-            let hits = text.search(&text.plan(query).unwrap(), k, accept).unwrap();
+            let hits = text
+                .search(&text.plan(query.clone()).unwrap(), k, accept)
+                .unwrap();
             // Each hit's coverage is the one `score_docs` measures.
             let again = text
                 .score_docs(
-                    &text.plan(query).unwrap(),
+                    &text.plan(query.clone()).unwrap(),
                     &hits.iter().map(|(doc, _)| *doc).collect::<Vec<_>>(),
                 )
                 .unwrap();
@@ -1361,7 +1365,7 @@ mod tests {
             .into_iter()
             .collect();
         let scored: FxHashMap<DocId, f32> = text
-            .score_docs(&text.plan(&query).unwrap(), &all)
+            .score_docs(&text.plan(query.clone()).unwrap(), &all)
             .unwrap()
             .into_iter()
             .map(|(doc, found)| (doc, found.bm25))
@@ -1417,7 +1421,9 @@ mod tests {
         assert_eq!(top(&text, &query, 10, &odd), naive_odd);
 
         let some: Vec<DocId> = (0..next).step_by(4).map(DocId::new).collect();
-        let partial = text.score_docs(&text.plan(&query).unwrap(), &some).unwrap();
+        let partial = text
+            .score_docs(&text.plan(query.clone()).unwrap(), &some)
+            .unwrap();
         for doc in &some {
             assert_eq!(
                 partial.get(doc).map(|found| found.bm25),
