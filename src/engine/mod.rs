@@ -5,6 +5,7 @@
 //! from the change log when they are behind and rebuilt when they are missing. The
 //! in-memory [`Catalog`] holds the live documents that filters check.
 
+mod beside;
 mod builder;
 mod check;
 mod compact;

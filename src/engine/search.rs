@@ -67,28 +67,6 @@ impl Retriever for Inner {
 /// The fewest documents in a search's scope for which its two legs run on two threads.
 const PARALLEL_LEGS_FROM: u64 = 2_000;
 
-/// The threads that run a search's two legs side by side, when the search may use them.
-///
-/// A pool of its own, whose threads only ever run legs (which take no lock), and never
-/// from a thread of a rayon pool: a worker waiting for a join steals other jobs of its
-/// pool, and one of them could be a search of this engine that waits for the catalog
-/// lock behind a commit, which waits for the read lock this search holds. A search from
-/// rayon's threads runs its legs one after the other (its caller is parallel already).
-fn legs_pool() -> Option<&'static rayon::ThreadPool> {
-    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    if rayon::current_thread_index().is_some() {
-        return None;
-    }
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .thread_name(|i| format!("ruche-legs-{i}"))
-            .build()
-            .ok()
-    })
-    .as_ref()
-}
-
 impl Inner {
     fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
         let started = Instant::now();
@@ -178,10 +156,13 @@ impl Inner {
         let side_by_side = query.vector.is_some()
             && !request.text.trim().is_empty()
             && scope.docs >= PARALLEL_LEGS_FROM;
-        let ((vector_hits, vector_us), (text_hits, text_us)) = match legs_pool() {
-            Some(pool) if side_by_side => pool.join(vector_leg, text_leg),
-            _ => (vector_leg(), text_leg()),
-        };
+        // Never side by side on a thread of a rayon pool (its caller is parallel already).
+        let ((vector_hits, vector_us), (text_hits, text_us)) =
+            if side_by_side && rayon::current_thread_index().is_none() {
+                super::beside::join(vector_leg, text_leg)
+            } else {
+                (vector_leg(), text_leg())
+            };
         let (text_hits, text_plan) = text_hits?;
 
         // The graph leg, when the query names an entity the tenant's graph knows.

@@ -1,0 +1,320 @@
+//! Two closures side by side: one on the calling thread, the other on a helper thread
+//! that waits for work by spinning a moment before it sleeps.
+//!
+//! A search's two legs take a few hundred microseconds each. Handing both to a pool (the
+//! caller injects a job, one worker wakes for it, a second wakes to steal the other half,
+//! the caller wakes at the end) costs three thread wake-ups, and on a virtual machine a
+//! wake-up can take 20 to 500 µs: when the second worker woke late, the legs ran one
+//! after the other. Here the caller runs its leg at once; the helper, still spinning
+//! after the last search most of the time, starts the other at once too; and when the
+//! helper has not started it by the time the caller is done with its own, the caller
+//! takes it back and runs it itself, so a late wake-up never costs more than running
+//! both legs on one thread.
+//!
+//! The helper runs a closure that borrows the caller's stack. That is sound because the
+//! caller does not return (nor unwind) before the closure has finished on the helper or
+//! been taken back, which the state machine below decides: the helper can only start a
+//! posted closure by moving the state from `POSTED` to `RUNNING`, the caller can only
+//! take it back by moving it from `POSTED` to `CLAIMED`, and one of the two wins.
+
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+/// No closure posted: a caller may claim the helper.
+const IDLE: u8 = 0;
+/// A caller owns the slot (posting a closure, or taking it back).
+const CLAIMED: u8 = 1;
+/// A closure waits for the helper.
+const POSTED: u8 = 2;
+/// The helper runs the closure.
+const RUNNING: u8 = 3;
+/// The helper has finished the closure; its caller has not seen it yet.
+const DONE: u8 = 4;
+
+/// How long the helper polls for the next closure before it sleeps, and a caller for
+/// its closure's end before it sleeps. A batch of searches comes back within that
+/// time; an occasional search costs the helper this much spinning afterwards.
+const SPIN: Duration = Duration::from_micros(200);
+
+/// How many closures the helper ran and how many their callers took back (for the
+/// tests: both paths must run).
+#[cfg(test)]
+static PATHS: [std::sync::atomic::AtomicUsize; 2] = [
+    std::sync::atomic::AtomicUsize::new(0),
+    std::sync::atomic::AtomicUsize::new(0),
+];
+
+/// A closure posted to the helper, its lifetime erased (see the module docs).
+type Job = *mut (dyn FnMut() + Send + 'static);
+
+struct Helper {
+    state: AtomicU8,
+    /// The posted closure and the thread that posted it (to wake when it is done).
+    slot: Mutex<Option<(SendJob, Thread)>>,
+    thread: Thread,
+}
+
+/// A [`Job`] that can be handed to the helper thread: the closure is `Send`, and the
+/// pointer is only dereferenced while its caller waits (see the module docs).
+struct SendJob(Job);
+
+// SAFETY: the pointee is `Send`; the pointer is used by one thread at a time, as the
+// state machine hands it over.
+unsafe impl Send for SendJob {}
+
+/// The helper, started on first use; `None` if its thread could not be started.
+fn helper() -> Option<&'static Helper> {
+    static HELPER: OnceLock<Option<&'static Helper>> = OnceLock::new();
+    *HELPER.get_or_init(|| {
+        let (sender, receiver) = std::sync::mpsc::channel::<&'static Helper>();
+        let spawned = thread::Builder::new()
+            .name("ruche-beside".to_string())
+            .spawn(move || {
+                let helper: &'static Helper = Box::leak(Box::new(Helper {
+                    state: AtomicU8::new(IDLE),
+                    slot: Mutex::new(None),
+                    thread: thread::current(),
+                }));
+                if sender.send(helper).is_ok() {
+                    helper.serve();
+                }
+            });
+        spawned.ok().and_then(|_| receiver.recv().ok())
+    })
+}
+
+impl Helper {
+    /// Runs every closure posted, forever.
+    fn serve(&self) {
+        loop {
+            if !self.wait_for(POSTED) {
+                thread::park();
+                continue;
+            }
+            if self
+                .state
+                .compare_exchange(POSTED, RUNNING, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                // Taken back by its caller.
+                continue;
+            }
+            let (job, caller) = self
+                .slot
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .take()
+                .expect("a posted closure is in the slot");
+            // SAFETY: the caller waits until the state is `DONE` before its closure goes
+            // out of scope, and no one else holds the pointer while the state is
+            // `RUNNING`. The closure catches its own panics.
+            unsafe { (*job.0)() };
+            #[cfg(test)]
+            PATHS[0].fetch_add(1, Ordering::Relaxed);
+            self.state.store(DONE, Ordering::Release);
+            caller.unpark();
+        }
+    }
+
+    /// Polls for `state` for up to [`SPIN`]; whether it was seen.
+    fn wait_for(&self, state: u8) -> bool {
+        let started = Instant::now();
+        loop {
+            if self.state.load(Ordering::Acquire) == state {
+                return true;
+            }
+            if started.elapsed() >= SPIN {
+                return false;
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Runs `a` on the calling thread and `b` beside it on the helper thread when the helper
+/// is free (otherwise after `a`, on the calling thread), and returns both results. A
+/// panic in either is resumed on the caller once both are over.
+pub(crate) fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA,
+    B: FnOnce() -> RB + Send,
+    RB: Send,
+{
+    // The helper, if it is free: claimed by this caller.
+    let claimed = helper().filter(|helper| {
+        helper
+            .state
+            .compare_exchange(IDLE, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    });
+    let Some(helper) = claimed else {
+        let ra = a();
+        return (ra, b());
+    };
+    let mut b = Some(b);
+    let mut out: Option<thread::Result<RB>> = None;
+    let mut job = || {
+        if let Some(b) = b.take() {
+            out = Some(catch_unwind(AssertUnwindSafe(b)));
+        }
+    };
+    let job: &mut (dyn FnMut() + Send + '_) = &mut job;
+    // SAFETY: only the lifetime is erased; see the module docs for why the closure
+    // outlives every use of the pointer.
+    let job: Job = unsafe { std::mem::transmute::<_, Job>(job as *mut (dyn FnMut() + Send + '_)) };
+    *helper
+        .slot
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner()) = Some((SendJob(job), thread::current()));
+    helper.state.store(POSTED, Ordering::Release);
+    helper.thread.unpark();
+
+    let ra = catch_unwind(AssertUnwindSafe(a));
+
+    if helper
+        .state
+        .compare_exchange(POSTED, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
+    {
+        // The helper has not started it: run it here.
+        helper
+            .slot
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .take();
+        helper.state.store(IDLE, Ordering::Release);
+        // SAFETY: taken back: the helper can no longer reach the pointer.
+        unsafe { (*job)() };
+        #[cfg(test)]
+        PATHS[1].fetch_add(1, Ordering::Relaxed);
+    } else {
+        while !helper.wait_for(DONE) {
+            thread::park();
+        }
+        helper.state.store(IDLE, Ordering::Release);
+    }
+    let rb = out.expect("the closure ran");
+    match (ra, rb) {
+        (Ok(ra), Ok(rb)) => (ra, rb),
+        (Err(panic), _) | (_, Err(panic)) => resume_unwind(panic),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    fn busy(micros: u64) -> u64 {
+        let started = Instant::now();
+        let mut spins = 0;
+        while started.elapsed() < Duration::from_micros(micros) {
+            spins += 1;
+            std::hint::spin_loop();
+        }
+        spins
+    }
+
+    /// Both closures run once, with what they borrow, and return their results, whoever
+    /// runs the second: the helper, or the caller that took it back.
+    #[test]
+    fn both_run_once_and_return_what_they_borrow() {
+        let data: Vec<u64> = (0..1_000).collect();
+        let runs = AtomicUsize::new(0);
+        for round in 0..2_000u64 {
+            // Sometimes the caller's closure is long (the helper starts the other),
+            // sometimes empty (the caller may take the other back), with gaps that
+            // let the helper fall asleep.
+            let (a_micros, gap) = match round % 4 {
+                0 => (0, 0),
+                1 => (50, 0),
+                2 => (0, 300),
+                _ => (20, 30),
+            };
+            busy(gap);
+            let (x, y) = join(
+                || {
+                    busy(a_micros);
+                    runs.fetch_add(1, Ordering::Relaxed);
+                    data[..500].iter().sum::<u64>() + round
+                },
+                || {
+                    runs.fetch_add(1, Ordering::Relaxed);
+                    data[500..].iter().sum::<u64>() * 2
+                },
+            );
+            assert_eq!(x, 124_750 + round);
+            assert_eq!(y, 2 * 374_750);
+        }
+        assert_eq!(runs.load(Ordering::Relaxed), 4_000);
+        let [helped, taken_back] = PATHS.each_ref().map(|n| n.load(Ordering::Relaxed));
+        assert!(helped > 0 && taken_back > 0, "{helped} {taken_back}");
+    }
+
+    /// Callers on many threads at once: one has the helper, the others run both
+    /// closures themselves; every result is its own caller's.
+    #[test]
+    fn concurrent_callers_each_get_their_own_results() {
+        thread::scope(|scope| {
+            for t in 0..6u64 {
+                scope.spawn(move || {
+                    for round in 0..500u64 {
+                        let mine = t * 1_000_000 + round;
+                        let (x, y) = join(
+                            || {
+                                busy(round % 7);
+                                mine
+                            },
+                            || {
+                                busy(round % 5);
+                                mine + 1
+                            },
+                        );
+                        assert_eq!((x, y), (mine, mine + 1));
+                    }
+                });
+            }
+        });
+    }
+
+    fn fail(which: &str) {
+        panic!("{which} fails")
+    }
+
+    /// A panic in either closure reaches the caller once both are over, and the helper
+    /// serves the next caller.
+    #[test]
+    fn a_panic_in_either_reaches_the_caller_and_the_helper_goes_on() {
+        let finished = AtomicUsize::new(0);
+        let in_b = catch_unwind(AssertUnwindSafe(|| {
+            join(
+                || {
+                    busy(100);
+                    finished.fetch_add(1, Ordering::Relaxed);
+                },
+                || fail("b"),
+            )
+        }));
+        assert!(in_b.is_err());
+        assert_eq!(finished.load(Ordering::Relaxed), 1, "a ran to its end");
+        let in_a = catch_unwind(AssertUnwindSafe(|| {
+            join(
+                || fail("a"),
+                || {
+                    busy(100);
+                    finished.fetch_add(1, Ordering::Relaxed);
+                },
+            )
+        }));
+        assert!(in_a.is_err());
+        assert_eq!(
+            finished.load(Ordering::Relaxed),
+            2,
+            "b ran to its end first"
+        );
+        assert_eq!(join(|| 1, || 2), (1, 2));
+    }
+}
