@@ -121,22 +121,6 @@ impl Entry {
         }
     }
 
-    /// The document if it is decoded (always, but for a mapped base's).
-    fn decoded(&self) -> Option<&Arc<Document>> {
-        match &self.doc {
-            Source::Ready(doc) => Some(doc),
-            Source::Mapped { decoded, .. } => decoded.get(),
-        }
-    }
-
-    /// A mapped base's record of the document, when the entry is one.
-    fn record(&self) -> Option<(&MappedBase, Record)> {
-        match &self.doc {
-            Source::Ready(_) => None,
-            Source::Mapped { base, index, .. } => Some((base, base.record(*index as usize))),
-        }
-    }
-
     pub(crate) fn kind(&self) -> Kind {
         self.kind
     }
@@ -649,19 +633,34 @@ pub(crate) struct Admit<'a> {
     /// The filter's tenant's number; `None` when no document of the catalog has ever
     /// had that tenant.
     tenant: Option<u32>,
-    /// Whether the filter asks for no context, tag or metadata: it then admits every
-    /// plain document of its kind and tenant.
-    simple: bool,
 }
 
 impl Admit<'_> {
     /// Whether the filter admits `entry`'s document (an entry of the catalog it was
-    /// bound to): [`DocFilter::admits`].
+    /// bound to): [`DocFilter::matches`], answered from the entry (kind, tenant number,
+    /// plainness, a chunk's context, which a mapped base's record gives) for a plain
+    /// document and a filter that asks for no tag and no metadata, so that such a
+    /// document is never decoded to be filtered. A document that cannot be decoded is
+    /// not admitted (and logged: its file's checksum was verified, so that is a bug,
+    /// not damage).
     pub(crate) fn admits(&self, entry: &Entry) -> bool {
-        if entry.kind != self.filter.kind || self.tenant != Some(entry.tenant) {
+        let filter = self.filter;
+        if entry.kind != filter.kind || self.tenant != Some(entry.tenant) {
             return false;
         }
-        (entry.plain && self.simple) || self.filter.admits(entry)
+        if entry.plain && filter.tags.is_empty() && filter.metadata.is_empty() {
+            return filter.kind != Kind::Chunk
+                || filter
+                    .context
+                    .is_none_or(|context| entry.context_id() == Some(context));
+        }
+        match entry.doc() {
+            Ok(doc) => filter.matches(doc),
+            Err(err) => {
+                tracing::error!(id = entry.id(), error = %err, "a published document does not decode");
+                false
+            }
+        }
     }
 
     pub(crate) fn filter(&self) -> &DocFilter<'_> {
@@ -685,36 +684,6 @@ pub(crate) struct DocFilter<'a> {
 }
 
 impl DocFilter<'_> {
-    /// Whether the filter admits `entry`'s document: [`DocFilter::matches`], without
-    /// decoding a mapped base's document when its record answers (its kind, tenant,
-    /// context, and whether it is plain, for a filter that asks for no tags and no
-    /// metadata). A document that cannot be decoded is not admitted (and logged: its
-    /// file's checksum was verified, so that is a bug, not damage).
-    pub(crate) fn admits(&self, entry: &Entry) -> bool {
-        if let Some(doc) = entry.decoded() {
-            return self.matches(doc);
-        }
-        let Some((base, record)) = entry.record() else {
-            return false;
-        };
-        if record.kind != self.kind || base.tenant(&record) != self.tenant {
-            return false;
-        }
-        if record.plain && self.tags.is_empty() && self.metadata.is_empty() {
-            return self.kind != Kind::Chunk
-                || self
-                    .context
-                    .is_none_or(|context| base.context(&record) == Some(context));
-        }
-        match entry.doc() {
-            Ok(doc) => self.matches(doc),
-            Err(err) => {
-                tracing::error!(doc = record.doc.as_u64(), error = %err, "a published document does not decode");
-                false
-            }
-        }
-    }
-
     pub(crate) fn matches(&self, doc: &Document) -> bool {
         if doc.kind() != self.kind || doc.tenant_id() != self.tenant {
             return false;
@@ -1329,9 +1298,6 @@ impl Catalog {
         Admit {
             filter,
             tenant: self.tenants.get(filter.tenant).copied(),
-            simple: filter.context.is_none()
-                && filter.tags.is_empty()
-                && filter.metadata.is_empty(),
         }
     }
 

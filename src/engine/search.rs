@@ -125,7 +125,7 @@ impl Inner {
                     self.vectors
                         .search(
                             &catalog,
-                            &filter,
+                            &admit,
                             vector,
                             query.limit,
                             retrieval.exact_scan_threshold,

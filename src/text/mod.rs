@@ -1084,12 +1084,6 @@ pub(crate) trait UserId {
     fn user_id(&self) -> &str;
 }
 
-impl UserId for String {
-    fn user_id(&self) -> &str {
-        self
-    }
-}
-
 /// A candidate in the top-k heap. The heap's maximum is the *worst* candidate, so that
 /// popping evicts it: lower score is "greater", and among equal scores the larger user id.
 struct HeapEntry<'a> {
@@ -1130,6 +1124,12 @@ impl Ord for HeapEntry<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl UserId for String {
+        fn user_id(&self) -> &str {
+            self
+        }
+    }
     use crate::{Chunk, Document};
 
     /// Coverage is the idf-weighted share of the query's words a document contains, and

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::Kind;
-use crate::catalog::{Admit, Catalog, DocFilter};
+use crate::catalog::{Admit, Catalog};
 use crate::id::{DocId, VectorKey};
 
 pub(crate) use self::flat::FlatGraph;
@@ -186,25 +186,25 @@ impl VectorIndex {
         slot.dirty.store(0, Ordering::Release);
     }
 
-    /// The `k` documents nearest to `query` (normalised) among those `filter` admits,
-    /// best first, with their best cosine over the document's vectors. Ties break on the
-    /// user id.
+    /// The `k` documents nearest to `query` (normalised) among those `admit` admits (a
+    /// filter bound to `catalog`), best first, with their best cosine over the
+    /// document's vectors. Ties break on the user id.
     pub(crate) fn search(
         &self,
         catalog: &Catalog,
-        filter: &DocFilter<'_>,
+        admit: &Admit<'_>,
         query: &[f32],
         k: usize,
         exact_threshold: usize,
     ) -> (Vec<(DocId, f32)>, LegPlan) {
         let mut plan = LegPlan::default();
+        let filter = admit.filter();
         let Some(superset) = catalog.superset(filter) else {
             return (Vec::new(), plan);
         };
         if k == 0 {
             return (Vec::new(), plan);
         }
-        let admit = catalog.admit(filter);
         let n_docs = catalog.count(filter.kind).max(1);
         let permissive = superset.len() * 2 >= n_docs;
         if superset.len() <= exact_threshold {
@@ -212,10 +212,10 @@ impl VectorIndex {
             // (the filter checked only for documents that would enter the top `k`): a
             // row there costs a third of a candidate looked up by id.
             let scored = if superset.len() * 3 >= n_docs {
-                scan_arena(catalog, &admit, query, k, &mut plan)
+                scan_arena(catalog, admit, query, k, &mut plan)
             } else {
                 let docs: Vec<DocId> = superset.iter().copied().collect();
-                scan(catalog, &admit, query, &docs, &mut plan)
+                scan(catalog, admit, query, &docs, &mut plan)
             };
             return (top_k(catalog, scored, k), plan);
         }
@@ -241,14 +241,14 @@ impl VectorIndex {
         // The tail: documents the graph does not cover yet (all of them while a graph
         // checkpoint loads). Only its best `k` can be among the best `k` of all.
         if covered == 0 {
-            let scored = scan_arena(catalog, &admit, query, k, &mut plan);
+            let scored = scan_arena(catalog, admit, query, k, &mut plan);
             return (top_k(catalog, scored, k), plan);
         }
         let tail: Vec<DocId> = catalog
             .vectors_after(filter.kind, covered)
             .map(|(_, doc)| doc)
             .collect();
-        let tail = scan(catalog, &admit, query, &tail, &mut plan);
+        let tail = scan(catalog, admit, query, &tail, &mut plan);
         let mut best: FxHashMap<DocId, f32> = top_k(catalog, tail, k).into_iter().collect();
 
         plan.used_graph = true;
