@@ -224,10 +224,16 @@ struct Scored {
 /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid strategy or
 /// weights; [`ErrorKind::NonFiniteScore`](crate::ErrorKind::NonFiniteScore) for a NaN
 /// leg score.
-pub fn rank(mut candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
+pub fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
     let started = Instant::now();
-    // Candidates in user-id order, so that nothing downstream depends on arrival order.
-    candidates.sort_by(|a, b| a.id().cmp(b.id()));
+    // Candidates in user-id order, so that nothing downstream depends on arrival order
+    // (an order of indices, so that each candidate moves once).
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by(|&a, &b| candidates[a].id().cmp(candidates[b].id()));
+    let distinct_ids = order
+        .windows(2)
+        .all(|pair| candidates[pair[0]].id() != candidates[pair[1]].id());
+    let candidates = permuted(candidates, &order);
     let (scored, graph_share) = score(candidates, plan)?;
 
     // The relevance gate: what fails it is dropped before anything else counts.
@@ -268,17 +274,32 @@ pub fn rank(mut candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked
         }
     }
     gate.passed = passed.len();
-    let mut scored = passed;
+    let scored = passed;
     let score_micros = micros(started);
 
     let started = Instant::now();
-    scored.sort_by(|a, b| {
+    let input_count = scored.len();
+    // Best first: score, then priority, then user id. Indices are ordered, not the
+    // candidates (each moves once). With distinct ids the order is total, so the top
+    // `k` need not sort the rest.
+    let by_rank = |a: &Scored, b: &Scored| {
         b.final_score
             .total_cmp(&a.final_score)
             .then_with(|| b.priority.cmp(&a.priority))
             .then_with(|| a.document.id().cmp(b.document.id()))
-    });
-    let input_count = scored.len();
+    };
+    let mut order: Vec<usize> = (0..scored.len()).collect();
+    match plan.selection {
+        Selection::TopK(k) if distinct_ids && k < order.len() => {
+            if k > 0 {
+                order.select_nth_unstable_by(k - 1, |&a, &b| by_rank(&scored[a], &scored[b]));
+            }
+            order.truncate(k);
+            order.sort_unstable_by(|&a, &b| by_rank(&scored[a], &scored[b]));
+        }
+        _ => order.sort_by(|&a, &b| by_rank(&scored[a], &scored[b])),
+    }
+    let mut scored = permuted(scored, &order);
     let selection = match &plan.selection {
         Selection::TopK(k) => {
             scored.truncate(*k);
@@ -346,6 +367,16 @@ pub fn rank(mut candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked
 }
 
 /// Fuses the legs, computes each candidate's relevance, and weights the result by kind.
+/// The items of `items` at the positions `order` lists, in that order (the rest
+/// dropped), each moved once.
+fn permuted<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
+    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    order
+        .iter()
+        .map(|&i| slots[i].take().expect("each position once"))
+        .collect()
+}
+
 fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Scored>, f64)> {
     let any_leg = plan.legs.is_some();
     let leg_scores: Vec<LegScores> = candidates

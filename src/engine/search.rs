@@ -1,8 +1,8 @@
 //! The query pipeline: filters, both legs, fusion, weighting, order, selection.
 
-use rustc_hash::FxHashMap;
-use std::sync::Arc;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use super::{Engine, Inner};
@@ -12,6 +12,7 @@ use crate::query::{SearchRequest, SearchResponse, VectorMatch};
 use crate::rank::{search_with_id, validate};
 use crate::relevance::{EmbedderFamily, LegsRan};
 use crate::retrieve::{PerLeg, RetrievalQuery, Retrieved, RetrievedDoc, Retriever};
+use crate::text::TextMatch;
 use crate::vector::metric;
 use crate::{Error, ErrorKind, Result};
 
@@ -117,7 +118,13 @@ impl Inner {
         };
 
         // The two legs run side by side (each times itself); a small scope is not worth
-        // the hand-off to another thread.
+        // the hand-off to another thread. After its timing, each leg measures its own
+        // hits for the fill, beside the other leg: the text leg their cosines, the vector
+        // leg the BM25 of those the text leg did not find, once the text leg has made its
+        // plan (never waiting for it: the text leg may run after this one, on this
+        // thread).
+        let text_plan_made: OnceLock<Arc<crate::text::TextPlan>> = OnceLock::new();
+        let text_found: OnceLock<FxHashSet<DocId>> = OnceLock::new();
         let vector_leg = || {
             let stage = Instant::now();
             let hits = match query.vector {
@@ -136,7 +143,20 @@ impl Inner {
             };
             let micros = micros(stage);
             decode_beside(&catalog, hits.iter().map(|(doc, _)| *doc));
-            (hits, micros)
+            let scored = text_plan_made.get().map(|plan| -> Result<Scored> {
+                let found = text_found.get();
+                let docs: Vec<DocId> = hits
+                    .iter()
+                    .map(|(doc, _)| *doc)
+                    .filter(|doc| found.is_none_or(|found| !found.contains(doc)))
+                    .collect();
+                let matches = self.text.score_docs(plan, &docs)?;
+                Ok(Scored {
+                    docs: docs.into_iter().collect(),
+                    matches,
+                })
+            });
+            (hits, micros, scored)
         };
         let text_leg = || {
             let stage = Instant::now();
@@ -144,26 +164,46 @@ impl Inner {
                 self.text
                     .analyze(&request.text, request.kind, &request.tenant_id, scope);
             let hits = self.text.plan(text_query).and_then(|plan| {
+                let plan = Arc::new(plan);
+                if !plan.is_empty() {
+                    let _ = text_plan_made.set(Arc::clone(&plan));
+                }
                 let hits = self.text.search(&plan, query.limit, &accept)?;
+                let _ = text_found.set(hits.iter().map(|(doc, _)| *doc).collect());
                 Ok((hits, plan))
             });
             let micros = micros(stage);
+            let mut cosines = FxHashMap::default();
             if let Ok((hits, _)) = &hits {
                 decode_beside(&catalog, hits.iter().map(|(doc, _)| *doc));
+                if let Some(vector) = query.vector {
+                    cosines.reserve(hits.len());
+                    for (doc, _) in hits {
+                        if let Some(vectors) = catalog.vectors(*doc) {
+                            cosines.insert(*doc, vectors.best(vector));
+                        }
+                    }
+                }
             }
-            (hits, micros)
+            (hits, micros, cosines)
         };
         let side_by_side = query.vector.is_some()
             && !request.text.trim().is_empty()
             && scope.docs >= PARALLEL_LEGS_FROM;
         // Never side by side on a thread of a rayon pool (its caller is parallel already).
-        let ((vector_hits, vector_us), (text_hits, text_us)) =
+        let ((vector_hits, vector_us, scored), (text_hits, text_us, cosines)) =
             if side_by_side && rayon::current_thread_index().is_none() {
                 super::beside::join(vector_leg, text_leg)
             } else {
-                (vector_leg(), text_leg())
+                // The text leg first: the vector leg then scores its hits with its plan.
+                let text = text_leg();
+                (vector_leg(), text)
             };
         let (text_hits, text_plan) = text_hits?;
+        let measured = Measured {
+            cosines,
+            scored: scored.transpose()?,
+        };
 
         // The graph leg, when the query names an entity the tenant's graph knows.
         let graph = &self.config.graph;
@@ -248,7 +288,7 @@ impl Inner {
             query.vector,
             &docs,
             &mut candidates,
-            true,
+            Some(&measured),
         )?;
         let fill_us = micros(stage);
         let legs = LegsRan::of(!text_plan.is_empty(), query.vector.is_some());
@@ -299,14 +339,15 @@ impl Inner {
             query.vector,
             &docs,
             candidates,
-            false,
+            None,
         )
     }
 
     /// Fills `candidates[i]` (the document `docs[i]`): BM25 where missing and coverage,
-    /// and the best cosine with the vector it came from. With `own_legs`, the candidates
-    /// come from this index's legs: its text leg measured BM25 and coverage of what it
-    /// found, its vector leg the cosine of what it found.
+    /// and the best cosine with the vector it came from. With `own`, the candidates come
+    /// from this index's legs: its text leg measured BM25 and coverage of what it found,
+    /// its vector leg the cosine of what it found, and each leg what `own` holds of its
+    /// hits for the other (the same values as the fill's own, measured beside).
     fn fill_docs(
         &self,
         catalog: &Catalog,
@@ -314,8 +355,10 @@ impl Inner {
         vector: Option<&[f32]>,
         docs: &[Option<DocId>],
         candidates: &mut [RetrievedDoc],
-        own_legs: bool,
+        own: Option<&Measured>,
     ) -> Result<()> {
+        let own_legs = own.is_some();
+        let scored = own.and_then(|own| own.scored.as_ref());
         let mut at: FxHashMap<DocId, usize> =
             FxHashMap::with_capacity_and_hasher(docs.len(), Default::default());
         at.extend(
@@ -324,26 +367,48 @@ impl Inner {
                 .filter_map(|(i, doc)| Some(((*doc)?, i))),
         );
         if !text.is_empty() {
-            let unmatched: Vec<DocId> = docs
-                .iter()
-                .zip(candidates.iter())
-                .filter(|(_, c)| !(own_legs && c.found_by.text))
-                .filter_map(|(doc, _)| *doc)
-                .collect();
-            for (doc, found) in self.text.score_docs(text, &unmatched)? {
-                if let Some(&i) = at.get(&doc) {
-                    let c = &mut candidates[i];
-                    c.bm25.get_or_insert(f64::from(found.bm25));
-                    c.coverage = found.coverage;
+            let mut unmatched: Vec<DocId> = Vec::with_capacity(docs.len());
+            let mut matched: Vec<(usize, TextMatch)> = Vec::new();
+            for (i, (doc, c)) in docs.iter().zip(candidates.iter()).enumerate() {
+                let Some(doc) = *doc else { continue };
+                if own_legs && c.found_by.text {
+                    continue;
                 }
+                match scored.filter(|scored| scored.docs.contains(&doc)) {
+                    Some(scored) => {
+                        if let Some(found) = scored.matches.get(&doc) {
+                            matched.push((i, *found));
+                        }
+                    }
+                    None => unmatched.push(doc),
+                }
+            }
+            if !unmatched.is_empty() {
+                for (doc, found) in self.text.score_docs(text, &unmatched)? {
+                    if let Some(&i) = at.get(&doc) {
+                        matched.push((i, found));
+                    }
+                }
+            }
+            for (i, found) in matched {
+                let c = &mut candidates[i];
+                c.bm25.get_or_insert(f64::from(found.bm25));
+                c.coverage = found.coverage;
             }
         }
         if let Some(query) = vector {
             // Every candidate's best cosine and the vector that gave it, for explain. This
             // index's vector leg gave a document of one row the cosine `best` computes.
             for (&doc, &i) in &at {
+                let c = &mut candidates[i];
+                if !c.found_by.vector
+                    && let Some(&(cosine, row)) = own.and_then(|own| own.cosines.get(&doc))
+                {
+                    c.cosine = Some(cosine);
+                    c.vector_match = Some(VectorMatch::from_row(row));
+                    continue;
+                }
                 if let Some(vectors) = catalog.vectors(doc) {
-                    let c = &mut candidates[i];
                     let (cosine, row) = match (c.cosine, vectors.rows) {
                         (Some(cosine), &[row]) if own_legs && c.found_by.vector => (cosine, row),
                         _ => vectors.best(query),
@@ -407,6 +472,21 @@ impl Inner {
         }
         Ok((Some(vector), None))
     }
+}
+
+/// What each leg measured of its own hits for the fill, on its own thread.
+struct Measured {
+    /// The best cosine and row of each text hit that has vectors (`VectorsRef::best`).
+    cosines: FxHashMap<DocId, (f32, u16)>,
+    /// The vector hits' BM25 and coverage, when the text plan was ready in time.
+    scored: Option<Scored>,
+}
+
+/// Documents scored against the text plan, and the matches among them (a document
+/// that matches no term is scored, and absent from `matches`).
+struct Scored {
+    docs: FxHashSet<DocId>,
+    matches: FxHashMap<DocId, TextMatch>,
 }
 
 /// Decodes the documents of a leg's hits on the leg's thread, beside the other leg (a

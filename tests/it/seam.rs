@@ -95,22 +95,113 @@ fn engine_search_is_the_pipeline_over_the_local_retriever() {
     }
 }
 
-/// `fill` alone gives candidates the scores `retrieve` gave them under one snapshot.
+/// `fill` alone gives candidates the scores `retrieve` gave them under one snapshot
+/// (where each leg measured its own hits for the other beside it).
 #[test]
 fn fill_gives_what_retrieve_gave() {
     let engine = engine();
+    let embedder = engine.embedder().unwrap();
     let request = SearchRequest::chunks("refund of 21 euros NW-15007");
-    let query = RetrievalQuery::new(&request, None, 50, Timestamp::now());
-    let complete = engine.candidates(&query).unwrap();
-    assert!(complete.candidates.len() >= 10);
-    let mut bare: Vec<_> = complete
-        .candidates
+    let mut vector = embedder
+        .embed_batch(&[ruchedb::text_to_embed(request.text()).as_ref()])
+        .unwrap()
+        .pop()
+        .unwrap();
+    normalise(&mut vector);
+    for vector in [None, Some(vector.as_slice())] {
+        // Few per leg, so that each leg finds some the other does not.
+        let query = RetrievalQuery::new(&request, vector, 8, Timestamp::now());
+        let complete = engine.candidates(&query).unwrap();
+        assert!(complete.candidates.len() >= 8);
+        if vector.is_some() {
+            let only = |text: bool| {
+                complete
+                    .candidates
+                    .iter()
+                    .any(|c| c.found_by.text == text && c.found_by.vector != text)
+            };
+            assert!(only(true) && only(false));
+        }
+        assert_fill_gives(&engine, &query, &complete.candidates);
+    }
+}
+
+fn normalise(v: &mut [f32]) {
+    let norm = v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    v.iter_mut()
+        .for_each(|x| *x = (f64::from(*x) / norm) as f32);
+}
+
+/// Each of `candidates` as `fill` scores it from nothing: BM25, coverage, cosine and
+/// the vector that gave it.
+fn assert_fill_gives(
+    engine: &Engine,
+    query: &RetrievalQuery<'_>,
+    candidates: &[ruchedb::RetrievedDoc],
+) {
+    let mut bare: Vec<_> = candidates
         .iter()
         .map(|c| ruchedb::RetrievedDoc::new(c.document.clone()))
         .collect();
-    engine.fill(&query, &mut bare).unwrap();
-    for (a, b) in complete.candidates.iter().zip(&bare) {
-        assert_eq!((a.id(), a.bm25, a.coverage), (b.id(), b.bm25, b.coverage));
+    engine.fill(query, &mut bare).unwrap();
+    for (a, b) in candidates.iter().zip(&bare) {
+        assert_eq!(
+            (a.id(), a.bm25, a.coverage, a.cosine, a.vector_match),
+            (b.id(), b.bm25, b.coverage, b.cosine, b.vector_match)
+        );
+    }
+}
+
+/// With legs side by side (a scope of 2,000 documents or more, text and vector), what
+/// each leg measured of its hits for the other, on its own thread, is what `fill`
+/// gives, whichever thread was done first.
+#[test]
+fn legs_side_by_side_measure_what_fill_gives() {
+    const WORDS: [&str; 12] = [
+        "refund", "order", "card", "late", "parcel", "euros", "invoice", "account", "password",
+        "delivery", "address", "payment",
+    ];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let vector = |next: &mut dyn FnMut() -> u64| -> Vec<f32> {
+        (0..16)
+            .map(|_| (next() % 2_001) as f32 / 1_000.0 - 1.0)
+            .collect()
+    };
+    let engine = Engine::builder().temporary().unwrap();
+    let chunks: Vec<Chunk> = (0..2_500)
+        .map(|i| {
+            let text: Vec<&str> = (0..6).map(|_| WORDS[(next() % 12) as usize]).collect();
+            Chunk::new(format!("c{i:04}"), text.join(" ")).with_embedding(vector(&mut next))
+        })
+        .collect();
+    engine.upsert_chunks(chunks).unwrap();
+    engine.commit().unwrap();
+    for i in 0..200 {
+        let text = format!("{} {}", WORDS[i % 12], WORDS[(i * 5 + 1) % 12]);
+        let request = SearchRequest::chunks(text);
+        let mut query_vector = vector(&mut next);
+        normalise(&mut query_vector);
+        let query = RetrievalQuery::new(&request, Some(&query_vector), 30, Timestamp::now());
+        let retrieved = engine.candidates(&query).unwrap();
+        assert!(
+            retrieved
+                .candidates
+                .iter()
+                .any(|c| c.found_by.text && !c.found_by.vector)
+        );
+        assert!(
+            retrieved
+                .candidates
+                .iter()
+                .any(|c| c.found_by.vector && !c.found_by.text)
+        );
+        assert_fill_gives(&engine, &query, &retrieved.candidates);
     }
 }
 
@@ -141,6 +232,45 @@ proptest! {
                 shuffled.swap(i, (state % (i as u64 + 1)) as usize);
             }
             prop_assert_eq!(summary(&rank(shuffled, &plan).unwrap().hits), expected);
+            Ok(())
+        })?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// The best `k` are the first `k` of the whole order (`rank` orders only what the
+    /// top `k` needs when the candidates' ids are distinct), ties included: browsing
+    /// scores many candidates alike, and their order falls to priority and id.
+    #[test]
+    fn the_best_k_are_the_first_k_of_the_whole_order(
+        text in prop::sample::select(vec!["refund", "order NW-15003", "euros note", ""]),
+        k in 0usize..45,
+        duplicates in 0usize..3,
+    ) {
+        thread_local!(static ENGINE: Engine = engine());
+        ENGINE.with(|engine| {
+            let now = Timestamp::now();
+            let ranked = |k: usize| {
+                let request = SearchRequest::chunks(text).now(now).top_k(k);
+                let query = RetrievalQuery::new(&request, None, 100, now);
+                let mut candidates = engine.candidates(&query).unwrap();
+                // Candidates a retriever returned twice take the path that sorts all.
+                let again: Vec<_> = candidates.candidates.iter().take(duplicates).cloned().collect();
+                candidates.candidates.extend(again);
+                let plan = RankPlan::new(&Config::default(), &request, candidates.legs, EmbedderFamily::MiniLm, None).unwrap();
+                rank(candidates.candidates, &plan).unwrap()
+            };
+            let all = ranked(1_000);
+            let best = ranked(k);
+            let expected: Vec<_> = summary(&all.hits).into_iter().take(k).collect();
+            prop_assert_eq!(summary(&best.hits), expected);
+            prop_assert_eq!(best.selection.input_count, all.selection.input_count);
+            prop_assert_eq!(
+                best.selection.cutoff_score,
+                best.hits.last().map_or(0.0, |h| h.score)
+            );
             Ok(())
         })?;
     }
