@@ -123,8 +123,19 @@ impl Inner {
         // leg the BM25 of those the text leg did not find, once the text leg has made its
         // plan (never waiting for it: the text leg may run after this one, on this
         // thread).
+        //
+        // The vector leg's documents are decoded by whichever thread is free: the text
+        // leg's, once done with its own work, waits for them (at most `DECODE_PATIENCE`)
+        // while the vector leg's scores them.
+        let side_by_side = query.vector.is_some()
+            && !request.text.trim().is_empty()
+            && scope.docs >= PARALLEL_LEGS_FROM
+            // Never side by side on a thread of a rayon pool (its caller is parallel
+            // already).
+            && rayon::current_thread_index().is_none();
         let text_plan_made: OnceLock<Arc<crate::text::TextPlan>> = OnceLock::new();
         let text_found: OnceLock<FxHashSet<DocId>> = OnceLock::new();
+        let vector_docs = SharedDecode::default();
         let vector_leg = || {
             let stage = Instant::now();
             let hits = match query.vector {
@@ -142,7 +153,9 @@ impl Inner {
                 None => Vec::new(),
             };
             let micros = micros(stage);
-            decode_beside(&catalog, hits.iter().map(|(doc, _)| *doc));
+            let _ = vector_docs
+                .docs
+                .set(hits.iter().map(|(doc, _)| *doc).collect());
             let scored = text_plan_made.get().map(|plan| -> Result<Scored> {
                 let found = text_found.get();
                 let docs: Vec<DocId> = hits
@@ -156,6 +169,7 @@ impl Inner {
                     matches,
                 })
             });
+            vector_docs.help(&catalog);
             (hits, micros, scored)
         };
         let text_leg = || {
@@ -185,20 +199,18 @@ impl Inner {
                     }
                 }
             }
+            if side_by_side {
+                vector_docs.wait_and_help(&catalog, DECODE_PATIENCE);
+            }
             (hits, micros, cosines)
         };
-        let side_by_side = query.vector.is_some()
-            && !request.text.trim().is_empty()
-            && scope.docs >= PARALLEL_LEGS_FROM;
-        // Never side by side on a thread of a rayon pool (its caller is parallel already).
-        let ((vector_hits, vector_us, scored), (text_hits, text_us, cosines)) =
-            if side_by_side && rayon::current_thread_index().is_none() {
-                super::beside::join(vector_leg, text_leg)
-            } else {
-                // The text leg first: the vector leg then scores its hits with its plan.
-                let text = text_leg();
-                (vector_leg(), text)
-            };
+        let ((vector_hits, vector_us, scored), (text_hits, text_us, cosines)) = if side_by_side {
+            super::beside::join(vector_leg, text_leg)
+        } else {
+            // The text leg first: the vector leg then scores its hits with its plan.
+            let text = text_leg();
+            (vector_leg(), text)
+        };
         let (text_hits, text_plan) = text_hits?;
         let measured = Measured {
             cosines,
@@ -489,6 +501,62 @@ struct Scored {
     matches: FxHashMap<DocId, TextMatch>,
 }
 
+/// How long the text leg's thread, done with its own work, waits for the vector leg's
+/// documents to decode (the vector leg publishes them as soon as it has them; the wait
+/// only ends early when it failed).
+const DECODE_PATIENCE: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// The vector leg's documents, decoded by the two legs' threads: each takes the next
+/// one not taken.
+#[derive(Default)]
+struct SharedDecode {
+    docs: OnceLock<Vec<DocId>>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl SharedDecode {
+    /// Decodes the next documents not taken, until none is left (none before they are
+    /// published).
+    fn help(&self, catalog: &Catalog) {
+        self.take_each(|doc| decode_beside(catalog, std::iter::once(doc)));
+    }
+
+    /// [`SharedDecode::help`], once the documents are published, waiting for them (and
+    /// yielding the CPU) for at most `patience`.
+    fn wait_and_help(&self, catalog: &Catalog, patience: std::time::Duration) {
+        if self.wait(patience) {
+            self.help(catalog);
+        }
+    }
+
+    /// Hands each document not taken yet to `f`, until none is left.
+    fn take_each(&self, mut f: impl FnMut(DocId)) {
+        let Some(docs) = self.docs.get() else {
+            return;
+        };
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(&doc) = docs.get(i) else {
+                return;
+            };
+            f(doc);
+        }
+    }
+
+    /// Waits (yielding the CPU) for the documents to be published, for at most
+    /// `patience`; whether they were.
+    fn wait(&self, patience: std::time::Duration) -> bool {
+        let started = Instant::now();
+        while self.docs.get().is_none() {
+            if started.elapsed() >= patience {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+        true
+    }
+}
+
 /// Decodes the documents of a leg's hits on the leg's thread, beside the other leg (a
 /// mapped base decodes a document when it is first asked for), so that the candidates
 /// made from them after the join find them decoded. A document that does not decode is
@@ -503,4 +571,45 @@ fn decode_beside(catalog: &Catalog, hits: impl Iterator<Item = DocId>) {
 
 pub(crate) fn micros(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Two threads share the documents: each is taken once, whoever takes it, and a
+    /// thread that comes first waits for them to be published.
+    #[test]
+    fn shared_documents_are_each_taken_once() {
+        for round in 0..200u64 {
+            let shared = SharedDecode::default();
+            let docs: Vec<DocId> = (0..50 + round % 7).map(DocId::new).collect();
+            let taken = std::sync::Mutex::new(Vec::new());
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    assert!(shared.wait(Duration::from_secs(10)));
+                    shared.take_each(|doc| taken.lock().unwrap().push(doc));
+                });
+                if round % 2 == 0 {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+                shared.docs.set(docs.clone()).unwrap();
+                shared.take_each(|doc| taken.lock().unwrap().push(doc));
+            });
+            let mut taken = taken.into_inner().unwrap();
+            taken.sort();
+            assert_eq!(taken, docs);
+        }
+    }
+
+    /// Nothing published: the wait gives up after its patience, and nothing is taken.
+    #[test]
+    fn the_wait_for_documents_never_published_ends() {
+        let shared = SharedDecode::default();
+        let started = Instant::now();
+        assert!(!shared.wait(Duration::from_millis(5)));
+        assert!(started.elapsed() >= Duration::from_millis(5));
+        shared.take_each(|_| panic!("nothing was published"));
+    }
 }
