@@ -985,8 +985,14 @@ impl TextPlan {
 
     /// Whether the text leg walks every posting ([`term_at_a_time`]) rather than
     /// letting block-max WAND skip: when the terms have few postings each, or when every
-    /// term is common (see [`WALK_POSTINGS_PER_TERM`]).
+    /// term is common (see [`WALK_POSTINGS_PER_TERM`]), and no segment is larger than
+    /// [`WALK_MAX_SEGMENT_DOCS`].
     fn walks_every_posting(&self) -> bool {
+        let segments_fit = self
+            .searcher
+            .segment_readers()
+            .iter()
+            .all(|segment| segment.max_doc() <= WALK_MAX_SEGMENT_DOCS);
         let postings: u64 = self.freqs.values().sum();
         let rarest = self.freqs.values().copied().min().unwrap_or(0);
         let chosen = postings <= WALK_POSTINGS_PER_TERM * self.terms.len() as u64
@@ -995,7 +1001,7 @@ impl TextPlan {
         let chosen = tests::FORCE_WALK
             .with(std::cell::Cell::get)
             .unwrap_or(chosen);
-        self.cover.shares.len() <= 64 && chosen
+        self.cover.shares.len() <= 64 && segments_fit && chosen
     }
 }
 
@@ -1120,6 +1126,10 @@ const WALK_POSTINGS_PER_TERM: u64 = 8_192;
 /// The share of the scope's documents from which a term is common: when every term of
 /// a query is, the text leg walks (see [`WALK_POSTINGS_PER_TERM`]).
 const WALK_COMMON_SHARE: f64 = 0.4;
+
+/// The largest segment the text leg walks: the walk's scratch takes 20 bytes a
+/// document of the largest segment walked, kept by each searching thread (5 MB here).
+const WALK_MAX_SEGMENT_DOCS: u32 = 1 << 18;
 
 /// Per-thread scratch of [`term_at_a_time`]: one slot per document of a segment, valid
 /// where `stamp` holds the current walk's number (so nothing is cleared between walks).
