@@ -751,17 +751,7 @@ impl TextIndex {
             }
             i = end;
         }
-        hits.sort();
-        Ok(hits
-            .into_iter()
-            .map(|entry| {
-                let matched = TextMatch {
-                    bm25: entry.score,
-                    coverage: entry.coverage,
-                };
-                (entry.doc, matched)
-            })
-            .collect())
+        Ok(best_first(hits))
     }
 
     /// The BM25 score of `query` for each of `docs` that matches it, with its coverage.
@@ -1022,6 +1012,24 @@ struct CoverPlan {
     shares: Vec<f32>,
 }
 
+impl CoverPlan {
+    /// The coverage of a document that contains the words `has_word` says (by index in
+    /// the query's words) and `codes` of its codes: the words' shares added in the order
+    /// of the query's words, so that every path gives the same `f32`.
+    fn coverage(&self, has_word: impl Fn(usize) -> bool, codes: u32) -> Coverage {
+        let mut words = 0.0f32;
+        for (word, share) in self.shares.iter().enumerate() {
+            if has_word(word) {
+                words += share;
+            }
+        }
+        Coverage {
+            words: words.clamp(0.0, 1.0),
+            codes,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Role {
     /// The word of this index in [`BooleanQueryParts::words`].
@@ -1066,16 +1074,7 @@ fn match_each(
         .enumerate()
         .map(|(i, score)| {
             let bm25 = score?;
-            let mut words = 0.0f32;
-            for (word, share) in cover.shares.iter().enumerate() {
-                if has_word[word * n + i] {
-                    words += share;
-                }
-            }
-            let coverage = Coverage {
-                words: words.clamp(0.0, 1.0),
-                codes: codes[i],
-            };
+            let coverage = cover.coverage(|word| has_word[word * n + i], codes[i]);
             Some(TextMatch { bm25, coverage })
         })
         .collect())
@@ -1219,40 +1218,37 @@ fn term_at_a_time<'a>(
                 else {
                     continue;
                 };
-                let mut words = 0.0f32;
-                for (word, share) in plan.cover.shares.iter().enumerate() {
-                    if acc.words[at] & (1 << word) != 0 {
-                        words += share;
-                    }
-                }
+                let has_words = acc.words[at];
                 heap.push(HeapEntry {
                     score,
                     named,
                     doc,
                     at: (ord, seg_doc),
-                    coverage: Coverage {
-                        words: words.clamp(0.0, 1.0),
-                        codes: acc.codes[at],
-                    },
+                    coverage: plan
+                        .cover
+                        .coverage(|word| has_words & (1 << word) != 0, acc.codes[at]),
                 });
                 if heap.len() > limit {
                     heap.pop();
                 }
             }
         }
-        let mut hits = heap.into_vec();
-        hits.sort();
-        Ok(hits
-            .into_iter()
-            .map(|entry| {
-                let matched = TextMatch {
-                    bm25: entry.score,
-                    coverage: entry.coverage,
-                };
-                (entry.doc, matched)
-            })
-            .collect())
+        Ok(best_first(heap.into_vec()))
     })
+}
+
+/// The text leg's hits, best first (the heap's order: score, then user id).
+fn best_first(mut hits: Vec<HeapEntry<'_>>) -> Vec<(DocId, TextMatch)> {
+    hits.sort();
+    hits.into_iter()
+        .map(|entry| {
+            let matched = TextMatch {
+                bm25: entry.score,
+                coverage: entry.coverage,
+            };
+            (entry.doc, matched)
+        })
+        .collect()
 }
 
 /// A candidate in the top-k heap. The heap's maximum is the *worst* candidate, so that
