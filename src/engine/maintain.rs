@@ -447,7 +447,7 @@ fn load_graphs(engine: &Weak<Inner>) {
                 inner.vectors.install(kind, graph, covered, true);
                 inner
                     .vectors
-                    .set_flat(kind, flat, &inner.read_catalog(), covered);
+                    .set_flat(kind, flat, None, &inner.read_catalog(), covered);
                 inner
                     .counters
                     .graph_checkpoint_loads
@@ -507,7 +507,12 @@ fn install_published_graph(
     kind: Kind,
     graph: Option<PublishedGraph>,
 ) -> Result<Option<usize>> {
-    let Some(PublishedGraph::Flat { manifest, flat }) = graph else {
+    let Some(PublishedGraph::Flat {
+        manifest,
+        flat,
+        codes,
+    }) = graph
+    else {
         return Ok(None);
     };
     let manifest = checked_manifest(&inner.store, &manifest)?;
@@ -517,7 +522,7 @@ fn install_published_graph(
     let catalog = inner.read_catalog();
     inner
         .vectors
-        .install_flat(kind, flat, &catalog, manifest.covered_seq);
+        .install_flat(kind, flat, codes, &catalog, manifest.covered_seq);
     inner
         .counters
         .graph_checkpoint_loads
@@ -768,7 +773,7 @@ fn refresh_flat(inner: &Inner, kind: Kind) {
         return;
     }
     let flat = vectors.graph(kind).flat();
-    vectors.set_flat(kind, flat, &inner.read_catalog(), covered);
+    vectors.set_flat(kind, flat, None, &inner.read_catalog(), covered);
 }
 
 /// Builds a new graph of every live vector of `kind` and swaps it in.
@@ -838,13 +843,15 @@ pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
         .next()
         .is_none();
     let encoded = complete.then(|| flat.encode());
-    vectors.set_flat(kind, flat, &inner.read_catalog(), covered);
+    vectors.set_flat(kind, flat, None, &inner.read_catalog(), covered);
     if let Some(encoded) = encoded {
+        let codes = vectors.flat_codes(kind, covered);
         let _serial = inner.commit_lock.lock().unwrap_or_else(|p| p.into_inner());
         inner.publish(super::publish::Publish::Graph {
             kind,
             manifest: &manifest_bytes,
             flat: &encoded,
+            codes: codes.as_deref(),
         })?;
     }
     inner

@@ -233,9 +233,13 @@ pub(super) fn publish_graph(
     kind: Kind,
     manifest: &[u8],
     flat: &[u8],
+    codes: Option<&[u8]>,
 ) -> Result<()> {
     let name = list.new_name(&format!("graph-{kind}"));
-    let manifest = view::write_file(dir, &name, &[manifest, flat])?;
+    let manifest = match codes {
+        Some(codes) => view::write_file(dir, &name, &[manifest, flat, codes])?,
+        None => view::write_file(dir, &name, &[manifest, flat])?,
+    };
     list.set_graph(
         kind,
         view::ViewGraph {
@@ -320,6 +324,8 @@ pub(super) enum Publish<'a> {
         kind: Kind,
         manifest: &'a [u8],
         flat: &'a [u8],
+        /// Its nodes' codes ([`crate::vector::NodeCodes`]), when the engine has them.
+        codes: Option<&'a [u8]>,
     },
     /// The documents again, and the graph checkpoints among `damaged` (file names) from
     /// the store's.
@@ -358,7 +364,8 @@ impl Inner {
                     kind,
                     manifest,
                     flat,
-                } => publish_graph(&self.dir, &mut list, kind, manifest, flat),
+                    codes,
+                } => publish_graph(&self.dir, &mut list, kind, manifest, flat, codes),
                 Publish::Again { damaged } => {
                     publish_base(&self.dir, &self.store, &mut list, &tokens)?;
                     let is_damaged = |graph: &Option<view::ViewGraph>| {
@@ -437,7 +444,17 @@ impl Inner {
                 }
             }
         };
-        publish_graph(&self.dir, list, kind, &manifest_bytes, &flat.encode())
+        // The codes of this engine's walk, when it walks this checkpoint; else readers
+        // make them from their vectors.
+        let codes = vectors.flat_codes(kind, manifest.covered_seq);
+        publish_graph(
+            &self.dir,
+            list,
+            kind,
+            &manifest_bytes,
+            &flat.encode(),
+            codes.as_deref(),
+        )
     }
 
     /// Forgets the published base, so that the next publish writes one (the store

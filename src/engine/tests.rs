@@ -401,6 +401,70 @@ fn vector_top(engine: &Engine, q: usize) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// A published graph carries its nodes' codes, and a reader walks them. A reader of a
+/// graph published without codes (by earlier versions) makes them from its vectors:
+/// the same codes, so the same hits with the same scores, bit for bit, as the writer's.
+#[test]
+fn readers_walk_the_published_codes_or_the_same_codes_made_from_their_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let mut config = Config::default();
+    config.pipeline.retrieval.exact_scan_threshold = 100;
+    let writer = Engine::builder()
+        .config(config.clone())
+        .create(&path)
+        .unwrap();
+    writer
+        .upsert_chunks(
+            (0..600).map(|i| Chunk::new(format!("c{i:04}"), "note").with_embedding(vector(i))),
+        )
+        .unwrap();
+    writer.commit().unwrap();
+    writer.sync_graph().unwrap();
+    let expected: Vec<_> = (0..30).map(|q| vector_top(&writer, q)).collect();
+
+    let open = || {
+        let reader = Engine::builder()
+            .config(config.clone())
+            .open_read_only(&path)
+            .unwrap();
+        reader.inner.worker.wait_loaded();
+        reader
+    };
+    let reader = open();
+    let Some(view::PublishedGraph::Flat {
+        manifest,
+        flat,
+        codes: Some(codes),
+    }) = reader.inner.store.published_graph(Kind::Chunk).unwrap()
+    else {
+        panic!("a flat graph with its codes");
+    };
+    assert!(codes.fits(600, 16));
+    let got: Vec<_> = (0..30).map(|q| vector_top(&reader, q)).collect();
+    assert_eq!(got, expected);
+
+    // The graph published again without its codes.
+    {
+        let inner = &writer.inner;
+        let _serial = inner.commit_lock.lock().unwrap();
+        let mut guard = inner.view.lock().unwrap();
+        let list = guard.as_mut().unwrap();
+        super::publish::publish_graph(&path, list, Kind::Chunk, &manifest, &flat.encode(), None)
+            .unwrap();
+        let list = list.clone();
+        inner.write_manifest_with(Some(&list)).unwrap();
+    }
+    let reader = open();
+    assert!(matches!(
+        reader.inner.store.published_graph(Kind::Chunk).unwrap(),
+        Some(view::PublishedGraph::Flat { codes: None, .. })
+    ));
+    assert!(reader.inner.vectors.has_flat(Kind::Chunk));
+    let got: Vec<_> = (0..30).map(|q| vector_top(&reader, q)).collect();
+    assert_eq!(got, expected);
+}
+
 /// A writer's searches walk a flat copy of its graph (made at each checkpoint, and
 /// again once the graph covers `FLAT_REFRESH` documents more), scanning exactly what
 /// the copy does not cover: they find what an exact scan finds, with its cosines, while

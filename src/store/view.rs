@@ -24,7 +24,10 @@
 //! part    = section 0: bincode PartHeader, section 1: entries in the block encoding
 //! base    = a part (written by earlier versions), or the sections of [`super::base`]
 //! graph   = section 0: the checkpoint's manifest, section 1: the graph's edges
-//!           ([`crate::vector::FlatGraph`]; readers search them over their own vectors).
+//!           ([`crate::vector::FlatGraph`]; readers search them over their own vectors),
+//!           section 2: its nodes' vectors in 8 bits ([`crate::vector::NodeCodes`], which
+//!           the walk reads; earlier versions wrote no section 2, and readers then make
+//!           the codes from their vectors).
 //!           Earlier versions published hnsw_rs's dump instead, raw, beside a graph file
 //!           of one section (NAME.hnsw.graph, NAME.hnsw.data): still read.
 //! ```
@@ -77,10 +80,12 @@ pub(crate) struct ViewFile {
 
 /// A published graph, as a reader finds it.
 pub(crate) enum PublishedGraph {
-    /// The checkpoint's manifest and the graph's edges (what writers publish).
+    /// The checkpoint's manifest and the graph's edges (what writers publish), and its
+    /// nodes' codes (which earlier versions did not publish).
     Flat {
         manifest: Vec<u8>,
         flat: crate::vector::FlatGraph,
+        codes: Option<crate::vector::NodeCodes>,
     },
     /// The checkpoint's manifest, and where hnsw_rs's dump lies (`dir/basename.hnsw.*`),
     /// as earlier versions published it.
@@ -245,6 +250,18 @@ impl Part {
             .map_err(|err| Error::corrupt(format!("{what}: {err}")))?;
         let written = block::decode_list(sections.get(1), &what)?;
         Ok(Part { header, written })
+    }
+}
+
+/// One section of a file, mapped.
+struct MappedSection {
+    sections: Sections,
+    index: usize,
+}
+
+impl AsRef<[u8]> for MappedSection {
+    fn as_ref(&self) -> &[u8] {
+        self.sections.get(self.index)
     }
 }
 
@@ -882,12 +899,26 @@ impl Published {
             return Ok(None);
         };
         let path = || path_of(&self.dir, &graph.manifest);
+        let damaged = |err: Error| Error::corrupt(format!("{}: {err}", path().display()));
         match (sections.len(), graph.files.is_empty()) {
-            (2, true) => Ok(Some(PublishedGraph::Flat {
-                manifest: sections.get(0).to_vec(),
-                flat: crate::vector::FlatGraph::decode(sections.get(1))
-                    .map_err(|err| Error::corrupt(format!("{}: {err}", path().display())))?,
-            })),
+            (2 | 3, true) => {
+                let flat = crate::vector::FlatGraph::decode(sections.get(1)).map_err(damaged)?;
+                let manifest = sections.get(0).to_vec();
+                let codes = if sections.len() == 3 {
+                    let section = MappedSection { sections, index: 2 };
+                    Some(
+                        crate::vector::NodeCodes::decode_in_place(Arc::new(section), flat.len())
+                            .map_err(damaged)?,
+                    )
+                } else {
+                    None
+                };
+                Ok(Some(PublishedGraph::Flat {
+                    manifest,
+                    flat,
+                    codes,
+                }))
+            }
             (1, false) => {
                 for file in &graph.files {
                     if read_file(&self.dir, file)?.is_none() {

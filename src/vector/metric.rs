@@ -114,6 +114,13 @@ pub(crate) struct QuantizedQuery {
 }
 
 impl QuantizedQuery {
+    /// The query's dot product with a row of 8-bit `codes` of `scale` (`row ≈ scale *
+    /// codes`): within [`Quantized::bounds`]'s slack of the exact one.
+    #[inline]
+    pub(crate) fn estimate(&self, codes: &[i8], scale: f32) -> f32 {
+        ((f64::from(self.scale) * f64::from(scale)) * dot_codes(&self.codes, codes) as f64) as f32
+    }
+
     pub(crate) fn new(query: &[f32]) -> QuantizedQuery {
         let max = query.iter().fold(0.0f32, |m, x| m.max(x.abs()));
         let scale = if max > 0.0 && max.is_finite() {
@@ -194,6 +201,28 @@ fn squared_error(row: &[f32], codes: &[i8], scale: f32) -> f32 {
     lanes.iter().sum::<f32>() + rest
 }
 
+/// Appends `row`'s 8-bit codes to `codes`; returns their scale: `row ≈ scale * codes`,
+/// each code rounded half away from zero, saturated at ±127, a NaN made 0.
+pub(crate) fn quantize(row: &[f32], codes: &mut Vec<i8>) -> f32 {
+    let max = max_abs(row);
+    let scale = if max > 0.0 && max.is_finite() {
+        max / 127.0
+    } else {
+        1.0
+    };
+    let inverse = 1.0 / scale;
+    codes.extend(row.iter().map(|&x| {
+        let y = x * inverse;
+        let rounded = (y + 0.5f32.copysign(y)).clamp(-127.0, 127.0);
+        let rounded = if rounded.is_nan() { 0.0 } else { rounded };
+        // SAFETY: `rounded` is finite and within ±127, so truncating it to an `i32` is
+        // defined (and, unlike `as`, needs no saturation: the loop stays vector
+        // instructions).
+        (unsafe { rounded.to_int_unchecked::<i32>() }) as i8
+    }));
+    scale
+}
+
 /// What float rounding may add to a bound: the dot products of at most a few thousand
 /// terms of magnitude at most 1, in `f32`, on both sides.
 const ROUNDING: f32 = 1e-4;
@@ -229,24 +258,8 @@ impl Quantized {
                 *x = y * inv;
             }
             let row = row.as_slice();
-            let max = max_abs(row);
-            let scale = if max > 0.0 && max.is_finite() {
-                max / 127.0
-            } else {
-                1.0
-            };
-            let inverse = 1.0 / scale;
             let start = self.codes.len();
-            // Rounded half away from zero, saturated at ±127, NaN made 0.
-            self.codes.extend(row.iter().map(|&x| {
-                let y = x * inverse;
-                let rounded = (y + 0.5f32.copysign(y)).clamp(-127.0, 127.0);
-                let rounded = if rounded.is_nan() { 0.0 } else { rounded };
-                // SAFETY: `rounded` is finite and within ±127, so truncating it to an
-                // `i32` is defined (and, unlike `as`, needs no saturation: the loop
-                // stays vector instructions).
-                (unsafe { rounded.to_int_unchecked::<i32>() }) as i8
-            }));
+            let scale = quantize(row, &mut self.codes);
             let error = squared_error(row, &self.codes[start..], scale);
             self.scales.push(scale);
             // Widened past the sum's rounding (a relative 2.3e-5 at 384 terms, in any

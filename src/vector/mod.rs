@@ -21,7 +21,7 @@ use crate::Kind;
 use crate::catalog::{Admit, Catalog};
 use crate::id::{DocId, VectorKey};
 
-pub(crate) use self::flat::FlatGraph;
+pub(crate) use self::flat::{FlatGraph, NodeCodes};
 pub use self::graph::HnswParams;
 #[cfg(test)]
 pub(crate) use self::graph::hnsw_graph_file;
@@ -126,10 +126,11 @@ impl VectorIndex {
         &self,
         kind: Kind,
         graph: FlatGraph,
+        codes: Option<NodeCodes>,
         catalog: &Catalog,
         covered: u64,
     ) {
-        self.set_flat(kind, graph, catalog, covered);
+        self.set_flat(kind, graph, codes, catalog, covered);
         self.kind_graph(kind)
             .covered
             .store(covered, Ordering::Release);
@@ -138,9 +139,17 @@ impl VectorIndex {
 
     /// Makes `graph`, a flat copy of the graph of `kind` when it covered `covered`, the
     /// one searches walk (a writer's: the graph it inserts into goes on covering more;
-    /// see [`VectorIndex::search`]).
-    pub(crate) fn set_flat(&self, kind: Kind, graph: FlatGraph, catalog: &Catalog, covered: u64) {
-        let bound = BoundFlat::bind(graph, kind, catalog, covered);
+    /// see [`VectorIndex::search`]), with its nodes' `codes` (made from the catalog's
+    /// vectors when `None`, or not of this graph).
+    pub(crate) fn set_flat(
+        &self,
+        kind: Kind,
+        graph: FlatGraph,
+        codes: Option<NodeCodes>,
+        catalog: &Catalog,
+        covered: u64,
+    ) {
+        let bound = BoundFlat::bind(graph, codes, kind, catalog, covered);
         *self
             .kind_graph(kind)
             .flat
@@ -151,6 +160,14 @@ impl VectorIndex {
     /// The change sequence the flat graph of `kind` covers, if it has one.
     pub(crate) fn flat_covered(&self, kind: Kind) -> Option<u64> {
         self.flat(kind).map(|flat| flat.covered)
+    }
+
+    /// The codes of the flat graph of `kind`, encoded, if it covers `covered` (what a
+    /// graph published for that checkpoint carries).
+    pub(crate) fn flat_codes(&self, kind: Kind, covered: u64) -> Option<Vec<u8>> {
+        self.flat(kind)
+            .filter(|flat| flat.covered == covered)
+            .map(|flat| flat.codes.encode())
     }
 
     /// Whether a published graph is installed for `kind`.
@@ -317,6 +334,8 @@ impl VectorIndex {
 /// A flat graph and where each of its nodes' vectors lies in the catalog's arena.
 pub(crate) struct BoundFlat {
     graph: FlatGraph,
+    /// Each node's vector in 8 bits, for the walk.
+    codes: NodeCodes,
     /// Each node's arena row (`u32::MAX`: its document is gone), valid while the
     /// catalog is at `generation`.
     rows: Vec<u32>,
@@ -326,11 +345,27 @@ pub(crate) struct BoundFlat {
 }
 
 impl BoundFlat {
-    fn bind(graph: FlatGraph, kind: Kind, catalog: &Catalog, covered: u64) -> BoundFlat {
+    fn bind(
+        graph: FlatGraph,
+        codes: Option<NodeCodes>,
+        kind: Kind,
+        catalog: &Catalog,
+        covered: u64,
+    ) -> BoundFlat {
         let keys: Vec<VectorKey> = graph.keys().collect();
         let rows = catalog.arena_rows(kind, &keys);
+        let arena = catalog.arena(kind);
+        let codes = codes
+            .filter(|codes| codes.fits(graph.len(), arena.dim))
+            .unwrap_or_else(|| {
+                NodeCodes::of(graph.len(), arena.dim, |node| match rows[node as usize] {
+                    u32::MAX => None,
+                    row => arena.row(row as usize),
+                })
+            });
         BoundFlat {
             graph,
+            codes,
             rows,
             generation: catalog.generation(),
             covered,
@@ -358,6 +393,7 @@ impl BoundFlat {
                     u32::MAX => None,
                     row => at(row),
                 },
+                Some(&self.codes),
                 accept,
             )
         } else {
@@ -368,6 +404,7 @@ impl BoundFlat {
                 k,
                 ef,
                 |node| catalog.arena_row(self.graph.key(node)).and_then(at),
+                Some(&self.codes),
                 accept,
             )
         }
