@@ -14,7 +14,10 @@ use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, TermQuery};
+use tantivy::fieldnorm::FieldNormReader;
+use tantivy::query::{
+    Bm25StatisticsProvider, Bm25Weight, BooleanQuery, EnableScoring, Occur, Query, TermQuery,
+};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, Schema, TextFieldIndexing, TextOptions,
 };
@@ -678,11 +681,11 @@ impl TextIndex {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        if plan.walks_every_posting() {
-            return term_at_a_time(plan, limit, accept);
-        }
         let searcher = &plan.searcher;
         let statistics = self.statistics(searcher, plan.query.scope, Some(&plan.freqs));
+        if plan.walks_every_posting() {
+            return term_at_a_time(plan, &statistics, limit, accept);
+        }
         let weight = text_query
             .weight(EnableScoring::enabled_from_statistics_provider(
                 &statistics,
@@ -1110,71 +1113,118 @@ pub(crate) trait UserId {
 /// When the text leg walks every posting of every term, adding up each document's
 /// score, instead of letting block-max WAND skip ([`TextPlan::walks_every_posting`]).
 ///
-/// A walk costs 4 to 8 ns a posting. WAND skips the more, the rarer the query's rarest
-/// terms, and its cost per document grows with the number of terms. Measured per query
-/// (`text_us`, the best of three runs each way, text-only batches):
+/// A walk costs about 2.5 ns a posting (it reads a block of decoded postings at a
+/// time). WAND skips the more, the rarer the query's rarest terms, and its cost per
+/// document grows with the number of terms. Measured per query (`text_us`, the best of
+/// three runs each way, text-only batches of the peer benchmark's sets):
 /// - SciFact's claims (a dozen terms and more, function words included): the walk takes
-///   half the time at the median (131 against 281 µs) and 40 % at the 99th percentile;
-/// - four terms over 10,000 documents: about the same median, a 99th percentile of 258
-///   against 414 µs;
-/// - four terms over 100,000: WAND takes a quarter of the walk's time at the median
-///   (363 against 1,294 µs), but when even the rarest term is in 40 % of the documents
-///   WAND visits nearly every posting, and the walk takes 2.3 ms where WAND took 3.2.
+///   40 % of WAND's time at the median (59 against 147 µs) and at the 99th percentile;
+/// - four terms over 10,000 documents: about the same median, a 99th percentile of 174
+///   against 250 µs;
+/// - four terms over 100,000: WAND takes 40 % of the walk's time at the median (225
+///   against 545 µs), but once even the rarest term is in a tenth of the documents
+///   WAND visits nearly every posting, and takes up to twice the walk's time (1.0 to
+///   2.1 ms where the walk takes 0.6 to 0.9).
 const WALK_POSTINGS_PER_TERM: u64 = 8_192;
 
 /// The share of the scope's documents from which a term is common: when every term of
-/// a query is, the text leg walks (see [`WALK_POSTINGS_PER_TERM`]).
-const WALK_COMMON_SHARE: f64 = 0.4;
+/// a query is, the text leg walks (see [`WALK_POSTINGS_PER_TERM`]). Over the 100,000
+/// documents' 300 queries, with the other rule: 10 % and 15 % gave the same median and
+/// a 99th percentile of 931 µs, 20 % 1,021, 40 % 1,291; walking every query 881, at
+/// twice the median.
+const WALK_COMMON_SHARE: f64 = 0.15;
 
 /// The largest segment the text leg walks: the walk's scratch takes 20 bytes a
 /// document of the largest segment walked, kept by each searching thread (5 MB here).
 const WALK_MAX_SEGMENT_DOCS: u32 = 1 << 18;
 
 /// Per-thread scratch of [`term_at_a_time`]: one slot per document of a segment, valid
-/// where `stamp` holds the current walk's number (so nothing is cleared between walks).
+/// where its `stamp` holds the current walk's number (so nothing is cleared between
+/// walks).
 #[derive(Default)]
 struct Accumulators {
     walk: u32,
-    stamp: Vec<u32>,
-    score: Vec<f32>,
-    /// Bit `w`: the document contains word `w` of the query.
-    words: Vec<u64>,
-    codes: Vec<u32>,
+    slots: Vec<Slot>,
     /// The documents of this walk, in the order first reached.
     reached: Vec<u32>,
+}
+
+/// What a walk has added up for one document: one 24-byte slot, so that a posting
+/// touches one cache line (the walk's hot loop; four arrays cost four).
+#[derive(Default, Clone, Copy)]
+struct Slot {
+    stamp: u32,
+    score: f32,
+    /// Bit `w`: the document contains word `w` of the query.
+    words: u64,
+    codes: u32,
 }
 
 impl Accumulators {
     /// Starts a walk of a segment of `max_doc` documents.
     fn start(&mut self, max_doc: usize) {
-        if self.stamp.len() < max_doc {
-            self.stamp.resize(max_doc, 0);
-            self.score.resize(max_doc, 0.0);
-            self.words.resize(max_doc, 0);
-            self.codes.resize(max_doc, 0);
+        if self.slots.len() < max_doc {
+            self.slots.resize(max_doc, Slot::default());
         }
         self.walk = self.walk.wrapping_add(1);
         if self.walk == 0 {
-            self.stamp.fill(0);
+            self.slots.iter_mut().for_each(|slot| slot.stamp = 0);
             self.walk = 1;
         }
         self.reached.clear();
     }
 
-    fn add(&mut self, doc: u32, score: f32, role: Role) {
-        let at = doc as usize;
-        if self.stamp[at] != self.walk {
-            self.stamp[at] = self.walk;
-            self.score[at] = 0.0;
-            self.words[at] = 0;
-            self.codes[at] = 0;
+    /// The slot of `doc`, emptied on its first posting of this walk.
+    #[inline]
+    fn slot(&mut self, doc: u32) -> &mut Slot {
+        let slot = &mut self.slots[doc as usize];
+        if slot.stamp != self.walk {
+            *slot = Slot {
+                stamp: self.walk,
+                ..Slot::default()
+            };
             self.reached.push(doc);
         }
-        self.score[at] += score;
-        match role {
-            Role::Word(word) => self.words[at] |= 1 << word,
-            Role::Code => self.codes[at] += 1,
-            Role::Other => {}
+        slot
+    }
+
+    /// Adds every posting of `term` in `segment`, a block of decoded postings at a time,
+    /// each scored by `bm25` as tantivy's `TermScorer` scores it (the term's role
+    /// decided once, not per posting).
+    fn add_term(
+        &mut self,
+        term: &Term,
+        bm25: &Bm25Weight,
+        segment: &tantivy::SegmentReader,
+        role: Role,
+    ) -> tantivy::Result<()> {
+        let inverted = segment.inverted_index(term.field())?;
+        let Some(info) = inverted.get_term_info(term)? else {
+            return Ok(());
+        };
+        let mut block =
+            inverted.read_block_postings_from_terminfo(&info, IndexRecordOption::WithFreqs)?;
+        // As `TermWeight` reads them: a field without norms counts one token a document.
+        let norms = segment
+            .fieldnorms_readers()
+            .get_field(term.field())?
+            .unwrap_or_else(|| FieldNormReader::constant(segment.max_doc(), 1));
+        loop {
+            let docs = block.docs();
+            if docs.is_empty() {
+                return Ok(());
+            }
+            for (at, &doc) in docs.iter().enumerate() {
+                let score = bm25.score(norms.fieldnorm_id(doc), block.freq(at));
+                let slot = self.slot(doc);
+                slot.score += score;
+                match role {
+                    Role::Word(word) => slot.words |= 1 << word,
+                    Role::Code => slot.codes += 1,
+                    Role::Other => {}
+                }
+            }
+            block.advance();
         }
     }
 }
@@ -1185,9 +1235,30 @@ impl Accumulators {
 /// it, with no second walk.
 fn term_at_a_time<'a>(
     plan: &TextPlan,
+    statistics: &ScopedStatistics<'_>,
     limit: usize,
     accept: &dyn Fn(DocId) -> Option<&'a dyn UserId>,
 ) -> Result<Vec<(DocId, TextMatch)>> {
+    let terms = plan
+        .query
+        .query
+        .as_ref()
+        .map_or(&[][..], |parts| parts.terms.as_slice());
+    // Each term's BM25 weight as `TermQuery` makes it (`Bm25Weight::for_terms` of the
+    // one term), without its explanation.
+    let weights = terms
+        .iter()
+        .map(|term| {
+            let docs = statistics.total_num_docs()?;
+            let average = statistics.total_num_tokens(term.field())? as f32 / docs as f32;
+            Ok(Bm25Weight::for_one_term_without_explain(
+                statistics.doc_freq(term)?,
+                docs,
+                average,
+            ))
+        })
+        .collect::<tantivy::Result<Vec<_>>>()
+        .map_err(tantivy_err)?;
     thread_local! {
         static SCRATCH: std::cell::RefCell<Accumulators> = Default::default();
     }
@@ -1196,15 +1267,15 @@ fn term_at_a_time<'a>(
         let mut heap: BinaryHeap<HeapEntry<'a>> = BinaryHeap::with_capacity(limit + 1);
         for (ord, segment) in plan.searcher.segment_readers().iter().enumerate() {
             acc.start(segment.max_doc() as usize);
-            for (term, role) in plan.terms.iter().zip(&plan.cover.roles) {
-                term.for_each(segment, &mut |doc, score| acc.add(doc, score, *role))
+            for ((term, weight), role) in terms.iter().zip(&weights).zip(&plan.cover.roles) {
+                acc.add_term(term, weight, segment, *role)
                     .map_err(tantivy_err)?;
             }
             let doc_ids = segment.fast_fields().u64("doc_id").map_err(tantivy_err)?;
             let alive = segment.alive_bitset();
             for &seg_doc in &acc.reached {
-                let at = seg_doc as usize;
-                let score = acc.score[at];
+                let slot = acc.slots[seg_doc as usize];
+                let score = slot.score;
                 if heap.len() == limit && heap.peek().is_some_and(|worst| score < worst.score) {
                     continue;
                 }
@@ -1218,7 +1289,6 @@ fn term_at_a_time<'a>(
                 else {
                     continue;
                 };
-                let has_words = acc.words[at];
                 heap.push(HeapEntry {
                     score,
                     named,
@@ -1226,7 +1296,7 @@ fn term_at_a_time<'a>(
                     at: (ord, seg_doc),
                     coverage: plan
                         .cover
-                        .coverage(|word| has_words & (1 << word) != 0, acc.codes[at]),
+                        .coverage(|word| slot.words & (1 << word) != 0, slot.codes),
                 });
                 if heap.len() > limit {
                     heap.pop();
