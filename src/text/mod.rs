@@ -1145,8 +1145,8 @@ const WALK_POSTINGS_PER_TERM: u64 = 8_192;
 /// instead of 1,460.
 const WALK_COMMON_SHARE: f64 = 0.15;
 
-/// The largest segment the text leg walks: the walk's scratch takes 20 bytes a
-/// document of the largest segment walked, kept by each searching thread (5 MB here).
+/// The largest segment the text leg walks: the walk's scratch takes 24 bytes a
+/// document of the largest segment walked, kept by each searching thread (6.3 MB here).
 const WALK_MAX_SEGMENT_DOCS: u32 = 1 << 18;
 
 /// Per-thread scratch of [`term_at_a_time`]: one slot per document of a segment, valid
