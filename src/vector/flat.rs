@@ -427,7 +427,7 @@ pub(crate) struct NodeCodes {
 
 /// Bytes owned, or shared with what holds them (a mapped file).
 #[derive(Clone)]
-pub(crate) enum Bytes {
+enum Bytes {
     Owned(Vec<u8>),
     Shared(Arc<dyn AsRef<[u8]> + Send + Sync>, Range<usize>),
 }
@@ -533,7 +533,7 @@ impl NodeCodes {
 
     /// [`NodeCodes::decode`] of the bytes `owner` holds, which the codes are then read
     /// from in place (a published file's section, mapped: 38 MB at 100,000 384-d nodes
-    /// that a reader's open neither copies nor faults in).
+    /// that a reader's open does not copy).
     pub(crate) fn decode_in_place(
         owner: Arc<dyn AsRef<[u8]> + Send + Sync>,
         nodes: usize,
@@ -565,7 +565,7 @@ impl NodeCodes {
             .map(|w| f32::from_le_bytes(w.try_into().expect("4 bytes")))
             .collect();
         if scales.iter().any(|s| !(s.is_finite() && *s >= 0.0)) {
-            return Err(damaged("a scale that is not a finite positive number"));
+            return Err(damaged("a scale that is negative or not finite"));
         }
         let codes = 12 + 4 * nodes..bytes.len();
         Ok(NodeCodes {
