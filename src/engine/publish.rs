@@ -236,10 +236,8 @@ pub(super) fn publish_graph(
     codes: Option<&[u8]>,
 ) -> Result<()> {
     let name = list.new_name(&format!("graph-{kind}"));
-    let manifest = match codes {
-        Some(codes) => view::write_file(dir, &name, &[manifest, flat, codes])?,
-        None => view::write_file(dir, &name, &[manifest, flat])?,
-    };
+    let sections: Vec<&[u8]> = [manifest, flat].into_iter().chain(codes).collect();
+    let manifest = view::write_file(dir, &name, &sections)?;
     list.set_graph(
         kind,
         view::ViewGraph {

@@ -421,28 +421,28 @@ impl FlatGraph {
 pub(crate) struct NodeCodes {
     dim: usize,
     scales: Vec<f32>,
-    /// `dim` codes a node, as bytes: made here, or read in place from a published file.
-    codes: Bytes,
+    /// `dim` codes a node: made here, or read in place from a published file.
+    codes: Codes,
 }
 
-/// Bytes owned, or shared with what holds them (a mapped file).
+/// Codes owned, or bytes shared with what holds them (a mapped file).
 #[derive(Clone)]
-enum Bytes {
-    Owned(Vec<u8>),
+enum Codes {
+    Owned(Vec<i8>),
     Shared(Arc<dyn AsRef<[u8]> + Send + Sync>, Range<usize>),
 }
 
-impl Default for Bytes {
-    fn default() -> Bytes {
-        Bytes::Owned(Vec::new())
+impl Default for Codes {
+    fn default() -> Codes {
+        Codes::Owned(Vec::new())
     }
 }
 
-impl Bytes {
-    fn get(&self) -> &[u8] {
+impl Codes {
+    fn get(&self) -> &[i8] {
         match self {
-            Bytes::Owned(bytes) => bytes,
-            Bytes::Shared(owner, range) => &(**owner).as_ref()[range.clone()],
+            Codes::Owned(codes) => codes,
+            Codes::Shared(owner, range) => as_codes(&(**owner).as_ref()[range.clone()]),
         }
     }
 }
@@ -492,7 +492,7 @@ impl NodeCodes {
         NodeCodes {
             dim,
             scales,
-            codes: Bytes::Owned(codes.into_iter().map(|c| c as u8).collect()),
+            codes: Codes::Owned(codes),
         }
     }
 
@@ -510,7 +510,7 @@ impl NodeCodes {
     fn code(&self, node: u32) -> Option<(&[i8], f32)> {
         let scale = *self.scales.get(node as usize)?;
         let start = node as usize * self.dim;
-        (scale > 0.0).then(|| (as_codes(&self.codes.get()[start..start + self.dim]), scale))
+        (scale > 0.0).then(|| (&self.codes.get()[start..start + self.dim], scale))
     }
 
     pub(crate) fn encode(&self) -> Vec<u8> {
@@ -521,7 +521,7 @@ impl NodeCodes {
         for scale in &self.scales {
             out.extend_from_slice(&scale.to_le_bytes());
         }
-        out.extend_from_slice(self.codes.get());
+        out.extend(self.codes.get().iter().map(|&code| code as u8));
         out
     }
 
@@ -571,7 +571,7 @@ impl NodeCodes {
         Ok(NodeCodes {
             dim,
             scales,
-            codes: Bytes::Shared(owner, codes),
+            codes: Codes::Shared(owner, codes),
         })
     }
 }

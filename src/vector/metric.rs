@@ -118,7 +118,14 @@ impl QuantizedQuery {
     /// codes`): within [`Quantized::bounds`]'s slack of the exact one.
     #[inline]
     pub(crate) fn estimate(&self, codes: &[i8], scale: f32) -> f32 {
-        ((f64::from(self.scale) * f64::from(scale)) * dot_codes(&self.codes, codes) as f64) as f32
+        self.scaled(dot_codes(&self.codes, codes), scale)
+    }
+
+    /// The dot product of the query's codes with a row's, `dot`, scaled back: the
+    /// estimate of the query's dot product with the row of `scale`.
+    #[inline]
+    fn scaled(&self, dot: i64, scale: f32) -> f32 {
+        ((f64::from(self.scale) * f64::from(scale)) * dot as f64) as f32
     }
 
     pub(crate) fn new(query: &[f32]) -> QuantizedQuery {
@@ -303,7 +310,7 @@ impl Quantized {
 
     #[inline]
     fn estimate(&self, query: &QuantizedQuery, row: usize, dot: i64) -> f32 {
-        ((f64::from(query.scale) * f64::from(self.scales[row])) * dot as f64) as f32
+        query.scaled(dot, self.scales[row])
     }
 
     /// [`Quantized::estimates`] with AVX2, for `dim <= 4,096` (each `i32` lane then adds
