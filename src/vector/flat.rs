@@ -27,7 +27,7 @@ use hnsw_rs::prelude::Hnsw;
 use rustc_hash::FxHashMap;
 
 use super::Cosine;
-use super::metric::{self, CosineDistance};
+use super::metric;
 use crate::id::VectorKey;
 use crate::{Error, Result};
 
@@ -63,7 +63,11 @@ pub(crate) struct FlatGraph {
 
 impl FlatGraph {
     /// The graph hnsw_rs holds, as flat lists (nobody may insert meanwhile).
-    pub(crate) fn from_hnsw(hnsw: &Hnsw<'_, f32, CosineDistance>) -> FlatGraph {
+    pub(crate) fn from_hnsw<T, D>(hnsw: &Hnsw<'_, T, D>) -> FlatGraph
+    where
+        T: Clone + Send + Sync + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+        D: hnsw_rs::prelude::Distance<T> + Send + Sync,
+    {
         let indexation = hnsw.get_point_indexation();
         if hnsw.get_nb_point() == 0 {
             return FlatGraph::default();
@@ -577,7 +581,7 @@ impl NodeCodes {
 }
 
 /// Bytes as the 8-bit codes they hold.
-fn as_codes(bytes: &[u8]) -> &[i8] {
+pub(crate) fn as_codes(bytes: &[u8]) -> &[i8] {
     // SAFETY: `i8` and `u8` have the same size and alignment, and every bit pattern is
     // a value of both.
     unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<i8>(), bytes.len()) }

@@ -8,18 +8,25 @@
 //! ([`Graph::checkpoint_files`]; hnsw_rs's own graph file, which earlier versions kept,
 //! takes six times the bytes: neighbours' ids and distances at every one of 16 levels),
 //! and hnsw_rs's data file, keyed. At load, hnsw_rs's graph file is written back from the
-//! flat lists, the neighbours' distances computed again from the vectors
+//! flat lists, the neighbours' distances computed again from the nodes' codes
 //! ([`hnsw_graph_file`]), byte for byte the dump hnsw_rs would have written.
 //!
-//! hnsw_rs's data file holds a copy of every vector, which the store already holds in
-//! its documents: a checkpoint keeps it *keyed* instead ([`key_data`]), each vector that
-//! is a live document's arena row replaced by its key, and gets the rows back from the
-//! catalog when it is loaded ([`unkey_data`]). Only the vectors of documents deleted
-//! before the checkpoint (nodes the graph still has) are kept whole.
+//! The graph is built on each vector's 8-bit code ([`metric::graph_code`], compared by
+//! [`CodeDistance`]): hnsw_rs keeps a copy of every point it holds and compares each
+//! insertion with a few thousand of them, and codes are a quarter of the bytes. Searches
+//! score what they return exactly.
+//!
+//! hnsw_rs's data file holds every node's code, which the store can make again from the
+//! vectors its documents hold: a checkpoint keeps it *keyed* instead ([`key_data`]),
+//! each node whose code is that of a live document's arena row replaced by its key, and
+//! gets the codes back from the catalog's rows when it is loaded ([`unkey_data`]). Only
+//! the codes of documents deleted before the checkpoint (nodes the graph still has) are
+//! kept whole. Checkpoints of earlier versions keep those as vectors (`RUCHEKV1`), and
+//! hnsw_rs's own dumps of their graphs hold vectors: both are coded when loaded.
 //!
 //! ```text
-//! keyed = "RUCHEKV1" [dim: u64 LE] [points: u64 LE]
-//!         ([key: u64 LE] [0: a catalog row | 1: dim f32 LE])*
+//! keyed = "RUCHEKV2" [dim: u64 LE] [points: u64 LE]
+//!         ([key: u64 LE] [0: a catalog row | 1: a code, dim + 4 bytes])*
 //! flat  = "RUCHEFG1" [header length: u32 LE] [bincode FlatHeader]
 //!         [flat length: u64 LE] [FlatGraph encoding]
 //!         [lists: u32 LE] ([node: u32 LE] [level: u32 LE] [n: u32 LE] [node: u32 LE]*n)*
@@ -39,7 +46,7 @@ use hnsw_rs::hnswio::HnswIo;
 use hnsw_rs::prelude::Hnsw;
 use serde::{Deserialize, Serialize};
 
-use super::metric::{self, CosineDistance};
+use super::metric::{self, CodeDistance, CosineDistance};
 use crate::id::VectorKey;
 use crate::{Error, Result};
 use hnsw_rs::prelude::Distance;
@@ -95,9 +102,12 @@ impl HnswParams {
 
 const MAX_LAYERS: usize = 16;
 
-/// An HNSW graph over normalised vectors keyed by [`VectorKey`].
+/// An HNSW graph over normalised vectors keyed by [`VectorKey`], built on their 8-bit
+/// codes ([`metric::graph_code`], compared by [`CodeDistance`]): hnsw_rs keeps a copy of
+/// every vector it holds, a quarter of the bytes this way, and compares them a few
+/// thousand times per insertion.
 pub(crate) struct Graph {
-    hnsw: Hnsw<'static, f32, CosineDistance>,
+    hnsw: Hnsw<'static, i8, CodeDistance>,
     params: HnswParams,
 }
 
@@ -119,7 +129,7 @@ impl Graph {
             expected_points.max(1_000),
             MAX_LAYERS,
             params.ef_construction,
-            CosineDistance,
+            CodeDistance,
         );
         Graph { hnsw, params }
     }
@@ -130,9 +140,25 @@ impl Graph {
 
     /// Inserts normalised vectors, in parallel.
     pub(crate) fn insert(&self, items: &[(&[f32], VectorKey)]) {
-        let data: Vec<(&[f32], usize)> = items
+        let mut codes = Vec::with_capacity(
+            items
+                .iter()
+                .map(|(v, _)| metric::graph_code_len(v.len()))
+                .sum(),
+        );
+        let mut ends = Vec::with_capacity(items.len());
+        for (v, _) in items {
+            metric::graph_code(v, &mut codes);
+            ends.push(codes.len());
+        }
+        let data: Vec<(&[i8], usize)> = items
             .iter()
-            .map(|(v, key)| (*v, key.as_u64() as usize))
+            .zip(&ends)
+            .scan(0, |start, ((_, key), &end)| {
+                let code = &codes[*start..end];
+                *start = end;
+                Some((code, key.as_u64() as usize))
+            })
             .collect();
         if data.len() < 64 {
             for item in data {
@@ -143,7 +169,8 @@ impl Graph {
         }
     }
 
-    /// The `k` nearest keys to `query` that `accept` admits, with their cosine.
+    /// The `k` nearest keys to `query` that `accept` admits, with their cosine as the
+    /// codes estimate it (within about 0.01; the caller scores its hits exactly).
     pub(crate) fn search(
         &self,
         query: &[f32],
@@ -154,11 +181,13 @@ impl Graph {
             return Vec::new();
         }
         let ef = self.params.ef_search.max(k);
+        let mut code = Vec::with_capacity(metric::graph_code_len(query.len()));
+        metric::graph_code(query, &mut code);
         let neighbours = match accept {
-            None => self.hnsw.search(query, k, ef),
+            None => self.hnsw.search(&code, k, ef),
             Some(accept) => {
                 let filter = |id: &usize| accept(VectorKey::from_u64(*id as u64));
-                self.hnsw.search_filter(query, k, ef, Some(&filter))
+                self.hnsw.search_filter(&code, k, ef, Some(&filter))
             }
         };
         neighbours
@@ -174,82 +203,24 @@ impl Graph {
     }
 
     /// A checkpoint's files: the graph's edges as flat lists, with what hnsw_rs's dump
-    /// says besides them, and hnsw_rs's data file keyed (each vector that `row` gives
-    /// bit for bit written as its key); and the flat lists, which readers search.
+    /// says besides them, and hnsw_rs's data file keyed (each node whose code is the
+    /// code of what `row` gives written as its key); and the flat lists, which readers
+    /// search.
     pub(crate) fn checkpoint_files(
         &self,
         row: impl Fn(VectorKey) -> Option<Vec<f32>>,
     ) -> (Vec<Vec<u8>>, super::FlatGraph) {
-        let flat = self.flat();
-        let indexation = self.hnsw.get_point_indexation();
-        let dim = indexation.get_data_dimension();
-        let header = FlatHeader {
-            max_nb_connection: self.hnsw.get_max_nb_connection(),
-            level_scale: indexation.get_level_scale(),
-            max_layer: self.hnsw.get_max_level(),
-            ef_construction: self.hnsw.get_ef_construction(),
-            dimension: dim,
-        };
-        let header = bincode::serialize(&header).expect("a header serialises");
-        let encoded = flat.encode();
-        // The neighbour lists the flat lists lack: hnsw_rs also links a point at levels
-        // above its own (a point that was the entry point when one of a higher level
-        // came), which a search of the flat lists never needs, but hnsw_rs's dump has.
-        let node_of: rustc_hash::FxHashMap<u64, u32> = (0..flat.len() as u32)
-            .map(|node| (flat.key(node).as_u64(), node))
-            .collect();
-        let mut extra: Vec<u32> = Vec::new();
-        let mut n_extra = 0u32;
-        let mut keyed = Vec::with_capacity(24 + flat.len() * 9);
-        keyed.extend_from_slice(KEYED_MAGIC);
-        keyed.extend_from_slice(&(dim as u64).to_le_bytes());
-        keyed.extend_from_slice(&(flat.len() as u64).to_le_bytes());
-        // hnsw_rs's points in the order of its dump: by level, lowest first.
-        for level in 0..flat.levels() {
-            for (rank, point) in indexation.get_layer_iterator(level).enumerate() {
-                let node = flat.node_at(level, rank);
-                for (at, neighbours) in point.get_neighborhood_id().iter().enumerate() {
-                    let nodes: Vec<u32> = neighbours
-                        .iter()
-                        .filter_map(|n| node_of.get(&(n.d_id as u64)).copied())
-                        .collect();
-                    if nodes.as_slice() != flat.neighbours(node, at) {
-                        n_extra += 1;
-                        extra.extend([node, at as u32, nodes.len() as u32]);
-                        extra.extend(nodes);
-                    }
-                }
-                let key = flat.key(node);
-                let vector = point.get_v();
-                keyed.extend_from_slice(&key.as_u64().to_le_bytes());
-                let same = row(key).is_some_and(|row| {
-                    row.len() == vector.len()
-                        && row
-                            .iter()
-                            .zip(vector)
-                            .all(|(a, b)| a.to_bits() == b.to_bits())
-                });
-                if same {
-                    keyed.push(0);
-                } else {
-                    keyed.push(1);
-                    vector
-                        .iter()
-                        .for_each(|x| keyed.extend_from_slice(&x.to_le_bytes()));
-                }
-            }
-        }
-        let mut graph = Vec::with_capacity(16 + header.len() + encoded.len() + 4 * extra.len());
-        graph.extend_from_slice(FLAT_MAGIC);
-        graph.extend_from_slice(&(header.len() as u32).to_le_bytes());
-        graph.extend_from_slice(&header);
-        graph.extend_from_slice(&(encoded.len() as u64).to_le_bytes());
-        graph.extend_from_slice(&encoded);
-        graph.extend_from_slice(&n_extra.to_le_bytes());
-        extra
-            .iter()
-            .for_each(|v| graph.extend_from_slice(&v.to_le_bytes()));
-        (vec![graph, keyed], flat)
+        let dim = self
+            .hnsw
+            .get_point_indexation()
+            .get_data_dimension()
+            .saturating_sub(metric::graph_code_len(0));
+        checkpoint_files_of(
+            &self.hnsw,
+            dim,
+            |code, out| out.extend_from_slice(code),
+            row,
+        )
     }
 
     /// Dumps the graph as hnsw_rs writes it: the bytes of its graph file and its data
@@ -352,6 +323,9 @@ impl Graph {
 
     /// Reloads a graph hnsw_rs dumped as `basename.hnsw.graph` and `basename.hnsw.data`
     /// in `dir` (files checked against `manifest` by the caller), reading them in place.
+    /// A dump of an earlier version (a graph of `f32` vectors) is loaded, then its nodes
+    /// coded and the graph loaded again from files written to the system's temporary
+    /// directory: hnsw_rs makes graphs only from files.
     pub(crate) fn load_from(
         manifest: &Manifest,
         dir: &Path,
@@ -359,20 +333,28 @@ impl Graph {
         params: HnswParams,
     ) -> Result<Graph> {
         let phase = std::time::Instant::now();
-        // The loaded graph borrows its loader only when memory-mapping, which we never
-        // ask for: the data is copied into the graph. Leaking the loader (a path and a
-        // few counters) gives the graph the `'static` lifetime it then really has.
-        let io: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, basename)));
-        let loaded = catch_unwind(AssertUnwindSafe(move || {
-            // Moving the `'static` borrow in makes the closure `FnOnce`, so the graph
-            // may keep it.
-            let io = io;
-            io.load_hnsw::<f32, CosineDistance>()
-        }));
-        let hnsw = match loaded {
-            Ok(Ok(hnsw)) => hnsw,
-            Ok(Err(err)) => return Err(Error::corrupt(format!("graph checkpoint: {err}"))),
-            Err(_) => return Err(Error::corrupt("graph checkpoint: unreadable")),
+        let hnsw = match load_dump::<i8, CodeDistance>(dir, basename) {
+            Ok(hnsw) => hnsw,
+            Err(err) => {
+                let Ok(earlier) = load_dump::<f32, CosineDistance>(dir, basename) else {
+                    return Err(err);
+                };
+                if earlier.get_nb_point() != manifest.n_points {
+                    return Err(Error::corrupt("graph checkpoint: point count mismatch"));
+                }
+                let (files, _) =
+                    checkpoint_files_of(&earlier, manifest.dimensions, metric::graph_code, |_| {
+                        None
+                    });
+                drop(earlier);
+                let (data, _) = unkey_data(&files[1], manifest.dimensions, |_| None)?;
+                let graph = hnsw_graph_file(&files[0], &data)?;
+                let scratch = tempfile::Builder::new().prefix(SCRATCH_PREFIX).tempdir()?;
+                for (bytes, suffix) in [graph, data].iter().zip(["hnsw.graph", "hnsw.data"]) {
+                    std::fs::write(scratch.path().join(format!("ruche.{suffix}")), bytes)?;
+                }
+                load_dump::<i8, CodeDistance>(scratch.path(), "ruche")?
+            }
         };
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
@@ -393,8 +375,119 @@ impl Graph {
     }
 }
 
-/// The magic of a keyed data file.
-const KEYED_MAGIC: &[u8; 8] = b"RUCHEKV1";
+/// [`Graph::checkpoint_files`] of a graph of `dim`-dimensional vectors whose nodes hold
+/// `T`s, `code` appending the [`metric::graph_code`] of a node's: the graph this version
+/// builds (its nodes hold codes), or one an earlier version built (they hold vectors).
+fn checkpoint_files_of<T, D>(
+    hnsw: &Hnsw<'_, T, D>,
+    dim: usize,
+    code: impl Fn(&[T], &mut Vec<i8>),
+    row: impl Fn(VectorKey) -> Option<Vec<f32>>,
+) -> (Vec<Vec<u8>>, super::FlatGraph)
+where
+    T: Clone + Send + Sync + Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+    D: Distance<T> + Send + Sync,
+{
+    let flat = super::FlatGraph::from_hnsw(hnsw);
+    let indexation = hnsw.get_point_indexation();
+    let header = FlatHeader {
+        max_nb_connection: hnsw.get_max_nb_connection(),
+        level_scale: indexation.get_level_scale(),
+        max_layer: hnsw.get_max_level(),
+        ef_construction: hnsw.get_ef_construction(),
+        dimension: metric::graph_code_len(dim),
+    };
+    let header = bincode::serialize(&header).expect("a header serialises");
+    let encoded = flat.encode();
+    // The neighbour lists the flat lists lack: hnsw_rs also links a point at levels
+    // above its own (a point that was the entry point when one of a higher level
+    // came), which a search of the flat lists never needs, but hnsw_rs's dump has.
+    let node_of: rustc_hash::FxHashMap<u64, u32> = (0..flat.len() as u32)
+        .map(|node| (flat.key(node).as_u64(), node))
+        .collect();
+    let mut extra: Vec<u32> = Vec::new();
+    let mut n_extra = 0u32;
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let mut keyed = Vec::with_capacity(24 + flat.len() * 9);
+    keyed.extend_from_slice(KEYED_MAGIC);
+    keyed.extend_from_slice(&(dim as u64).to_le_bytes());
+    keyed.extend_from_slice(&(flat.len() as u64).to_le_bytes());
+    // hnsw_rs's points in the order of its dump: by level, lowest first.
+    for level in 0..flat.levels() {
+        for (rank, point) in indexation.get_layer_iterator(level).enumerate() {
+            let node = flat.node_at(level, rank);
+            for (at, neighbours) in point.get_neighborhood_id().iter().enumerate() {
+                let nodes: Vec<u32> = neighbours
+                    .iter()
+                    .filter_map(|n| node_of.get(&(n.d_id as u64)).copied())
+                    .collect();
+                if nodes.as_slice() != flat.neighbours(node, at) {
+                    n_extra += 1;
+                    extra.extend([node, at as u32, nodes.len() as u32]);
+                    extra.extend(nodes);
+                }
+            }
+            let key = flat.key(node);
+            keyed.extend_from_slice(&key.as_u64().to_le_bytes());
+            ours.clear();
+            code(point.get_v(), &mut ours);
+            theirs.clear();
+            if let Some(row) = row(key).filter(|row| row.len() == dim) {
+                metric::graph_code(&row, &mut theirs);
+            }
+            if ours.len() == metric::graph_code_len(dim) && ours == theirs {
+                keyed.push(0);
+            } else {
+                // Whole: the code of a vector the catalog no longer has (or has
+                // changed).
+                ours.resize(metric::graph_code_len(dim), 0);
+                keyed.push(1);
+                keyed.extend(ours.iter().map(|&c| c as u8));
+            }
+        }
+    }
+    let mut graph = Vec::with_capacity(16 + header.len() + encoded.len() + 4 * extra.len());
+    graph.extend_from_slice(FLAT_MAGIC);
+    graph.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    graph.extend_from_slice(&header);
+    graph.extend_from_slice(&(encoded.len() as u64).to_le_bytes());
+    graph.extend_from_slice(&encoded);
+    graph.extend_from_slice(&n_extra.to_le_bytes());
+    extra
+        .iter()
+        .for_each(|v| graph.extend_from_slice(&v.to_le_bytes()));
+    (vec![graph, keyed], flat)
+}
+
+/// hnsw_rs's graph of `T`s dumped as `basename.hnsw.graph` and `basename.hnsw.data` in
+/// `dir`, read in place; a dump of another type or distance is an error.
+fn load_dump<T, D>(dir: &Path, basename: &str) -> Result<Hnsw<'static, T, D>>
+where
+    T: 'static + Clone + Send + Sync + Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+    D: Distance<T> + Default + Send + Sync,
+{
+    // The loaded graph borrows its loader only when memory-mapping, which we never ask
+    // for: the data is copied into the graph. Leaking the loader (a path and a few
+    // counters) gives the graph the `'static` lifetime it then really has.
+    let io: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, basename)));
+    let loaded = catch_unwind(AssertUnwindSafe(move || {
+        // Moving the `'static` borrow in makes the closure `FnOnce`, so the graph may
+        // keep it.
+        let io = io;
+        io.load_hnsw::<T, D>()
+    }));
+    match loaded {
+        Ok(Ok(hnsw)) => Ok(hnsw),
+        Ok(Err(err)) => Err(Error::corrupt(format!("graph checkpoint: {err}"))),
+        Err(_) => Err(Error::corrupt("graph checkpoint: unreadable")),
+    }
+}
+
+/// The magic of a keyed data file whose whole nodes are codes ([`metric::graph_code`]).
+const KEYED_MAGIC: &[u8; 8] = b"RUCHEKV2";
+/// The magic of a keyed data file an earlier version wrote: its whole nodes are vectors
+/// (`dim` `f32`s).
+const KEYED_MAGIC_V1: &[u8; 8] = b"RUCHEKV1";
 /// The magic of a checkpoint's graph file kept as flat lists.
 const FLAT_MAGIC: &[u8; 8] = b"RUCHEFG1";
 /// hnsw_rs's magics: of its graph file's description (format 4), of a layer, of a point.
@@ -410,6 +503,8 @@ struct FlatHeader {
     /// Levels of hnsw_rs's structure (its points keep a neighbour list for each).
     max_layer: usize,
     ef_construction: usize,
+    /// The length of a node's point: its code's (the vectors' dimension + 4), or the
+    /// vectors' dimension in a checkpoint of an earlier version (its nodes were vectors).
     dimension: usize,
 }
 
@@ -456,36 +551,36 @@ fn split_flat_file(bytes: &[u8]) -> Result<(FlatHeader, super::FlatGraph, ExtraL
 pub(crate) fn hnsw_graph_file(flat_file: &[u8], data: &[u8]) -> Result<Vec<u8>> {
     let (header, flat, extra) = split_flat_file(flat_file)?;
     let damaged = |why: &str| Error::corrupt(format!("graph checkpoint: {why}"));
-    let dim = header.dimension;
     if flat.levels() > header.max_layer || header.max_layer > 64 {
         return Err(damaged("more levels than hnsw_rs has"));
     }
-    // Each node's vector, from the data file (in hnsw_rs's dump order).
-    let mut vectors: Vec<&[u8]> = vec![&[]; flat.len()];
+    // Each node's code, from the data file (in hnsw_rs's dump order).
+    let mut codes: Vec<&[i8]> = vec![&[]; flat.len()];
     let mut reader = Bytes::new(data, damaged);
-    if reader.u32_le()? != HNSW_DATA_MAGIC || reader.u64_le()? != dim as u64 {
+    if reader.u32_le()? != HNSW_DATA_MAGIC {
+        return Err(damaged("data file of another graph"));
+    }
+    // The codes' length: the header's, or, in a checkpoint of a graph an earlier version
+    // built on vectors, the code length of the vectors' dimension the header records.
+    let dim = usize::try_from(reader.u64_le()?).map_err(|_| damaged("bad dimension"))?;
+    if dim != header.dimension
+        && Some(dim) != header.dimension.checked_add(metric::graph_code_len(0))
+    {
         return Err(damaged("data file of another graph"));
     }
     for node in flat.dump_order() {
         let key = flat.key(node).as_u64();
         if reader.u32_le()? != HNSW_DATA_MAGIC
             || reader.u64_le()? != key
-            || reader.u64_le()? != (dim * 4) as u64
+            || reader.u64_le()? != dim as u64
         {
             return Err(damaged("data file of another graph"));
         }
-        vectors[node as usize] = reader.take(dim * 4)?;
+        codes[node as usize] = super::flat::as_codes(reader.take(dim)?);
     }
     if !reader.is_empty() {
         return Err(damaged("data file of another graph"));
     }
-    let floats = |bytes: &[u8]| -> Vec<f32> {
-        bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect()
-    };
-    let decoded: Vec<Vec<f32>> = vectors.iter().map(|v| floats(v)).collect();
     let mut out = Vec::with_capacity(flat.len() * 200);
     let mut put = |bytes: &[u8]| out.extend_from_slice(bytes);
     // The description (hnsw_rs's `Description::dump`, format 4).
@@ -497,8 +592,8 @@ pub(crate) fn hnsw_graph_file(flat_file: &[u8], data: &[u8]) -> Result<Vec<u8>> 
     put(&(flat.len() as u64).to_le_bytes());
     put(&(dim as u64).to_le_bytes());
     for name in [
-        std::any::type_name::<CosineDistance>(),
-        std::any::type_name::<f32>(),
+        std::any::type_name::<CodeDistance>(),
+        std::any::type_name::<i8>(),
     ] {
         put(&(name.len() as u64).to_le_bytes());
         put(name.as_bytes());
@@ -531,8 +626,7 @@ pub(crate) fn hnsw_graph_file(flat_file: &[u8], data: &[u8]) -> Result<Vec<u8>> 
                 put(&(neighbours.len() as u64).to_le_bytes());
                 for &next in neighbours {
                     let (next_level, next_rank) = flat.point_id(next);
-                    let distance =
-                        CosineDistance.eval(&decoded[node as usize], &decoded[next as usize]);
+                    let distance = CodeDistance.eval(codes[node as usize], codes[next as usize]);
                     put(&flat.key(next).as_u64().to_le_bytes());
                     put(&[next_level]);
                     put(&next_rank.to_le_bytes());
@@ -554,7 +648,7 @@ pub(crate) fn hnsw_graph_file(flat_file: &[u8], data: &[u8]) -> Result<Vec<u8>> 
 const HNSW_DATA_MAGIC: u32 = 0xa67f_0000;
 
 /// A keyed copy of hnsw_rs's data file `data` (see the module's doc): each point whose
-/// vector is, bit for bit, what `row` gives for its key is written as its key alone.
+/// code is the code of what `row` gives for its key is written as its key alone.
 #[cfg(test)]
 pub(crate) fn key_data(
     data: &[u8],
@@ -565,8 +659,10 @@ pub(crate) fn key_data(
     if reader.u32_le()? != HNSW_DATA_MAGIC {
         return Err(damaged("not a data file"));
     }
-    let dim = reader.u64_le()? as usize;
-    let vector_bytes = dim.checked_mul(4).ok_or_else(|| damaged("bad dimension"))?;
+    let vector_bytes = reader.u64_le()? as usize;
+    let dim = vector_bytes
+        .checked_sub(metric::graph_code_len(0))
+        .ok_or_else(|| damaged("bad dimension"))?;
     let mut points = Vec::new();
     while !reader.is_empty() {
         if reader.u32_le()? != HNSW_DATA_MAGIC {
@@ -583,15 +679,14 @@ pub(crate) fn key_data(
     out.extend_from_slice(KEYED_MAGIC);
     out.extend_from_slice(&(dim as u64).to_le_bytes());
     out.extend_from_slice(&(points.len() as u64).to_le_bytes());
+    let mut code = Vec::new();
     for (key, bytes) in points {
         out.extend_from_slice(&key.to_le_bytes());
-        let same = row(VectorKey::from_u64(key)).is_some_and(|row| {
-            row.len() == dim
-                && row
-                    .iter()
-                    .zip(bytes.chunks_exact(4))
-                    .all(|(x, b)| x.to_le_bytes() == b)
-        });
+        code.clear();
+        if let Some(row) = row(VectorKey::from_u64(key)).filter(|row| row.len() == dim) {
+            metric::graph_code(&row, &mut code);
+        }
+        let same = super::flat::as_codes(bytes) == code.as_slice();
         if same {
             out.push(0);
         } else {
@@ -602,15 +697,18 @@ pub(crate) fn key_data(
     Ok(out)
 }
 
-/// Whether a checkpoint's data file is keyed ([`key_data`]), not as hnsw_rs wrote it.
+/// Whether a checkpoint's data file is keyed ([`Graph::checkpoint_files`], or an
+/// earlier version's), not as hnsw_rs wrote it.
 pub(crate) fn is_keyed(data: &[u8]) -> bool {
-    data.starts_with(KEYED_MAGIC)
+    data.starts_with(KEYED_MAGIC) || data.starts_with(KEYED_MAGIC_V1)
 }
 
-/// hnsw_rs's data file of a keyed one: each key's vector is what `row` gives, or zeros
-/// when it gives none (a document deleted since the checkpoint: its node is dead, and
-/// zeros keep it out of everyone's way). Returns the file and the number of such keys.
-/// Vectors have `dim` dimensions: a file that says otherwise is damaged.
+/// hnsw_rs's data file of a keyed one: each key's code is the [`metric::graph_code`] of
+/// what `row` gives, or zeros when it gives none (a document deleted since the
+/// checkpoint: its node is dead, and a zero scale puts it at distance 1 of everyone).
+/// Returns the file and the number of such keys. Vectors have `dim` dimensions: a file
+/// that says otherwise is damaged. The whole nodes of an earlier version's keyed file
+/// are vectors, coded here.
 pub(crate) fn unkey_data(
     keyed: &[u8],
     dim: usize,
@@ -618,14 +716,19 @@ pub(crate) fn unkey_data(
 ) -> Result<(Vec<u8>, usize)> {
     let damaged = |why: &str| Error::corrupt(format!("graph checkpoint: keyed data: {why}"));
     let mut reader = Bytes::new(keyed, damaged);
-    if reader.take(KEYED_MAGIC.len())? != KEYED_MAGIC {
-        return Err(damaged("bad magic"));
-    }
+    let of_vectors = match reader.take(KEYED_MAGIC.len())? {
+        magic if magic == KEYED_MAGIC => false,
+        magic if magic == KEYED_MAGIC_V1 => true,
+        _ => return Err(damaged("bad magic")),
+    };
     if reader.u64_le()? != dim as u64 {
         return Err(damaged("vectors of another dimension"));
     }
     let points = reader.u64_le()?;
-    let vector_bytes = dim * 4;
+    let vector_bytes = metric::graph_code_len(dim);
+    let whole_bytes = if of_vectors { dim * 4 } else { vector_bytes };
+    let mut code = Vec::with_capacity(vector_bytes);
+    let mut vector = Vec::with_capacity(dim);
     // Each point takes at least 9 bytes: a count the file cannot hold is damage, not
     // an allocation to attempt.
     if points > (keyed.len() / 9) as u64 {
@@ -633,28 +736,36 @@ pub(crate) fn unkey_data(
     }
     let mut out = Vec::with_capacity(12 + points as usize * (20 + vector_bytes));
     out.extend_from_slice(&HNSW_DATA_MAGIC.to_le_bytes());
-    out.extend_from_slice(&dim.to_le_bytes());
+    out.extend_from_slice(&(vector_bytes as u64).to_le_bytes());
     let mut missing = 0;
     for _ in 0..points {
         let key = reader.u64_le()?;
         out.extend_from_slice(&HNSW_DATA_MAGIC.to_le_bytes());
         out.extend_from_slice(&key.to_le_bytes());
         out.extend_from_slice(&(vector_bytes as u64).to_le_bytes());
+        code.clear();
         match reader.take(1)?[0] {
             0 => match row(VectorKey::from_u64(key)).filter(|row| row.len() == dim) {
-                Some(row) => {
-                    for x in row {
-                        out.extend_from_slice(&x.to_le_bytes());
-                    }
-                }
+                Some(row) => metric::graph_code(&row, &mut code),
                 None => {
                     missing += 1;
-                    out.resize(out.len() + vector_bytes, 0);
+                    code.resize(vector_bytes, 0);
                 }
             },
-            1 => out.extend_from_slice(reader.take(vector_bytes)?),
+            1 if of_vectors => {
+                vector.clear();
+                vector.extend(
+                    reader
+                        .take(whole_bytes)?
+                        .chunks_exact(4)
+                        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                );
+                metric::graph_code(&vector, &mut code);
+            }
+            1 => code.extend_from_slice(super::flat::as_codes(reader.take(whole_bytes)?)),
             _ => return Err(damaged("bad point tag")),
         }
+        out.extend(code.iter().map(|&c| c as u8));
     }
     if !reader.is_empty() {
         return Err(damaged("trailing bytes"));
@@ -839,7 +950,8 @@ mod tests {
         let keyed = key_data(data, at_checkpoint).unwrap();
         assert!(is_keyed(&keyed));
         assert!(!is_keyed(data));
-        assert_eq!(keyed.len(), 24 + 60 * 9 + 6 * DIM * 4);
+        let code_len = metric::graph_code_len(DIM);
+        assert_eq!(keyed.len(), 24 + 60 * 9 + 6 * code_len);
 
         // Unkeyed with the same rows: hnsw_rs's file, byte for byte.
         let (again, missing) = unkey_data(&keyed, DIM, at_checkpoint).unwrap();
@@ -853,7 +965,7 @@ mod tests {
         let (unkeyed, missing) = unkey_data(&keyed, DIM, now).unwrap();
         assert_eq!(missing, 5);
         assert_eq!(unkeyed.len(), data.len());
-        let record = 4 + 8 + 8 + DIM * 4;
+        let record = 4 + 8 + 8 + code_len;
         let mut differing = 0;
         for (a, b) in data[12..].chunks(record).zip(unkeyed[12..].chunks(record)) {
             assert_eq!(a[..20], b[..20]);
@@ -886,13 +998,92 @@ mod tests {
             assert_eq!(found[0], graph.search(&query, 5, None)[0]);
             for (key, cosine) in found {
                 let exact = metric::dot(&query, &rows[&key.as_u64()]);
-                assert!((10..=14).contains(&(key.as_u64() >> 16)) || (cosine - exact).abs() < 1e-5);
+                // The codes' estimate.
+                assert!((10..=14).contains(&(key.as_u64() >> 16)) || (cosine - exact).abs() < 0.02);
             }
         }
+        // An earlier version's keyed file keeps vectors whole, not codes: unkeyed, the
+        // same data file.
+        let mut earlier = KEYED_MAGIC_V1.to_vec();
+        earlier.extend_from_slice(&keyed[8..24]);
+        let mut at = 24;
+        while at < keyed.len() {
+            let key = u64::from_le_bytes(keyed[at..at + 8].try_into().unwrap());
+            earlier.extend_from_slice(&keyed[at..at + 9]);
+            at += 9;
+            if keyed[at - 1] == 1 {
+                rows[&key]
+                    .iter()
+                    .for_each(|x| earlier.extend_from_slice(&x.to_le_bytes()));
+                at += code_len;
+            }
+        }
+        assert!(is_keyed(&earlier));
+        assert_eq!(
+            unkey_data(&earlier, DIM, at_checkpoint).unwrap(),
+            (data.clone(), 0)
+        );
+
         // A damaged keyed file is refused before it is unkeyed.
         let mut damaged = keyed.clone();
         damaged[30] ^= 1;
         assert!(Graph::unpack(&manifest, vec![files[0].clone(), damaged], now).is_err());
+    }
+
+    /// A graph an earlier version built and hnsw_rs dumped (its nodes hold `f32`
+    /// vectors, compared by `CosineDistance`) loads as a graph of codes with the same
+    /// edges, which finds each vector's own node first.
+    #[test]
+    fn an_earlier_versions_dump_of_vectors_loads_as_a_graph_of_codes() {
+        let n = 500u64;
+        let earlier: Hnsw<'_, f32, CosineDistance> =
+            Hnsw::new(16, n as usize, MAX_LAYERS, 200, CosineDistance);
+        let rows: Vec<Vec<f32>> = (0..n).map(vector).collect();
+        for (i, row) in rows.iter().enumerate() {
+            earlier.insert_slice((row, i << 16));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let basename = earlier.file_dump(dir.path(), "old").unwrap();
+        let manifest = Manifest {
+            covered_seq: n,
+            n_points: n as usize,
+            dimensions: DIM,
+            files: Vec::new(),
+        };
+        let loaded =
+            Graph::load_from(&manifest, dir.path(), &basename, HnswParams::default()).unwrap();
+        assert_eq!(loaded.len(), n as usize);
+        // The same edges (each list in the order of the codes' distances).
+        let edges = |flat: &super::super::FlatGraph| {
+            let mut edges: Vec<(u64, usize, Vec<u64>)> = (0..flat.len() as u32)
+                .flat_map(|node| {
+                    (0..flat.levels()).map(move |level| {
+                        let mut next: Vec<u64> = flat
+                            .neighbours(node, level)
+                            .iter()
+                            .map(|&n| flat.key(n).as_u64())
+                            .collect();
+                        next.sort_unstable();
+                        (flat.key(node).as_u64(), level, next)
+                    })
+                })
+                .collect();
+            edges.sort_unstable();
+            edges
+        };
+        assert_eq!(
+            edges(&loaded.flat()),
+            edges(&super::super::FlatGraph::from_hnsw(&earlier))
+        );
+        for (i, row) in rows.iter().enumerate().step_by(7) {
+            assert_eq!(loaded.search(row, 1, None)[0].0.as_u64(), (i as u64) << 16);
+        }
+        // A point count the manifest does not record is refused.
+        let other = Manifest {
+            n_points: n as usize + 1,
+            ..manifest
+        };
+        assert!(Graph::load_from(&other, dir.path(), &basename, HnswParams::default()).is_err());
     }
 
     /// An `ef_construction` or `ef_search` of 0 is refused under its own key.
