@@ -6,7 +6,9 @@ from `search --batch --json`, Qdrant Edge's `shard.query` on a prebuilt request,
 hybrid query), nDCG@10 where there are relevance labels, open + first query in a fresh
 process, disk, and the resident memory of a process that opens the index and runs every
 query. Latency is measured in rounds, the engines interleaved; the table shows the
-median over rounds of each round's p50 and p99, and ratios to ruche.
+median over rounds of each round's p50 and p99, and ratios to ruche. Each ingest starts
+after `sync`: the disk is not still writing the input files (or the last engine's) when
+an engine's clock starts.
 """
 
 from __future__ import annotations
@@ -188,6 +190,7 @@ class Ruche:
         with open(os.path.join(self.work, "first.jsonl"), "w") as f:
             q_id, text, v = data.queries[0]
             f.write(json.dumps({"id": q_id, "text": text, "kind": "chunks", "embedding": v.tolist()}) + "\n")
+        os.sync()
         started = time.perf_counter()
         out = subprocess.run(
             [self.binary, "index", self.dir, "--chunks", chunks],
@@ -253,6 +256,7 @@ class QdrantEdge:
             sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         )
         bm25 = qe.Bm25(qe.Bm25Config(language="english"))
+        os.sync()
         started = time.perf_counter()
         shard = qe.EdgeShard.create(self.dir, config)
         for at in range(0, len(data.docs), 1000):
@@ -323,6 +327,7 @@ class Lance:
         import pyarrow as pa
 
         self.dir = os.path.join(self.work, "lance")
+        os.sync()
         started = time.perf_counter()
         db = lancedb.connect(self.dir)
         dim = len(data.docs[0][2])
