@@ -140,24 +140,21 @@ impl Graph {
 
     /// Inserts normalised vectors, in parallel.
     pub(crate) fn insert(&self, items: &[(&[f32], VectorKey)]) {
-        let mut codes = Vec::with_capacity(
-            items
-                .iter()
-                .map(|(v, _)| metric::graph_code_len(v.len()))
-                .sum(),
-        );
-        let mut ends = Vec::with_capacity(items.len());
-        for (v, _) in items {
-            metric::graph_code(v, &mut codes);
-            ends.push(codes.len());
-        }
+        let mut codes = Vec::new();
+        let starts: Vec<usize> = items
+            .iter()
+            .map(|(v, _)| {
+                let start = codes.len();
+                metric::graph_code(v, &mut codes);
+                start
+            })
+            .collect();
         let data: Vec<(&[i8], usize)> = items
             .iter()
-            .zip(&ends)
-            .scan(0, |start, ((_, key), &end)| {
-                let code = &codes[*start..end];
-                *start = end;
-                Some((code, key.as_u64() as usize))
+            .zip(starts)
+            .map(|((v, key), start)| {
+                let code = &codes[start..start + metric::graph_code_len(v.len())];
+                (code, key.as_u64() as usize)
             })
             .collect();
         if data.len() < 64 {
@@ -307,13 +304,7 @@ impl Graph {
             }
             _ => files,
         };
-        let dir = tempfile::Builder::new()
-            .prefix(SCRATCH_PREFIX)
-            .tempdir_in(scratch)
-            .or_else(|_| tempfile::tempdir())?;
-        for (bytes, suffix) in files.iter().zip(["hnsw.graph", "hnsw.data"]) {
-            std::fs::write(dir.path().join(format!("ruche.{suffix}")), bytes)?;
-        }
+        let dir = write_dump(scratch, files)?;
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "checkpoint files written"
@@ -339,9 +330,6 @@ impl Graph {
                 let Ok(earlier) = load_dump::<f32, CosineDistance>(dir, basename) else {
                     return Err(err);
                 };
-                if earlier.get_nb_point() != manifest.n_points {
-                    return Err(Error::corrupt("graph checkpoint: point count mismatch"));
-                }
                 let (files, _) =
                     checkpoint_files_of(&earlier, manifest.dimensions, metric::graph_code, |_| {
                         None
@@ -349,10 +337,7 @@ impl Graph {
                 drop(earlier);
                 let (data, _) = unkey_data(&files[1], manifest.dimensions, |_| None)?;
                 let graph = hnsw_graph_file(&files[0], &data)?;
-                let scratch = tempfile::Builder::new().prefix(SCRATCH_PREFIX).tempdir()?;
-                for (bytes, suffix) in [graph, data].iter().zip(["hnsw.graph", "hnsw.data"]) {
-                    std::fs::write(scratch.path().join(format!("ruche.{suffix}")), bytes)?;
-                }
+                let scratch = write_dump(&std::env::temp_dir(), &[graph, data])?;
                 load_dump::<i8, CodeDistance>(scratch.path(), "ruche")?
             }
         };
@@ -457,6 +442,20 @@ where
         .iter()
         .for_each(|v| graph.extend_from_slice(&v.to_le_bytes()));
     (vec![graph, keyed], flat)
+}
+
+/// Writes hnsw_rs's graph file and data file, `files`, as `ruche.hnsw.graph` and
+/// `ruche.hnsw.data` into a new scratch directory (prefix [`SCRATCH_PREFIX`]) in
+/// `scratch`, or in the system's temporary directory when `scratch` cannot take one.
+fn write_dump(scratch: &Path, files: &[Vec<u8>]) -> Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new()
+        .prefix(SCRATCH_PREFIX)
+        .tempdir_in(scratch)
+        .or_else(|_| tempfile::tempdir())?;
+    for (bytes, suffix) in files.iter().zip(["hnsw.graph", "hnsw.data"]) {
+        std::fs::write(dir.path().join(format!("ruche.{suffix}")), bytes)?;
+    }
+    Ok(dir)
 }
 
 /// hnsw_rs's graph of `T`s dumped as `basename.hnsw.graph` and `basename.hnsw.data` in
@@ -705,7 +704,7 @@ pub(crate) fn is_keyed(data: &[u8]) -> bool {
 
 /// hnsw_rs's data file of a keyed one: each key's code is the [`metric::graph_code`] of
 /// what `row` gives, or zeros when it gives none (a document deleted since the
-/// checkpoint: its node is dead, and a zero scale puts it at distance 1 of everyone).
+/// checkpoint: its node is dead, and a zero norm puts it at distance 1 of everyone).
 /// Returns the file and the number of such keys. Vectors have `dim` dimensions: a file
 /// that says otherwise is damaged. The whole nodes of an earlier version's keyed file
 /// are vectors, coded here.
