@@ -16,9 +16,18 @@
 //! been taken back, which the state machine below decides: the helper can only start a
 //! posted closure by moving the state from `POSTED` to `RUNNING`, the caller can only
 //! take it back by moving it from `POSTED` to `CLAIMED`, and one of the two wins.
+//!
+//! The helper only helps from another CPU than the caller's. On a virtual machine whose
+//! CPUs share no cache in the scheduler's eyes (this 2-vCPU VM's), Linux wakes a thread
+//! on the CPU it last ran on or on its waker's, never on an idle third choice, so a
+//! helper placed on its caller's CPU stayed there, waiting for the caller's time slice,
+//! until the periodic balancing moved it: the first 3 to 24 searches of a fresh process
+//! ran their legs one after the other (in 8 of 12 processes at 10,000 chunks). A caller
+//! that takes its closure back therefore leaves its CPU's number, and a helper that
+//! finds itself on that CPU moves off it (`cpu::move_off`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
@@ -60,7 +69,11 @@ struct Helper {
     state: AtomicU8,
     /// The posted closure and the thread that posted it (to wake when it is done).
     slot: Mutex<Option<(SendJob, Thread)>>,
-    thread: Thread,
+    /// The helper's thread, set once it is spawned.
+    thread: OnceLock<Thread>,
+    /// The CPU of the last caller that ran its closure itself because the helper had not
+    /// started it (-1: none), for the helper to move off if it is there too.
+    crowded: AtomicI32,
 }
 
 /// A [`Job`] that can be handed to the helper thread: the closure is `Send`, and the
@@ -72,24 +85,31 @@ struct SendJob(Job);
 unsafe impl Send for SendJob {}
 
 /// The helper, started on first use; `None` if its thread could not be started.
+///
+/// The new thread starts without its spawner waiting for it: a spawner that blocked
+/// until it had started (a channel's handshake) was woken on the new thread's CPU. It
+/// moves off its spawner's CPU if it starts there.
 fn helper() -> Option<&'static Helper> {
     static HELPER: OnceLock<Option<&'static Helper>> = OnceLock::new();
     *HELPER.get_or_init(|| {
-        let (sender, receiver) = std::sync::mpsc::channel::<&'static Helper>();
+        let helper: &'static Helper = Box::leak(Box::new(Helper {
+            state: AtomicU8::new(IDLE),
+            slot: Mutex::new(None),
+            thread: OnceLock::new(),
+            crowded: AtomicI32::new(cpu::current()),
+        }));
         let spawned = thread::Builder::new()
             .name("ruche-beside".to_string())
-            .spawn(move || {
-                let helper: &'static Helper = Box::leak(Box::new(Helper {
-                    state: AtomicU8::new(IDLE),
-                    slot: Mutex::new(None),
-                    thread: thread::current(),
-                }));
-                if sender.send(helper).is_ok() {
-                    helper.serve();
-                }
-            });
-        spawned.ok().and_then(|_| receiver.recv().ok())
+            .spawn(move || helper.serve())
+            .ok()?;
+        let _ = helper.thread.set(spawned.thread().clone());
+        Some(helper)
     })
+}
+
+/// Starts the helper ahead of the first [`join`], so that it has found its CPU by then.
+pub(crate) fn start() {
+    let _ = helper();
 }
 
 impl Helper {
@@ -130,6 +150,11 @@ impl Helper {
     fn wait_for(&self, state: u8) -> bool {
         let started = Instant::now();
         loop {
+            if state == POSTED {
+                // Before it looks for a closure: one started on its caller's CPU runs
+                // after the caller's own.
+                self.leave_crowded_cpu();
+            }
             if self.state.load(Ordering::Acquire) == state {
                 return true;
             }
@@ -139,6 +164,64 @@ impl Helper {
             thread::yield_now();
         }
     }
+
+    /// Moves the helper off the CPU a caller left in `crowded` if it runs there.
+    fn leave_crowded_cpu(&self) {
+        if self.crowded.load(Ordering::Relaxed) < 0 {
+            return;
+        }
+        let crowded = self.crowded.swap(-1, Ordering::Relaxed);
+        if crowded >= 0 && crowded == cpu::current() {
+            cpu::move_off(crowded);
+        }
+    }
+}
+
+/// Where the calling thread runs, and moving it elsewhere (Linux; elsewhere the helper
+/// stays where the scheduler puts it).
+mod cpu {
+    /// The CPU the calling thread runs on, or -1 if unknown.
+    #[cfg(target_os = "linux")]
+    pub(super) fn current() -> i32 {
+        // SAFETY: no arguments; returns -1 on error.
+        unsafe { libc::sched_getcpu() }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn current() -> i32 {
+        -1
+    }
+
+    /// Moves the calling thread off `cpu` to another CPU it may run on, then gives it
+    /// back the CPUs it had (the scheduler leaves a thread where it is). Nothing happens
+    /// when `cpu` is the only one it may run on, or when its CPUs cannot be read.
+    #[cfg(target_os = "linux")]
+    pub(super) fn move_off(cpu: i32) {
+        let Ok(cpu) = usize::try_from(cpu) else {
+            return;
+        };
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: `cpu_set_t` is plain bits, valid zeroed; the calls take its size, and
+        // pid 0 is the calling thread.
+        unsafe {
+            let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, size, &mut allowed) != 0
+                || cpu >= 8 * size
+                || !libc::CPU_ISSET(cpu, &allowed)
+                || libc::CPU_COUNT(&allowed) < 2
+            {
+                return;
+            }
+            let mut elsewhere = allowed;
+            libc::CPU_CLR(cpu, &mut elsewhere);
+            if libc::sched_setaffinity(0, size, &elsewhere) == 0 {
+                libc::sched_setaffinity(0, size, &allowed);
+            }
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn move_off(_cpu: i32) {}
 }
 
 /// Runs `a` on the calling thread and `b` beside it on the helper thread when the helper
@@ -178,7 +261,9 @@ where
         .lock()
         .unwrap_or_else(|poison| poison.into_inner()) = Some((SendJob(job), thread::current()));
     helper.state.store(POSTED, Ordering::Release);
-    helper.thread.unpark();
+    if let Some(thread) = helper.thread.get() {
+        thread.unpark();
+    }
 
     let ra = catch_unwind(AssertUnwindSafe(a));
 
@@ -187,7 +272,9 @@ where
         .compare_exchange(POSTED, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
         .is_ok()
     {
-        // The helper has not started it: run it here.
+        // The helper has not started it: run it here, and have it move off this CPU if
+        // it is waiting on it.
+        helper.crowded.store(cpu::current(), Ordering::Relaxed);
         helper
             .slot
             .lock()
@@ -329,5 +416,59 @@ mod tests {
             );
         }
         assert_eq!(join(|| 1, || 2), (1, 2));
+    }
+
+    /// The CPUs a thread may run on.
+    #[cfg(target_os = "linux")]
+    fn allowed() -> libc::cpu_set_t {
+        // SAFETY: as in `cpu::move_off`.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            assert_eq!(libc::sched_getaffinity(0, size, &mut set), 0);
+            set
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn same(a: &libc::cpu_set_t, b: &libc::cpu_set_t) -> bool {
+        // SAFETY: reads plain bit sets, within their size.
+        (0..8 * std::mem::size_of::<libc::cpu_set_t>())
+            .all(|cpu| unsafe { libc::CPU_ISSET(cpu, a) == libc::CPU_ISSET(cpu, b) })
+    }
+
+    /// A thread moved off its CPU runs on another and may still run on every CPU it
+    /// could; one that may only run on its own stays there, its CPUs unchanged.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_thread_moved_off_its_cpu_runs_elsewhere_with_the_cpus_it_had() {
+        std::thread::spawn(|| {
+            let before = allowed();
+            // SAFETY: reads a plain bit set.
+            if unsafe { libc::CPU_COUNT(&before) } >= 2 {
+                let mut moved = 0;
+                for _ in 0..20 {
+                    let here = cpu::current();
+                    cpu::move_off(here);
+                    moved += usize::from(cpu::current() != here);
+                    assert!(same(&allowed(), &before), "its CPUs are given back");
+                }
+                // The scheduler may move it back between the two reads, rarely.
+                assert!(moved >= 15, "moved off its CPU {moved} times in 20");
+            }
+            let here = cpu::current();
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            // SAFETY: as in `cpu::move_off`.
+            unsafe {
+                let mut only = std::mem::zeroed::<libc::cpu_set_t>();
+                libc::CPU_SET(usize::try_from(here).unwrap(), &mut only);
+                assert_eq!(libc::sched_setaffinity(0, size, &only), 0);
+                cpu::move_off(here);
+                assert_eq!(cpu::current(), here);
+                assert!(same(&allowed(), &only));
+            }
+        })
+        .join()
+        .unwrap();
     }
 }

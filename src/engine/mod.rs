@@ -359,6 +359,7 @@ impl Engine {
             builder.config.fusion.patterns_in_text,
         )?;
         let mut catalog = catalog;
+        search::start_helper_for(&catalog);
         maintain::fill_tokens(&text, &mut catalog)?;
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
@@ -490,6 +491,7 @@ impl Engine {
             untokened,
             ..
         } = opened?;
+        search::start_helper_for(&catalog);
         // The catalog holds what searches need: the documents stay in their files.
         store.release_published();
         maintain::fill_tokens_of(&text, &mut catalog, untokened.as_deref())?;

@@ -68,6 +68,15 @@ impl Retriever for Inner {
 /// The fewest documents in a search's scope for which its two legs run on two threads.
 const PARALLEL_LEGS_FROM: u64 = 2_000;
 
+/// Starts the thread that runs a search's second leg when `catalog` holds enough
+/// documents for its searches to need it, so that it has found a CPU of its own by the
+/// first search.
+pub(super) fn start_helper_for(catalog: &Catalog) {
+    if catalog.len() as u64 >= PARALLEL_LEGS_FROM {
+        super::beside::start();
+    }
+}
+
 impl Inner {
     fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
         let started = Instant::now();
