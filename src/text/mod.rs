@@ -1171,11 +1171,19 @@ struct Slot {
     codes: u32,
 }
 
+// SAFETY: every field is an integer or a float, for which all-zero bytes are a valid
+// value: a zeroed `Slot` is `Slot::default()`.
+unsafe impl bytemuck::Zeroable for Slot {}
+
 impl Accumulators {
     /// Starts a walk of a segment of `max_doc` documents.
     fn start(&mut self, max_doc: usize) {
         if self.slots.len() < max_doc {
-            self.slots.resize(max_doc, Slot::default());
+            // Zeroed memory straight from the allocator (fresh pages are zero already),
+            // not written slot by slot: a zero stamp is no walk's, so every slot is
+            // empty. Writing 2.4 MB of slots was a fifth of a process's first walk at
+            // 100,000 documents.
+            self.slots = bytemuck::zeroed_vec(max_doc);
         }
         self.walk = self.walk.wrapping_add(1);
         if self.walk == 0 {
