@@ -145,6 +145,9 @@ impl Inner {
         let text_plan_made: OnceLock<Arc<crate::text::TextPlan>> = OnceLock::new();
         let text_found: OnceLock<FxHashSet<DocId>> = OnceLock::new();
         let vector_docs = SharedDecode::default();
+        // A long text walk offers half its work to the vector leg's thread, once that
+        // leg is done with its own.
+        let text_walk = crate::text::WalkShare::default();
         let vector_leg = || {
             let stage = Instant::now();
             let hits = match query.vector {
@@ -179,10 +182,16 @@ impl Inner {
                 })
             });
             vector_docs.help(&catalog);
+            // A long text walk is then the search's longest part: when the text leg has
+            // said it offers parts of it, this thread walks some until it is done.
+            if text_walk.coming() {
+                text_walk.help_while_running();
+            }
             (hits, micros, scored)
         };
         let text_leg = || {
             let stage = Instant::now();
+            let walking = text_walk.leg();
             let text_query =
                 self.text
                     .analyze(&request.text, request.kind, &request.tenant_id, scope);
@@ -191,10 +200,12 @@ impl Inner {
                 if !plan.is_empty() {
                     let _ = text_plan_made.set(Arc::clone(&plan));
                 }
-                let hits = self.text.search(&plan, query.limit, &accept)?;
+                let share = side_by_side.then_some(&text_walk);
+                let hits = self.text.search(&plan, query.limit, &accept, share)?;
                 let _ = text_found.set(hits.iter().map(|(doc, _)| *doc).collect());
                 Ok((hits, plan))
             });
+            drop(walking);
             let micros = micros(stage);
             let mut cosines = FxHashMap::default();
             if let Ok((hits, _)) = &hits {

@@ -12,6 +12,7 @@ use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 
 use tantivy::fieldnorm::FieldNormReader;
@@ -659,21 +660,26 @@ impl TextIndex {
     /// tantivy's top-k search (block-max WAND) skips the documents that cannot make the
     /// cut, so `accept` sees a few of the matches, not all: the scores of other
     /// candidates come from [`TextIndex::score_docs`]. Each hit comes with its
-    /// coverage, as [`TextIndex::score_docs`] measures it.
+    /// coverage, as [`TextIndex::score_docs`] measures it. A long walk of every posting
+    /// offers parts of its work to `share`, for the search's other thread.
     pub(crate) fn search<'a>(
         &self,
         plan: &TextPlan,
         limit: usize,
-        accept: &dyn Fn(DocId) -> Option<&'a dyn UserId>,
+        accept: &(dyn Fn(DocId) -> Option<&'a dyn UserId> + Sync),
+        share: Option<&WalkShare>,
     ) -> Result<Vec<(DocId, TextMatch)>> {
-        guarded("searching", || self.search_unguarded(plan, limit, accept))
+        guarded("searching", || {
+            self.search_unguarded(plan, limit, accept, share)
+        })
     }
 
     fn search_unguarded<'a>(
         &self,
         plan: &TextPlan,
         limit: usize,
-        accept: &dyn Fn(DocId) -> Option<&'a dyn UserId>,
+        accept: &(dyn Fn(DocId) -> Option<&'a dyn UserId> + Sync),
+        share: Option<&WalkShare>,
     ) -> Result<Vec<(DocId, TextMatch)>> {
         let Some(text_query) = plan.query.to_query() else {
             return Ok(Vec::new());
@@ -684,7 +690,7 @@ impl TextIndex {
         let searcher = &plan.searcher;
         let statistics = self.statistics(searcher, plan.query.scope, Some(&plan.freqs));
         if plan.walks_every_posting(limit) {
-            return term_at_a_time(plan, &statistics, limit, accept);
+            return term_at_a_time(plan, &statistics, limit, accept, share);
         }
         let weight = text_query
             .weight(EnableScoring::enabled_from_statistics_provider(
@@ -1113,7 +1119,7 @@ fn each_found<D: DocSet + ?Sized>(
 
 /// What the text leg's tiebreak reads of an admitted document: its user id, asked for
 /// only when two scores tie (reading it costs a look at the document).
-pub(crate) trait UserId {
+pub(crate) trait UserId: Sync {
     fn user_id(&self) -> &str;
 }
 
@@ -1207,15 +1213,28 @@ impl Accumulators {
         slot
     }
 
-    /// Adds every posting of `term` in `segment`, a block of decoded postings at a time,
-    /// each scored by `bm25` as tantivy's `TermScorer` scores it (the term's role
-    /// decided once, not per posting).
+    /// Adds a posting's score to its document's slot, and what its term counts for.
+    #[inline(always)]
+    fn add(&mut self, doc: u32, score: f32, role: Role) {
+        let slot = self.slot(doc);
+        slot.score += score;
+        match role {
+            Role::Word(word) => slot.words |= 1 << word,
+            Role::Code => slot.codes += 1,
+            Role::Other => {}
+        }
+    }
+
+    /// Adds every posting of `term` in `segment` whose document is in `range`, a block
+    /// of decoded postings at a time, each scored by `bm25` as tantivy's `TermScorer`
+    /// scores it (the term's role decided once, not per posting).
     fn add_term(
         &mut self,
         term: &Term,
         bm25: &Bm25Weight,
         segment: &tantivy::SegmentReader,
         role: Role,
+        range: std::ops::Range<u32>,
     ) -> tantivy::Result<()> {
         let inverted = segment.inverted_index(term.field())?;
         let Some(info) = inverted.get_term_info(term)? else {
@@ -1228,21 +1247,48 @@ impl Accumulators {
             .fieldnorms_readers()
             .get_field(term.field())?
             .unwrap_or_else(|| FieldNormReader::constant(segment.max_doc(), 1));
+        // The first block's postings before `range` are skipped (the skip list jumps the
+        // blocks before it), and the walk stops at the first posting after it.
+        let mut from = if range.start > 0 {
+            block.seek(range.start)
+        } else {
+            0
+        };
         loop {
             let docs = block.docs();
-            if docs.is_empty() {
+            if docs.is_empty() || from >= docs.len() {
                 return Ok(());
             }
-            for (at, &doc) in docs.iter().enumerate() {
-                let score = bm25.score(norms.fieldnorm_id(doc), block.freq(at));
-                let slot = self.slot(doc);
-                slot.score += score;
-                match role {
-                    Role::Word(word) => slot.words |= 1 << word,
-                    Role::Code => slot.codes += 1,
-                    Role::Other => {}
+            // The block's postings in `range` (the last block of the range ends early).
+            let last = docs[docs.len() - 1] >= range.end;
+            let to = if last {
+                docs.partition_point(|&doc| doc < range.end)
+            } else {
+                docs.len()
+            };
+            let start = from.min(to);
+            if start == 0 && to == docs.len() {
+                // A whole block (most of them): the loop the compiler makes fastest.
+                for (at, &doc) in docs.iter().enumerate() {
+                    self.add(
+                        doc,
+                        bm25.score(norms.fieldnorm_id(doc), block.freq(at)),
+                        role,
+                    );
+                }
+            } else {
+                for (at, &doc) in docs.iter().enumerate().take(to).skip(start) {
+                    self.add(
+                        doc,
+                        bm25.score(norms.fieldnorm_id(doc), block.freq(at)),
+                        role,
+                    );
                 }
             }
+            if last {
+                return Ok(());
+            }
+            from = 0;
             block.advance();
         }
     }
@@ -1252,11 +1298,18 @@ impl Accumulators {
 /// most 64): each document's score is the sum of its terms' scores in the plan's order,
 /// as [`match_each`] adds them, so a hit's BM25 and coverage are what `score_docs` gives
 /// it, with no second walk.
+///
+/// A segment of at least [`SHARED_WALK_FROM`] postings is walked in parts of its
+/// documents ([`SHARED_WALK_PARTS`]), claimed in turn by this thread and by the one
+/// `share` offers them to, each keeping the best `limit` of the parts it walks. The
+/// documents' scores do not depend on the split, and the best `limit` of both threads'
+/// are the best `limit` of all: the same hits.
 fn term_at_a_time<'a>(
     plan: &TextPlan,
     statistics: &ScopedStatistics<'_>,
     limit: usize,
-    accept: &dyn Fn(DocId) -> Option<&'a dyn UserId>,
+    accept: &(dyn Fn(DocId) -> Option<&'a dyn UserId> + Sync),
+    share: Option<&WalkShare>,
 ) -> Result<Vec<(DocId, TextMatch)>> {
     let terms = plan
         .query
@@ -1264,38 +1317,166 @@ fn term_at_a_time<'a>(
         .as_ref()
         .map_or(&[][..], |parts| parts.terms.as_slice());
     // Each term's BM25 weight as `TermQuery` makes it (`Bm25Weight::for_terms` of the
-    // one term), without its explanation.
+    // one term), without its explanation; and the scope's postings of the terms, for
+    // each segment's share of them.
+    let scope_docs = statistics.total_num_docs().map_err(tantivy_err)?;
+    let mut postings = 0u64;
     let weights = terms
         .iter()
         .map(|term| {
-            let docs = statistics.total_num_docs()?;
-            let average = statistics.total_num_tokens(term.field())? as f32 / docs as f32;
+            let average = statistics.total_num_tokens(term.field())? as f32 / scope_docs as f32;
+            let doc_freq = statistics.doc_freq(term)?;
+            postings += doc_freq;
             Ok(Bm25Weight::for_one_term_without_explain(
-                statistics.doc_freq(term)?,
-                docs,
-                average,
+                doc_freq, scope_docs, average,
             ))
         })
         .collect::<tantivy::Result<Vec<_>>>()
         .map_err(tantivy_err)?;
-    thread_local! {
-        static SCRATCH: std::cell::RefCell<Accumulators> = Default::default();
-    }
-    SCRATCH.with(|scratch| {
-        let acc = &mut *scratch.borrow_mut();
-        let mut heap: BinaryHeap<HeapEntry<'a>> = BinaryHeap::with_capacity(limit + 1);
-        for (ord, segment) in plan.searcher.segment_readers().iter().enumerate() {
-            acc.start(segment.max_doc() as usize);
-            for ((term, weight), role) in terms.iter().zip(&weights).zip(&plan.cover.roles) {
-                acc.add_term(term, weight, segment, *role)
-                    .map_err(tantivy_err)?;
+    let scope_docs = scope_docs.max(1);
+    #[cfg(test)]
+    let from = tests::SHARED_WALK_FROM_TEST
+        .with(std::cell::Cell::get)
+        .unwrap_or(SHARED_WALK_FROM);
+    #[cfg(not(test))]
+    let from = SHARED_WALK_FROM;
+    let shared = |max_doc: u32| {
+        u128::from(postings) * u128::from(max_doc) >= u128::from(from) * u128::from(scope_docs)
+            && max_doc >= SHARED_WALK_PARTS
+    };
+    let share = share.filter(|share| {
+        let coming = plan
+            .searcher
+            .segment_readers()
+            .iter()
+            .any(|segment| shared(segment.max_doc()));
+        share.coming.store(coming, AtomicOrdering::Release);
+        coming
+    });
+    // The best `limit` of the segments walked so far; a document below the worst of a
+    // full heap cannot enter it.
+    let mut best: BinaryHeap<HeapEntry<'a>> = BinaryHeap::with_capacity(limit + 1);
+    let keep = |entries: Vec<HeapEntry<'a>>, best: &mut BinaryHeap<HeapEntry<'a>>| {
+        if best.is_empty() {
+            // At most `limit` already: the first walk's best, as they are.
+            *best = BinaryHeap::from(entries);
+            return;
+        }
+        for entry in entries {
+            if best.len() == limit && best.peek().is_some_and(|worst| entry.score < worst.score) {
+                continue;
             }
+            best.push(entry);
+            if best.len() > limit {
+                best.pop();
+            }
+        }
+    };
+    for (ord, segment) in plan.searcher.segment_readers().iter().enumerate() {
+        let max_doc = segment.max_doc();
+        let floor = match best.peek() {
+            Some(worst) if best.len() == limit => worst.score,
+            _ => f32::NEG_INFINITY,
+        };
+        let at = (ord, segment, floor);
+        let whole_segment = 0..max_doc;
+        let whole = std::slice::from_ref(&whole_segment);
+        let share = share.filter(|_| shared(max_doc));
+        let Some(share) = share else {
+            let next = AtomicUsize::new(0);
+            let walk = RangeWalk {
+                ranges: whole,
+                next: &next,
+            };
+            keep(
+                walk.walk(plan, terms, &weights, at, limit, accept)?,
+                &mut best,
+            );
+            continue;
+        };
+        // The segment's documents in parts, each walked whole by the thread that claims
+        // it: this one, and the other once its own work is done.
+        let part = max_doc.div_ceil(SHARED_WALK_PARTS);
+        let ranges: Vec<std::ops::Range<u32>> = (0..max_doc)
+            .step_by(part as usize)
+            .map(|start| start..(start + part).min(max_doc))
+            .collect();
+        let next = AtomicUsize::new(0);
+        let walk = RangeWalk {
+            ranges: &ranges,
+            next: &next,
+        };
+        let theirs: Mutex<Option<Result<Vec<HeapEntry<'a>>>>> = Mutex::new(None);
+        let job = || {
+            let walked = guarded("searching", || {
+                walk.walk(plan, terms, &weights, at, limit, accept)
+            });
+            *theirs.lock().unwrap_or_else(|p| p.into_inner()) = Some(walked);
+        };
+        let ours = share.share(&job, || walk.walk(plan, terms, &weights, at, limit, accept));
+        keep(ours?, &mut best);
+        if let Some(theirs) = theirs.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            keep(theirs?, &mut best);
+        }
+    }
+    Ok(best_first(best.into_vec()))
+}
+
+/// The parts of a segment's documents that the threads of a shared walk claim in turn.
+const SHARED_WALK_PARTS: u32 = 8;
+
+/// The postings of a segment's walk from which its parts are offered to another thread
+/// (about 160 µs of walking: more than a hand-off costs).
+const SHARED_WALK_FROM: u64 = 65_536;
+
+/// Parts of a segment's documents, claimed one at a time by the threads that walk them.
+struct RangeWalk<'w> {
+    ranges: &'w [std::ops::Range<u32>],
+    next: &'w AtomicUsize,
+}
+
+impl RangeWalk<'_> {
+    /// The best `limit` documents of the parts this thread claims (until none is left)
+    /// of segment `ord`, walking every posting of `terms` in them ([`term_at_a_time`]),
+    /// on this thread's scratch; none scored below `floor`.
+    fn walk<'a>(
+        &self,
+        plan: &TextPlan,
+        terms: &[Term],
+        weights: &[Bm25Weight],
+        (ord, segment, floor): (usize, &tantivy::SegmentReader, f32),
+        limit: usize,
+        accept: &(dyn Fn(DocId) -> Option<&'a dyn UserId> + Sync),
+    ) -> Result<Vec<HeapEntry<'a>>> {
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Accumulators> = Default::default();
+        }
+        SCRATCH.with(|scratch| {
+            let acc = &mut *scratch.borrow_mut();
+            acc.start(segment.max_doc() as usize);
+            let mut claimed = false;
+            while let Some(range) = self
+                .ranges
+                .get(self.next.fetch_add(1, AtomicOrdering::Relaxed))
+            {
+                claimed = true;
+                for ((term, weight), role) in terms.iter().zip(weights).zip(&plan.cover.roles) {
+                    acc.add_term(term, weight, segment, *role, range.clone())
+                        .map_err(tantivy_err)?;
+                }
+            }
+            if !claimed {
+                return Ok(Vec::new());
+            }
+            let mut heap: BinaryHeap<HeapEntry<'a>> = BinaryHeap::with_capacity(limit + 1);
             let doc_ids = segment.fast_fields().u64("doc_id").map_err(tantivy_err)?;
             let alive = segment.alive_bitset();
             for &seg_doc in &acc.reached {
                 let slot = acc.slots[seg_doc as usize];
                 let score = slot.score;
-                if heap.len() == limit && heap.peek().is_some_and(|worst| score < worst.score) {
+                if score < floor
+                    || heap.len() == limit && heap.peek().is_some_and(|worst| score < worst.score)
+                {
                     continue;
                 }
                 if !alive.is_none_or(|alive| alive.is_alive(seg_doc)) {
@@ -1321,9 +1502,134 @@ fn term_at_a_time<'a>(
                     heap.pop();
                 }
             }
+            Ok(heap.into_vec())
+        })
+    }
+}
+
+/// Work of a search's text leg that another thread may do: parts of a long walk
+/// ([`term_at_a_time`]), taken by the search's other leg once its own work is done
+/// ([`WalkShare::help_while_running`]). One per search.
+#[derive(Default)]
+pub(crate) struct WalkShare {
+    /// [`IDLE`], [`POSTED`] (a job waits in `job`), [`RUNNING`] (another thread took
+    /// it) or [`DONE`].
+    state: std::sync::atomic::AtomicU8,
+    job: Mutex<Option<SharedJob>>,
+    /// Whether the text leg has started, and whether it has finished.
+    leg: std::sync::atomic::AtomicU8,
+    /// Whether the text leg's walk will offer parts (known once it has its plan).
+    coming: std::sync::atomic::AtomicBool,
+}
+
+const IDLE: u8 = 0;
+const POSTED: u8 = 1;
+const RUNNING: u8 = 2;
+const DONE: u8 = 3;
+
+/// A posted job: a closure on the stack of the thread that posted it, which does not
+/// return (or unwind) before the job is done or taken back ([`WalkShare::share`]).
+struct SharedJob(*const (dyn Fn() + Sync + 'static));
+
+// SAFETY: the closure is `Sync`, so calling it from another thread through a shared
+// reference is sound; the pointer is only dereferenced while the posting frame waits.
+unsafe impl Send for SharedJob {}
+
+impl WalkShare {
+    /// Marks the text leg started; it is marked finished when the guard drops (also on
+    /// a panic, so that no helper waits for it forever).
+    pub(crate) fn leg(&self) -> impl Drop + '_ {
+        use std::sync::atomic::Ordering::Release;
+        struct Finished<'s>(&'s WalkShare);
+        impl Drop for Finished<'_> {
+            fn drop(&mut self) {
+                self.0.leg.store(DONE, Release);
+            }
         }
-        Ok(best_first(heap.into_vec()))
-    })
+        self.leg.store(RUNNING, Release);
+        Finished(self)
+    }
+
+    /// Does the posted job, if there is one; whether it did.
+    fn help(&self) -> bool {
+        use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+        if self
+            .state
+            .compare_exchange(POSTED, RUNNING, AcqRel, Acquire)
+            .is_err()
+        {
+            return false;
+        }
+        let job = self
+            .job
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .expect("a posted job is in the slot");
+        // SAFETY: its poster waits until the state is `DONE` before the closure goes out
+        // of scope (`share`'s guard, also when unwinding). The closure catches its own
+        // panics.
+        unsafe { (*job.0)() };
+        self.state.store(DONE, Release);
+        true
+    }
+
+    /// Whether the text leg has said that its walk will offer parts to walk.
+    pub(crate) fn coming(&self) -> bool {
+        self.coming.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Does the jobs the text leg posts while it runs on another thread; returns at
+    /// once when it has not started (it may be this thread's to run next) or is done.
+    pub(crate) fn help_while_running(&self) {
+        while self.leg.load(std::sync::atomic::Ordering::Acquire) == RUNNING {
+            if !self.help() {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Posts `job`, runs `own`, then runs `job` too unless another thread took it
+    /// (waiting for that thread to finish it).
+    fn share<R>(&self, job: &(dyn Fn() + Sync), own: impl FnOnce() -> R) -> R {
+        use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+        /// Takes the job back, or waits until its taker is done with it: the closure
+        /// must outlive every use (also when `own` unwinds).
+        struct Settle<'s> {
+            share: &'s WalkShare,
+            job: &'s (dyn Fn() + Sync),
+        }
+        impl Drop for Settle<'_> {
+            fn drop(&mut self) {
+                let share = self.share;
+                if share
+                    .state
+                    .compare_exchange(POSTED, IDLE, AcqRel, Acquire)
+                    .is_ok()
+                {
+                    share.job.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    if !std::thread::panicking() {
+                        (self.job)();
+                    }
+                } else {
+                    while share.state.load(Acquire) != DONE {
+                        std::thread::yield_now();
+                    }
+                }
+                share.state.store(IDLE, Release);
+            }
+        }
+        // SAFETY: only the lifetime is erased; `Settle` keeps the closure alive until
+        // no other thread can reach it.
+        let erased: *const (dyn Fn() + Sync + 'static) =
+            unsafe { std::mem::transmute::<*const (dyn Fn() + Sync + '_), _>(job) };
+        *self.job.lock().unwrap_or_else(|p| p.into_inner()) = Some(SharedJob(erased));
+        self.state.store(POSTED, Release);
+        let settle = Settle { share: self, job };
+        let own = own();
+        drop(settle);
+        own
+    }
 }
 
 /// The text leg's hits, best first (the heap's order: score, then user id).
@@ -1385,6 +1691,8 @@ mod tests {
         /// Makes the text leg walk every posting (`Some(true)`) or let WAND skip
         /// (`Some(false)`) whatever the query, on this thread.
         pub(super) static FORCE_WALK: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+        /// Replaces [`SHARED_WALK_FROM`] on this thread.
+        pub(super) static SHARED_WALK_FROM_TEST: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
     }
 
     impl UserId for String {
@@ -1613,10 +1921,10 @@ mod tests {
             text: &TextIndex,
             query: &TextQuery,
             k: usize,
-            accept: &dyn Fn(DocId) -> Option<&'a dyn UserId>,
+            accept: &(dyn Fn(DocId) -> Option<&'a dyn UserId> + Sync),
         ) -> Vec<(DocId, f32)> {
             let hits = text
-                .search(&text.plan(query.clone()).unwrap(), k, accept)
+                .search(&text.plan(query.clone()).unwrap(), k, accept, None)
                 .unwrap();
             // Each hit's coverage is the one `score_docs` measures.
             let again = text
@@ -1853,6 +2161,73 @@ mod tests {
         assert!(read("0:1:\u{e9}").is_empty());
     }
 
+    /// A walk split in parts of the segment's documents (each term's postings entered
+    /// through the skip list, in the middle of a block) gives the unsplit walk's hits
+    /// and scores, bit for bit, whichever thread walks which part.
+    #[test]
+    fn a_walk_in_parts_gives_the_same_hits() {
+        const WORDS: [&str; 6] = ["the", "order", "refund", "parcel", "late", "NW-15007"];
+        let dir = tempfile::tempdir().unwrap();
+        let text = TextIndex::create(&dir.path().join("text"), false).unwrap();
+        let n = 1_531u64;
+        for i in 0..n {
+            // "the" everywhere, the others every 2nd, 3rd, ... document, with
+            // repetitions: terms of thousands of postings, hundreds, and a few.
+            let mut words = vec!["the"; 1 + (i % 3) as usize];
+            for (w, word) in WORDS.iter().enumerate().skip(1) {
+                if i % (w as u64 + 1) == 0 || (w == 5 && i % 97 == 0) {
+                    words.extend(std::iter::repeat_n(*word, 1 + (i as usize + w) % 2));
+                }
+            }
+            let chunk = Chunk::new(format!("c{i:05}"), words.join(" "));
+            text.add_document(DocId::new(i), &Document::Chunk(chunk))
+                .unwrap();
+        }
+        text.commit(1).unwrap();
+        text.reload().unwrap();
+        let scope = ScopeStats {
+            docs: n,
+            tokens: [6 * n, n],
+        };
+        let user_ids: Vec<String> = (0..n).map(|i| format!("c{i:05}")).collect();
+        FORCE_WALK.with(|force| force.set(Some(true)));
+        for words in [
+            "the order",
+            "refund parcel late",
+            "the NW-15007 late",
+            "order order the",
+        ] {
+            let query = text.analyze(words, crate::Kind::Chunk, "default", scope);
+            let plan = text.plan(query).unwrap();
+            for filtered in [true, false] {
+                let accept = |doc: DocId| {
+                    (!filtered || doc.as_u64().is_multiple_of(3))
+                        .then(|| &user_ids[doc.as_u64() as usize] as &dyn UserId)
+                };
+                let accept = &accept;
+                for k in [1, 10, 100, 2_000] {
+                    let whole = text.search(&plan, k, accept, None).unwrap();
+                    assert!(!whole.is_empty(), "{words}");
+                    SHARED_WALK_FROM_TEST.with(|from| from.set(Some(0)));
+                    let share = WalkShare::default();
+                    let taken_back = text.search(&plan, k, accept, Some(&share)).unwrap();
+                    let helped = std::thread::scope(|scope| {
+                        let leg = share.leg();
+                        let helper = scope.spawn(|| share.help_while_running());
+                        let helped = text.search(&plan, k, accept, Some(&share)).unwrap();
+                        drop(leg);
+                        helper.join().unwrap();
+                        helped
+                    });
+                    SHARED_WALK_FROM_TEST.with(|from| from.set(None));
+                    assert_eq!(taken_back, whole, "{words}, k {k}");
+                    assert_eq!(helped, whole, "{words}, k {k}");
+                }
+            }
+        }
+        FORCE_WALK.with(|force| force.set(None));
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
 
@@ -1912,9 +2287,26 @@ mod tests {
             });
             naive.truncate(k);
             FORCE_WALK.with(|force| force.set(Some(true)));
-            let walked = text.search(&plan, k, &accept);
+            let walked = text.search(&plan, k, &accept, None);
+            // The same walk in parts of each segment: taken back by this thread, then
+            // shared with another that helps while the leg runs.
+            SHARED_WALK_FROM_TEST.with(|from| from.set(Some(0)));
+            let share = WalkShare::default();
+            let parts = text.search(&plan, k, &accept, Some(&share));
+            let shared = std::thread::scope(|scope| {
+                let leg = share.leg();
+                let helper = scope.spawn(|| share.help_while_running());
+                let shared = text.search(&plan, k, &accept, Some(&share));
+                drop(leg);
+                helper.join().unwrap();
+                shared
+            });
+            SHARED_WALK_FROM_TEST.with(|from| from.set(None));
             FORCE_WALK.with(|force| force.set(None));
-            proptest::prop_assert_eq!(walked.unwrap(), naive);
+            let walked = walked.unwrap();
+            proptest::prop_assert_eq!(&parts.unwrap(), &walked);
+            proptest::prop_assert_eq!(&shared.unwrap(), &walked);
+            proptest::prop_assert_eq!(walked, naive);
         }
     }
 }
