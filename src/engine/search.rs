@@ -145,8 +145,8 @@ impl Inner {
         let text_plan_made: OnceLock<Arc<crate::text::TextPlan>> = OnceLock::new();
         let text_found: OnceLock<FxHashSet<DocId>> = OnceLock::new();
         let vector_docs = SharedDecode::default();
-        // A long text walk offers half its work to the vector leg's thread, once that
-        // leg is done with its own.
+        // A long text walk offers parts of its work to the vector leg's thread, once
+        // that leg is done with its own.
         let text_walk = crate::text::WalkShare::default();
         let vector_leg = || {
             let stage = Instant::now();

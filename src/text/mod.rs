@@ -1266,23 +1266,18 @@ impl Accumulators {
             } else {
                 docs.len()
             };
-            let start = from.min(to);
-            if start == 0 && to == docs.len() {
-                // A whole block (most of them): the loop the compiler makes fastest.
+            if from == 0 && to == docs.len() {
+                // A whole block (most of them), in the loop the compiler makes fastest: the
+                // one loop below for every block cost a 10,000-document text-only search
+                // 3.5 µs more at the median (16 interleaved pairs, both orders).
                 for (at, &doc) in docs.iter().enumerate() {
-                    self.add(
-                        doc,
-                        bm25.score(norms.fieldnorm_id(doc), block.freq(at)),
-                        role,
-                    );
+                    let score = bm25.score(norms.fieldnorm_id(doc), block.freq(at));
+                    self.add(doc, score, role);
                 }
             } else {
-                for (at, &doc) in docs.iter().enumerate().take(to).skip(start) {
-                    self.add(
-                        doc,
-                        bm25.score(norms.fieldnorm_id(doc), block.freq(at)),
-                        role,
-                    );
+                for (at, &doc) in docs.iter().enumerate().take(to).skip(from) {
+                    let score = bm25.score(norms.fieldnorm_id(doc), block.freq(at));
+                    self.add(doc, score, role);
                 }
             }
             if last {
@@ -1344,15 +1339,15 @@ fn term_at_a_time<'a>(
         u128::from(postings) * u128::from(max_doc) >= u128::from(from) * u128::from(scope_docs)
             && max_doc >= SHARED_WALK_PARTS
     };
-    let share = share.filter(|share| {
-        let coming = plan
-            .searcher
+    let share = share.filter(|_| {
+        plan.searcher
             .segment_readers()
             .iter()
-            .any(|segment| shared(segment.max_doc()));
-        share.coming.store(coming, AtomicOrdering::Release);
-        coming
+            .any(|segment| shared(segment.max_doc()))
     });
+    if let Some(share) = share {
+        share.coming.store(true, AtomicOrdering::Release);
+    }
     // The best `limit` of the segments walked so far; a document below the worst of a
     // full heap cannot enter it.
     let mut best: BinaryHeap<HeapEntry<'a>> = BinaryHeap::with_capacity(limit + 1);
@@ -1379,32 +1374,33 @@ fn term_at_a_time<'a>(
             _ => f32::NEG_INFINITY,
         };
         let at = (ord, segment, floor);
-        let whole_segment = 0..max_doc;
-        let whole = std::slice::from_ref(&whole_segment);
         let share = share.filter(|_| shared(max_doc));
+        // The segment's documents whole, or in parts, each walked whole by the thread
+        // that claims it: this one, and the other once its own work is done.
+        let whole_segment = 0..max_doc;
+        let parts: Vec<std::ops::Range<u32>>;
+        let ranges = match share {
+            None => std::slice::from_ref(&whole_segment),
+            Some(_) => {
+                let part = max_doc.div_ceil(SHARED_WALK_PARTS);
+                parts = (0..max_doc)
+                    .step_by(part as usize)
+                    .map(|start| start..(start + part).min(max_doc))
+                    .collect();
+                &parts
+            }
+        };
+        let next = AtomicUsize::new(0);
+        let walk = RangeWalk {
+            ranges,
+            next: &next,
+        };
         let Some(share) = share else {
-            let next = AtomicUsize::new(0);
-            let walk = RangeWalk {
-                ranges: whole,
-                next: &next,
-            };
             keep(
                 walk.walk(plan, terms, &weights, at, limit, accept)?,
                 &mut best,
             );
             continue;
-        };
-        // The segment's documents in parts, each walked whole by the thread that claims
-        // it: this one, and the other once its own work is done.
-        let part = max_doc.div_ceil(SHARED_WALK_PARTS);
-        let ranges: Vec<std::ops::Range<u32>> = (0..max_doc)
-            .step_by(part as usize)
-            .map(|start| start..(start + part).min(max_doc))
-            .collect();
-        let next = AtomicUsize::new(0);
-        let walk = RangeWalk {
-            ranges: &ranges,
-            next: &next,
         };
         let theirs: Mutex<Option<Result<Vec<HeapEntry<'a>>>>> = Mutex::new(None);
         let job = || {
@@ -1579,7 +1575,7 @@ impl WalkShare {
         self.coming.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// Does the jobs the text leg posts while it runs on another thread; returns at
+    /// Runs the jobs the text leg posts while it runs on another thread; returns at
     /// once when it has not started (it may be this thread's to run next) or is done.
     pub(crate) fn help_while_running(&self) {
         while self.leg.load(std::sync::atomic::Ordering::Acquire) == RUNNING {
