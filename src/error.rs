@@ -63,6 +63,21 @@ pub enum ErrorKind {
         /// The index directory.
         path: PathBuf,
     },
+    /// A read-only open found a store but no `MANIFEST`: nothing was committed to the
+    /// index yet, or it is an incomplete copy (an import or a copy stopped before it
+    /// finished). A reader never vouches for a store the manifest does not describe.
+    Uncommitted {
+        /// The index directory.
+        path: PathBuf,
+    },
+    /// A commit is durable in the store, but what is derived from it (the text index,
+    /// the files published for readers) could not be written (a full disk, say):
+    /// readers see the commit before, and text search may miss it, until the next open
+    /// for writing brings them up to date. The cause is `source()`.
+    Unpublished {
+        /// The index directory.
+        path: PathBuf,
+    },
     /// The index was written in an on-disk format this version cannot read.
     IncompatibleFormat {
         /// The format version found on disk.
@@ -171,6 +186,8 @@ impl ErrorKind {
             ErrorKind::IncompatibleFormat { .. } => "IncompatibleFormat",
             ErrorKind::ReadOnly => "ReadOnly",
             ErrorKind::NotPublished { .. } => "NotPublished",
+            ErrorKind::Uncommitted { .. } => "Uncommitted",
+            ErrorKind::Unpublished { .. } => "Unpublished",
             ErrorKind::Corrupt { .. } => "Corrupt",
             ErrorKind::Storage { .. } => "Storage",
             ErrorKind::DimensionMismatch { .. } => "DimensionMismatch",
@@ -274,6 +291,20 @@ impl fmt::Display for ErrorKind {
                 f,
                 "index {} has no published view for readers yet (written by an earlier \
                  version, or its last publish failed): open it once for writing",
+                path.display()
+            ),
+            ErrorKind::Uncommitted { path } => write!(
+                f,
+                "{} holds a store but no MANIFEST: nothing was committed to it yet, or it is \
+                 an incomplete copy (an import or a copy that stopped before it finished); \
+                 there is nothing to read",
+                path.display()
+            ),
+            ErrorKind::Unpublished { path } => write!(
+                f,
+                "the commit is durable in {}, but its text index or the files readers open \
+                 could not be updated: readers see the commit before (and text search may \
+                 miss it) until the next open for writing",
                 path.display()
             ),
             ErrorKind::IncompatibleFormat { found, expected } => write!(

@@ -88,6 +88,7 @@ mod analysis;
 mod catalog;
 mod chunk;
 mod config;
+mod crash;
 mod doc;
 mod embed;
 mod engine;

@@ -42,6 +42,9 @@ pub struct EngineBuilder {
     pub(crate) dimensions: Option<usize>,
     pub(crate) cache_bytes: u64,
     pub(crate) wait: std::time::Duration,
+    /// The index's lock, already held by the caller (a maintenance command that keeps
+    /// it across several opens).
+    pub(crate) held_lock: Option<Arc<std::fs::File>>,
 }
 
 impl std::fmt::Debug for EngineBuilder {
@@ -69,6 +72,7 @@ impl Default for EngineBuilder {
             dimensions: None,
             cache_bytes: 64 << 20,
             wait: std::time::Duration::ZERO,
+            held_lock: None,
         }
     }
 }
@@ -147,6 +151,13 @@ impl EngineBuilder {
     /// [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt).
     pub fn open(self, dir: impl AsRef<Path>) -> Result<Engine> {
         Engine::open_dir(self, dir.as_ref(), super::OpenMode::Open, None)
+    }
+
+    /// Opens the existing index in `dir` whose lock the caller holds (`lock`, from
+    /// `engine::lock`): the lock outlives the engine.
+    pub(crate) fn open_locked(mut self, dir: &Path, lock: &Arc<std::fs::File>) -> Result<Engine> {
+        self.held_lock = Some(Arc::clone(lock));
+        Engine::open_dir(self, dir, super::OpenMode::Open, None)
     }
 
     /// The embedder to use, if any (a reader refreshed keeps its own).

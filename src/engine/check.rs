@@ -8,14 +8,18 @@
 //! every document it can still read into a new store, and says what was lost.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::{Engine, LOCK_FILE, STORE_DIR, TEXT_DIR, lock, manifest, manifest_of};
+use super::swap::{self, Staging};
+use super::{Engine, STORE_DIR, TEXT_DIR, lock, manifest, manifest_of};
 use crate::config::Config;
+use crate::doc::Document;
 use crate::embed::EmbedderSpec;
-use crate::store::Store;
+use crate::id::DocId;
 use crate::store::view;
+use crate::store::{LogEntry, Meta, Salvaged, Store};
 use crate::text::TextIndex;
 use crate::{Error, ErrorKind, Kind, Result};
 
@@ -126,8 +130,12 @@ pub struct RepairReport {
 impl Engine {
     /// Verifies every part of the index in `dir` without changing it: the manifest, the
     /// store (it opens, every document decodes, it holds what the manifest records), the
-    /// text index (every file's checksum, the change it includes, its document count)
-    /// and the graph checkpoints (lengths and CRC-32s).
+    /// text index (every file's checksum, the change it includes, its document count),
+    /// the files published for readers and the graph checkpoints (lengths and CRC-32s).
+    ///
+    /// On a read-only volume (a backup, a container image) no writer can be at work: the
+    /// check takes no lock, and verifies what readers use (the store, which sled only
+    /// opens for writing, is reported as not opened).
     ///
     /// # Errors
     ///
@@ -135,79 +143,30 @@ impl Engine {
     /// it is open; damage is not an error but the report's content.
     pub fn check(dir: impl AsRef<Path>, config: &Config) -> Result<CheckReport> {
         let dir = dir.as_ref();
-        let store_dir = dir.join(STORE_DIR);
-        if !store_dir.exists() {
+        if !swap::holds_index(dir) {
             return Err(Error::new(ErrorKind::IndexNotFound {
                 path: dir.to_path_buf(),
             }));
         }
-        let _lock = lock(dir, std::time::Duration::ZERO)?;
-        let mut report = CheckReport::default();
-        let recorded = match manifest::read(dir) {
-            Ok(Some(recorded)) => {
-                report.ok(format!(
-                    "MANIFEST: change {}, {} rules, {} chunks",
-                    recorded.seq, recorded.rules, recorded.chunks
-                ));
-                Some(recorded)
-            }
-            Ok(None) => {
-                report.damaged("MANIFEST", "missing", true);
-                None
-            }
-            Err(err) => {
-                report.damaged("MANIFEST", err, true);
-                None
-            }
+        let _lock = match lock(dir, std::time::Duration::ZERO) {
+            Ok(lock) => Some(lock),
+            Err(err) if is_read_only_volume(&err) => None,
+            Err(err) => return Err(err),
         };
-        let store = match Store::open(&store_dir, false, 16 << 20) {
-            Ok(store) => store,
-            Err(err) => {
-                report.damaged("store/db", err, false);
-                check_text(dir, config, None, &mut report);
-                return Ok(report);
-            }
-        };
-        let loaded = match super::maintain::load_catalog(&store, true) {
-            Ok(loaded) => loaded,
-            Err(err) => {
-                report.damaged("store/db", err, false);
-                check_text(dir, config, None, &mut report);
-                return Ok(report);
-            }
-        };
-        let catalog = &loaded.catalog;
-        let found = manifest_of(&store, catalog);
-        match recorded.map(|recorded| manifest::verify(&recorded, &found)) {
-            Some(Err(err)) => report.damaged("store/db", err, false),
-            _ => report.ok(format!(
-                "store/db: change {}, {} rules, {} chunks, every document readable",
-                found.seq, found.rules, found.chunks
-            )),
-        }
-        check_text(
-            dir,
-            config,
-            Some((found.seq, catalog.len() as u64)),
-            &mut report,
-        );
-        check_entities(&loaded, &mut report);
-        check_view(dir, found.seq, &mut report);
-        for kind in Kind::ALL {
-            let part = format!("graph checkpoint ({kind}s)");
-            match check_graph(&store, kind) {
-                Ok(Some(points)) => report.ok(format!("{part}: {points} points, checksums match")),
-                Ok(None) => report.ok(format!("{part}: none yet")),
-                Err(err) => report.damaged(&part, err, true),
-            }
-        }
-        Ok(report)
+        Ok(check_held(dir, config, _lock.is_some()))
     }
 
-    /// Repairs the index in `dir`: rebuilds the text index and the graph checkpoints
-    /// from the store and rewrites the manifest. When the store itself is damaged, it is
-    /// kept as `store.damaged/`, every document that can still be read is salvaged into
-    /// a new store, and the report says what was lost.
+    /// Repairs the index in `dir`, never losing a document that can still be read
+    /// anywhere in it.
+    ///
+    /// When only derived parts are damaged, the text index, the graph checkpoints, the
+    /// entity lists and the published files are rebuilt from the store. When the store
+    /// itself is damaged, a new index is built from every source that holds documents
+    /// (the store, read from a copy, and the files published for readers, which hold
+    /// every live document of the last published commit), the newest version of each
+    /// document kept; it replaces the old one only once complete, and the damaged store
+    /// is kept as `store.damaged/`. A repair stopped at any step leaves the old index or
+    /// the new one. The report says where each document came from and what was lost.
     ///
     /// # Errors
     ///
@@ -215,12 +174,18 @@ impl Engine {
     /// `store.damaged/` (from an earlier repair) is never overwritten.
     pub fn repair(dir: impl AsRef<Path>, config: Config) -> Result<RepairReport> {
         let dir = dir.as_ref();
-        let check = Engine::check(dir, &config)?;
+        if !swap::holds_index(dir) {
+            return Err(Error::new(ErrorKind::IndexNotFound {
+                path: dir.to_path_buf(),
+            }));
+        }
+        let held = Arc::new(lock(dir, std::time::Duration::ZERO)?);
+        swap::recover(dir)?;
+        let check = check_held(dir, &config, true);
         let mut report = RepairReport::default();
         if check.store_damaged() {
             salvage(dir, &config, &check, &mut report)?;
         } else {
-            let lock_file = lock(dir, std::time::Duration::ZERO)?;
             {
                 let store = Store::open(&dir.join(STORE_DIR), false, 16 << 20)?;
                 for kind in Kind::ALL {
@@ -228,14 +193,14 @@ impl Engine {
                 }
                 // Derived again from the documents at the open below.
                 store.clear_entity_lists()?;
+                store.flush()?;
             }
-            remove_dir(&dir.join(TEXT_DIR))?;
-            remove_dir(&dir.join(view::VIEW_DIR))?;
-            let path = manifest::path(dir);
-            if path.exists() {
-                std::fs::remove_file(&path).map_err(|err| Error::io_at(&path, err))?;
+            // The engine's own files only: the open below builds them again.
+            swap::remove_part(&dir.join(TEXT_DIR), TEXT_DIR)?;
+            swap::remove_part(&dir.join(view::VIEW_DIR), view::VIEW_DIR)?;
+            if check.damaged.iter().any(|d| d.part == "MANIFEST") {
+                swap::remove_part(&manifest::path(dir), manifest::MANIFEST_FILE)?;
             }
-            drop(lock_file);
             report
                 .repaired
                 .push("text index rebuilt from the store".to_string());
@@ -250,20 +215,114 @@ impl Engine {
                 .push("files for readers published again from the store".into());
             report.repaired.push("MANIFEST rewritten".to_string());
         }
-        // Opening rebuilds the text index and writes the manifest; closing checkpoints
+        crate::crash::point("repair:before-open");
+        // Opening rebuilds what is missing and writes the manifest; closing checkpoints
         // the rebuilt graphs.
-        let engine = Engine::builder().config(config).open(dir)?;
+        let engine = Engine::builder().config(config).open_locked(dir, &held)?;
         engine.sync_graph()?;
         engine.close()?;
         Ok(report)
     }
 }
 
+/// Whether `err` says the index is on a read-only volume (its lock file cannot be
+/// opened for writing).
+fn is_read_only_volume(err: &Error) -> bool {
+    std::error::Error::source(err)
+        .and_then(|source| source.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::ReadOnlyFilesystem)
+}
+
+/// [`Engine::check`] once the lock is held (`locked`), or on a read-only volume.
+fn check_held(dir: &Path, config: &Config, locked: bool) -> CheckReport {
+    let store_dir = dir.join(STORE_DIR);
+    let mut report = CheckReport::default();
+    if swap::pending(dir) {
+        report.damaged(
+            ".ruche/SWAP",
+            "a repair, reembed, compaction or backup stopped while it swapped in its new index: the next open for writing finishes it",
+            true,
+        );
+    }
+    let recorded = match manifest::read(dir) {
+        Ok(Some(recorded)) => {
+            report.ok(format!(
+                "MANIFEST: change {}, {} rules, {} chunks",
+                recorded.seq, recorded.rules, recorded.chunks
+            ));
+            Some(recorded)
+        }
+        Ok(None) => {
+            report.damaged("MANIFEST", "missing", true);
+            None
+        }
+        Err(err) => {
+            report.damaged("MANIFEST", err, true);
+            None
+        }
+    };
+    if !locked {
+        report.ok(
+            "store/db: not opened (a read-only volume: sled opens its files only for writing); what readers use is checked below",
+        );
+        let seq = recorded.map_or(0, |m| m.seq);
+        check_text(dir, config, None, &mut report);
+        check_view(dir, seq, &mut report);
+        return report;
+    }
+    let store = match Store::open(&store_dir, false, 16 << 20) {
+        Ok(store) => store,
+        Err(err) => {
+            report.damaged("store/db", err, false);
+            check_text(dir, config, None, &mut report);
+            return report;
+        }
+    };
+    let loaded = match super::maintain::load_catalog(&store, true) {
+        Ok(loaded) => loaded,
+        Err(err) => {
+            report.damaged("store/db", err, false);
+            check_text(dir, config, None, &mut report);
+            return report;
+        }
+    };
+    let catalog = &loaded.catalog;
+    let found = manifest_of(&store, catalog);
+    match recorded.map(|recorded| manifest::verify(&recorded, &found)) {
+        Some(Err(err)) => report.damaged("store/db", err, false),
+        _ => report.ok(format!(
+            "store/db: change {}, {} rules, {} chunks, every document readable",
+            found.seq, found.rules, found.chunks
+        )),
+    }
+    check_text(
+        dir,
+        config,
+        Some((found.seq, catalog.len() as u64)),
+        &mut report,
+    );
+    check_entities(&loaded, &mut report);
+    check_view(dir, found.seq, &mut report);
+    for kind in Kind::ALL {
+        let part = format!("graph checkpoint ({kind}s)");
+        match check_graph(&store, kind) {
+            Ok(Some(points)) => report.ok(format!("{part}: {points} points, checksums match")),
+            Ok(None) => report.ok(format!("{part}: none yet")),
+            Err(err) => report.damaged(&part, err, true),
+        }
+    }
+    report
+}
+
 /// Checks the text index: readable, every file's checksum, and (when the store could be
 /// read) the change it includes and its document count.
 fn check_text(dir: &Path, config: &Config, store: Option<(u64, u64)>, report: &mut CheckReport) {
     let text_dir = dir.join(TEXT_DIR);
-    let (text, seq) = match TextIndex::open(&text_dir, config.fusion.patterns_in_text) {
+    // Its last commit, opened to read only.
+    let opened = super::last_text_commit(&text_dir).and_then(|meta| {
+        TextIndex::open_snapshot(&text_dir, config.fusion.patterns_in_text, &meta)
+    });
+    let (text, seq) = match opened {
         Ok(opened) => opened,
         Err(err) => {
             let cause = std::error::Error::source(&err).map(ToString::to_string);
@@ -292,11 +351,11 @@ fn check_text(dir: &Path, config: &Config, store: Option<(u64, u64)>, report: &m
             format!("the text index includes change {seq}, the store only {store_seq}: the store lost committed data"),
             false,
         ),
-        Some((store_seq, _)) if seq < store_seq => report.damaged(
-            "text/",
-            format!("includes change {seq}, the store {store_seq} (a crash before it caught up)"),
-            true,
-        ),
+        // A writer stopped between its store's commit and its text index's: the next
+        // open for writing replays the store's change log into it.
+        Some((store_seq, _)) if seq < store_seq => report.ok(format!(
+            "text/: behind the store (change {seq} of {store_seq}), checksums match: caught up at the next open for writing"
+        )),
         Some((_, docs)) if text.num_docs() != docs => report.damaged(
             "text/",
             format!("{} documents, the store {docs}", text.num_docs()),
@@ -354,80 +413,122 @@ fn check_graph(store: &Store, kind: Kind) -> Result<Option<usize>> {
     Ok(Some(manifest.n_points))
 }
 
-fn remove_dir(path: &Path) -> Result<()> {
-    match std::fs::remove_dir_all(path) {
-        Ok(()) => Ok(()),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(err) => Err(Error::io_at(path, err)),
-    }
-}
-
-/// Moves the damaged store aside, reads what it can of a copy of it, and builds a new
-/// index of the salvaged documents in place of the old one.
+/// Builds a new index from every document that can still be read, in the index's
+/// scratch directory, and swaps it in (the caller holds the index's lock). Sources: the
+/// store (read from a copy: sled may write while it opens) and the published view; the
+/// text index holds no document text. Each document's newest version is kept; a
+/// document the view holds that the store's change log deleted after the view's commit
+/// stays deleted.
 fn salvage(
     dir: &Path,
     config: &Config,
     check: &CheckReport,
     report: &mut RepairReport,
 ) -> Result<()> {
-    let lock_file = lock(dir, std::time::Duration::ZERO)?;
-    let store_dir = dir.join(STORE_DIR);
-    let damaged = dir.join("store.damaged");
-    if damaged.exists() {
+    let kept = dir.join(DAMAGED_STORE);
+    if kept.exists() {
         return Err(Error::invalid_input(format!(
             "{} exists (an earlier repair kept it): move it away first",
-            damaged.display()
+            kept.display()
         )));
     }
-    let recorded = manifest::read(dir).ok().flatten();
-    std::fs::rename(&store_dir, &damaged).map_err(|err| Error::io_at(&store_dir, err))?;
-    report.damaged_copy = Some(damaged.clone());
-    // sled may write while opening: read a copy, never the kept original.
-    let scratch = tempfile::tempdir()?;
-    let copy = scratch.path().join("store");
-    copy_dir(&damaged, &copy)?;
-    let (docs, embedder, unreadable) = match Store::open(&copy, false, 16 << 20) {
-        Ok(store) => {
-            let (docs, unreadable) = store.read_salvageable();
-            (docs, store.meta().embedder, unreadable)
+    let recorded = manifest::read_with_view(dir).ok().flatten();
+    let staging = Staging::new(dir, "repair")?;
+
+    // The store, from a copy.
+    let store_dir = dir.join(STORE_DIR);
+    let copy = staging.scratch().join("store-copy");
+    let (mut from_store, store_meta) = if store_dir.exists() {
+        copy_dir(&store_dir, &copy)?;
+        match Store::open(&copy, false, 16 << 20) {
+            Ok(store) => {
+                let meta = store.meta();
+                (store.read_salvageable(), Some(meta))
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "the damaged store does not open");
+                (Salvaged::default(), None)
+            }
         }
-        Err(err) => {
-            tracing::warn!(error = %err, "the damaged store does not open: nothing to salvage");
-            (Vec::new(), None, 1)
-        }
+    } else {
+        (Salvaged::default(), None)
     };
-    // The new index is built beside, then moved in: the old derived parts go.
-    remove_dir(&dir.join(TEXT_DIR))?;
-    remove_dir(&dir.join(view::VIEW_DIR))?;
-    let path = manifest::path(dir);
-    if path.exists() {
-        std::fs::remove_file(&path).map_err(|err| Error::io_at(&path, err))?;
+    crate::crash::point("repair:store-read");
+
+    // The published view: its whole list, else the base and as many parts as load.
+    let view_list = recorded.as_ref().and_then(|(_, list)| list.clone());
+    let from_view = view_list.as_ref().and_then(|list| read_view(dir, list));
+
+    // Merged by document, the newest version first.
+    type Key = (Kind, String, String);
+    let key = |doc: &Document| {
+        (
+            doc.kind(),
+            doc.tenant_id().to_string(),
+            doc.id().to_string(),
+        )
+    };
+    let mut merged: std::collections::HashMap<Key, (u64, Document)> = Default::default();
+    let from_store_count = from_store.docs.len();
+    for (_, seq, doc) in from_store.docs.drain(..) {
+        let key = key(&doc);
+        if merged.get(&key).is_none_or(|(newest, _)| *newest < seq) {
+            merged.insert(key, (seq, doc));
+        }
     }
-    drop(lock_file);
-    let staging = tempfile::Builder::new()
-        .prefix(".repair-")
-        .tempdir_in(dir)
-        .map_err(|err| Error::io_at(dir, err))?;
-    let spec = match embedder.as_deref().map(str::parse::<EmbedderSpec>) {
-        Some(Ok(spec)) => spec,
-        _ => EmbedderSpec::None,
-    };
+    let mut only_in_view = 0usize;
+    let mut deleted_after_view = 0usize;
+    if let Some(ViewDocs { docs, meta }) = &from_view {
+        let view_seq = &meta.last_seq;
+        // Versions the store's change log removed after the view's commit.
+        let removed: std::collections::HashSet<u64> = from_store
+            .log
+            .iter()
+            .filter(|(seq, _)| seq > view_seq)
+            .filter_map(|(_, entry)| match *entry {
+                LogEntry::Delete { doc } => Some(doc),
+                LogEntry::Upsert { replaced, .. } => replaced,
+            })
+            .collect();
+        for (doc_id, seq, doc) in docs {
+            if removed.contains(&doc_id.as_u64()) {
+                deleted_after_view += 1;
+                continue;
+            }
+            let key = key(doc);
+            match merged.get(&key) {
+                Some((newest, _)) if *newest >= *seq => {}
+                _ => {
+                    only_in_view += 1;
+                    merged.insert(key, (*seq, doc.clone()));
+                }
+            }
+        }
+    }
+    let mut docs: Vec<(u64, Document)> = merged.into_values().collect();
+    docs.sort_by_key(|(seq, _)| *seq);
+    let docs: Vec<Document> = docs.into_iter().map(|(_, doc)| doc).collect();
     let rules = docs.iter().filter(|d| d.kind() == Kind::Rule).count();
-    let chunks = docs.len() - rules;
+    let chunks = docs.iter().filter(|d| d.kind() == Kind::Chunk).count();
+
+    // The embedder the index was made with, as the store or the view recorded it
+    // (none recorded: as a new index decides, by whether the documents carry vectors).
+    let meta = store_meta.or_else(|| from_view.as_ref().map(|view| view.meta.clone()));
     {
-        let engine = Engine::builder()
-            .config(config.clone())
-            .embedder_spec(spec)
-            .create(staging.path().join("index"))?;
+        let mut builder = Engine::builder().config(config.clone());
+        if let Some(spec) = meta.as_ref().and_then(|m| m.embedder.as_deref()) {
+            builder = builder.embedder_spec(spec.parse::<EmbedderSpec>()?);
+        }
+        crate::crash::fail("repair:build")?;
+        let engine = builder.create(staging.index())?;
         engine.upsert(docs)?;
         engine.commit()?;
         engine.close()?;
     }
-    for owned in [STORE_DIR, TEXT_DIR, view::VIEW_DIR, manifest::MANIFEST_FILE] {
-        let from = staging.path().join("index").join(owned);
-        std::fs::rename(&from, dir.join(owned)).map_err(|err| Error::io_at(&from, err))?;
-    }
-    let _ = std::fs::remove_file(staging.path().join("index").join(LOCK_FILE));
+    crate::crash::point("repair:built");
+    staging.swap(Some(DAMAGED_STORE))?;
+    report.damaged_copy = Some(kept);
+
     let problems: Vec<String> = check
         .damaged
         .iter()
@@ -435,29 +536,101 @@ fn salvage(
         .map(|d| format!("{}: {}", d.part, d.problem))
         .collect();
     report.repaired.push(format!(
-        "new store with the {rules} rules and {chunks} chunks that could be read"
+        "new store with the {rules} rules and {chunks} chunks that could be read: {from_store_count} read from the store, {only_in_view} newer or only in the files published for readers{}{}",
+        match &from_view {
+            Some(view) => format!(" (change {}, {} documents)", view.meta.last_seq, view.docs.len()),
+            None => " (none readable)".to_string(),
+        },
+        if deleted_after_view > 0 {
+            format!(", {deleted_after_view} left deleted as the store's change log says")
+        } else {
+            String::new()
+        }
     ));
-    report.lost = Some(match recorded {
-        Some(m) => format!(
-            "the manifest recorded {} rules and {} chunks; {} rules and {} chunks were lost{} ({})",
-            m.rules,
-            m.chunks,
-            (m.rules as usize).saturating_sub(rules),
-            (m.chunks as usize).saturating_sub(chunks),
-            if unreadable > 0 {
-                format!(", {unreadable} unreadable blocks")
+    report
+        .repaired
+        .push("the text index holds no document text: nothing to salvage from it".to_string());
+    let unreadable = if from_store.unreadable > 0 {
+        format!(
+            ", {} unreadable blocks or entries in the store",
+            from_store.unreadable
+        )
+    } else {
+        String::new()
+    };
+    report.lost = match recorded {
+        Some((m, _)) => {
+            let lost_rules = (m.rules as usize).saturating_sub(rules);
+            let lost_chunks = (m.chunks as usize).saturating_sub(chunks);
+            if lost_rules + lost_chunks == 0 {
+                report.repaired.push(format!(
+                    "nothing lost: every one of the {} rules and {} chunks the manifest records at change {} was recovered",
+                    m.rules, m.chunks, m.seq
+                ));
+                None
             } else {
-                String::new()
-            },
+                Some(format!(
+                    "the manifest recorded {} rules and {} chunks at change {}; {lost_rules} rules and {lost_chunks} chunks were lost{unreadable} ({})",
+                    m.rules,
+                    m.chunks,
+                    m.seq,
+                    problems.join("; ")
+                ))
+            }
+        }
+        None => Some(format!(
+            "unknown how many documents were lost (no readable manifest){unreadable} ({})",
             problems.join("; ")
-        ),
-        None => format!(
-            "unknown how many documents were lost (no readable manifest); {unreadable} unreadable blocks ({})",
-            problems.join("; ")
-        ),
-    });
+        )),
+    };
     Ok(())
 }
+
+/// The documents of a published view, each with its version and the change that wrote
+/// it, and the view's meta values (its last change, its embedder).
+struct ViewDocs {
+    docs: Vec<(DocId, u64, Document)>,
+    meta: Meta,
+}
+
+/// The documents of the published view `list` (or, when a later part is damaged, of
+/// its base and the parts before).
+fn read_view(dir: &Path, list: &view::ViewList) -> Option<ViewDocs> {
+    let load = |list: &view::ViewList| -> Result<Option<ViewDocs>> {
+        let Some(published) = view::Published::load_prefix(dir, list)? else {
+            return Ok(None);
+        };
+        published.verified()?;
+        let meta = published.meta.clone();
+        let store = Store::published(published);
+        let docs = store
+            .read_all()?
+            .into_iter()
+            .map(|(doc, record, vectors)| {
+                let seq = record.seq;
+                Ok((doc, seq, record.to_document(vectors.as_ref())?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(ViewDocs { docs, meta }))
+    };
+    let mut list = list.clone();
+    loop {
+        match load(&list) {
+            Ok(Some(found)) => return Some(found),
+            Ok(None) | Err(_) if !list.parts.is_empty() => {
+                list.parts.pop();
+            }
+            Ok(None) => return None,
+            Err(err) => {
+                tracing::warn!(error = %err, "the files published for readers are unreadable");
+                return None;
+            }
+        }
+    }
+}
+
+/// Where a repair keeps a damaged store.
+const DAMAGED_STORE: &str = "store.damaged";
 
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to).map_err(|err| Error::io_at(to, err))?;

@@ -6,17 +6,12 @@
 //! indexes, so that no deleted text or vector is left in any file of the index.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use super::{Engine, STORE_DIR, TEXT_DIR, lock, manifest};
+use super::swap::{self, Staging};
+use super::{Engine, STORE_DIR, lock, manifest};
 use crate::config::Config;
 use crate::{Error, ErrorKind, Kind, Result};
-
-/// The new store, while it is written.
-const COMPACTING: &str = "store.compact";
-/// The old store, between the two renames of the swap.
-const RETIRED: &str = "store.old";
-/// Written once the new store is complete: from then on a crash finishes the swap.
-const COMPLETE: &str = "COMPACT_COMPLETE";
 
 impl Engine {
     /// Buffers the deletion of every committed document of `tenant`, of every kind;
@@ -39,7 +34,10 @@ impl Engine {
 
     /// Writes a consistent copy of the committed index into `dest` (missing or empty),
     /// while this engine keeps serving: what the last commit made durable, and nothing
-    /// deleted. The copy's derived indexes are rebuilt when it is first opened.
+    /// deleted. The copy is a whole index (its text index built and its state published
+    /// for readers, so it is searchable read-only), built in `dest/.ruche/` and moved
+    /// into place once complete: a backup stopped at any step leaves no index in `dest`
+    /// or a complete one.
     ///
     /// # Errors
     ///
@@ -53,38 +51,65 @@ impl Engine {
             }));
         }
         std::fs::create_dir_all(dest).map_err(|err| Error::io_at(dest, err))?;
-        // No commit runs while the copy is made: it is one committed state.
-        let _serial = self
-            .inner
-            .commit_lock
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        self.inner
-            .store
-            .copy_live_into(&dest.join(STORE_DIR), &|_| true)?;
-        let found = super::manifest_of(&self.inner.store, &self.inner.read_catalog());
-        manifest::write(dest, &found, None)
+        let dest_lock = Arc::new(lock(dest, std::time::Duration::ZERO)?);
+        let staging = Staging::new(dest, "backup")?;
+        let copy = staging.index();
+        {
+            // No commit runs while the copy is made: it is one committed state.
+            let _serial = self
+                .inner
+                .commit_lock
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            self.inner
+                .store
+                .copy_live_into(&copy.join(STORE_DIR), &|_| true)?;
+            let found = super::manifest_of(&self.inner.store, &self.inner.read_catalog());
+            manifest::write(&copy, &found, None)?;
+        }
+        crate::crash::point("backup:copied");
+        // Opened once: its text index is built and its state published (the manifest
+        // above is what the copy must hold); the graphs are built at its first open for
+        // writing.
+        Engine::builder()
+            .config(self.inner.config.clone())
+            .embedder_or_none(self.inner.embedder())
+            .open(&copy)?
+            .close_without_graphs()?;
+        crate::crash::point("backup:built");
+        staging.swap(None)?;
+        drop(dest_lock);
+        Ok(())
     }
 
     /// Rewrites the index in `dir` so that nothing deleted is left on disk: a new store
-    /// of the live documents replaces the old one, and the text index and the graphs are
-    /// rebuilt from it. Returns the bytes the index takes before and after.
+    /// of the live documents, with its text index and graphs built, replaces the old
+    /// one. Returns the bytes the index takes before and after.
     ///
-    /// A crash at any step leaves one complete store: the next open finishes the swap of
-    /// a complete new store, or discards an incomplete one.
+    /// The new index is built in `dir/.ruche/` and swapped in once complete; a crash at
+    /// any step leaves the old index or the new one (the next open for writing finishes
+    /// the swap). Files in the index directory that the engine did not make stay.
     ///
     /// # Errors
     ///
     /// As opening the index; storage and I/O errors.
     pub fn compact(dir: impl AsRef<Path>, config: Config) -> Result<(u64, u64)> {
         let dir = dir.as_ref();
+        if !swap::holds_index(dir) {
+            return Err(Error::new(ErrorKind::IndexNotFound {
+                path: dir.to_path_buf(),
+            }));
+        }
+        let held = Arc::new(lock(dir, std::time::Duration::from_secs(5))?);
+        swap::recover(dir)?;
         let before = disk_size(dir);
+        let staging = Staging::new(dir, "compact")?;
+        let embedder;
         {
-            let engine = Engine::builder().config(config.clone()).open(dir)?;
-            let staging = dir.join(COMPACTING);
-            if staging.exists() {
-                std::fs::remove_dir_all(&staging).map_err(|err| Error::io_at(&staging, err))?;
-            }
+            let engine = Engine::builder()
+                .config(config.clone())
+                .open_locked(dir, &held)?;
+            embedder = engine.embedder();
             // The feedback of a tenant that has no document left goes with it.
             let live: std::collections::HashSet<String> = engine
                 .inner
@@ -95,73 +120,27 @@ impl Engine {
             engine
                 .inner
                 .store
-                .copy_live_into(&staging, &|tenant| live.contains(tenant))?;
-            sync_dir(&staging)?;
-            let marker = dir.join(COMPLETE);
-            std::fs::File::create(&marker)
-                .and_then(|f| f.sync_all())
-                .map_err(|err| Error::io_at(&marker, err))?;
-            sync_dir(dir)?;
-            // Closed before the swap: sled must not write into the store being replaced.
-            engine.close()?;
+                .copy_live_into(&staging.index().join(STORE_DIR), &|tenant| {
+                    live.contains(tenant)
+                })?;
+            let found = super::manifest_of(&engine.inner.store, &engine.inner.read_catalog());
+            manifest::write(&staging.index(), &found, None)?;
+            engine.close_without_graphs()?;
         }
+        crate::crash::point("compact:copied");
         {
-            let _lock = lock(dir, std::time::Duration::from_secs(5))?;
-            recover(dir)?;
+            // Its text index and graphs built from the new store, its state published.
+            let new = Engine::builder()
+                .config(config)
+                .embedder_or_none(embedder)
+                .open(staging.index())?;
+            new.close()?;
         }
-        // The first open rebuilds the text index; closing stores the rebuilt graphs.
-        let engine = Engine::builder().config(config).open(dir)?;
-        engine.sync_graph()?;
-        engine.close()?;
+        crate::crash::point("compact:built");
+        staging.swap(None)?;
+        drop(held);
         Ok((before, disk_size(dir)))
     }
-}
-
-/// Finishes or discards a compaction that stopped at any step (the caller holds the
-/// index's lock).
-pub(crate) fn recover(dir: &Path) -> Result<()> {
-    let staging = dir.join(COMPACTING);
-    let retired = dir.join(RETIRED);
-    let store = dir.join(STORE_DIR);
-    let marker = dir.join(COMPLETE);
-    let rename = |from: &Path, to: &Path| -> Result<()> {
-        std::fs::rename(from, to).map_err(|err| Error::io_at(from, err))?;
-        sync_dir(dir)
-    };
-    let remove = |path: &Path| -> Result<()> {
-        match std::fs::remove_dir_all(path) {
-            Ok(()) => Ok(()),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(err) => Err(Error::io_at(path, err)),
-        }
-    };
-    if marker.exists() {
-        if staging.exists() {
-            if store.exists() {
-                rename(&store, &retired)?;
-            }
-            rename(&staging, &store)?;
-        }
-        // The derived indexes describe the old store's files: rebuilt from the new one.
-        // The published files hold deleted documents: published again from the new one.
-        remove(&dir.join(TEXT_DIR))?;
-        remove(&dir.join(crate::store::view::VIEW_DIR))?;
-        remove(&retired)?;
-        std::fs::remove_file(&marker).map_err(|err| Error::io_at(&marker, err))?;
-        sync_dir(dir)?;
-    } else {
-        remove(&staging)?;
-        if !store.exists() && retired.exists() {
-            rename(&retired, &store)?;
-        }
-    }
-    Ok(())
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|err| Error::io_at(dir, err))
 }
 
 /// Bytes of every file under `dir`.

@@ -20,7 +20,7 @@ use crate::catalog::{Catalog, DocRows, Entry, Normalised, Placed};
 use crate::id::{DocId, VectorKey};
 use crate::store::view::PublishedGraph;
 use crate::store::{LogEntry, Store, StoredVectors};
-use crate::text::TextIndex;
+use crate::text::{Protected, TextIndex};
 use crate::vector::{Graph, Manifest};
 use crate::{Error, Kind, Result};
 
@@ -270,12 +270,13 @@ pub(super) fn open_text(
     counters: &Counters,
     create: bool,
     patterns_in_text: bool,
+    protected: &Protected,
 ) -> Result<TextIndex> {
     let last_seq = store.meta().last_seq;
     if create {
-        return rebuild_text(dir, catalog, last_seq, patterns_in_text);
+        return rebuild_text(dir, catalog, last_seq, patterns_in_text, protected);
     }
-    match TextIndex::open(dir, patterns_in_text) {
+    match TextIndex::open(dir, patterns_in_text, protected) {
         Ok((text, seq)) if seq == last_seq => return Ok(text),
         Ok((text, seq)) if seq < last_seq => match catch_up(&text, store, seq, last_seq) {
             Ok(replayed) => {
@@ -304,7 +305,7 @@ pub(super) fn open_text(
         ),
     }
     counters.text_rebuilds.fetch_add(1, Ordering::Relaxed);
-    rebuild_text(dir, catalog, last_seq, patterns_in_text)
+    rebuild_text(dir, catalog, last_seq, patterns_in_text, protected)
 }
 
 /// Replays the change log after `from` into `text`; returns how many entries it applied.
@@ -348,8 +349,9 @@ fn rebuild_text(
     catalog: &Catalog,
     last_seq: u64,
     patterns_in_text: bool,
+    protected: &Protected,
 ) -> Result<TextIndex> {
-    let text = TextIndex::create(dir, patterns_in_text)?;
+    let text = TextIndex::create(dir, patterns_in_text, protected)?;
     let docs: Vec<_> = catalog.iter().collect();
     // Analysed in parallel, a slice at a time (the analysed text is held until added).
     for slice in docs.chunks(4_096) {

@@ -21,12 +21,13 @@ use crate::{Error, ErrorKind, Result};
 /// The file name, in the index directory.
 pub(crate) const MANIFEST_FILE: &str = "MANIFEST";
 
-/// The version of the manifest's own format: 3 lists the files published for readers,
-/// which may have aligned sections and a mapped base (`store::base`); 2, written by
-/// earlier versions, lists files they all read (this version reads both); 1 lists no
-/// published file. An earlier version refuses a newer format with `IncompatibleFormat`
-/// instead of taking the checksum, which covers the list, for damage.
-const MANIFEST_FORMAT: u32 = 3;
+/// The version of the manifest's own format: 4 also carries the text index's commit
+/// readers open; 3 lists the files published for readers, which may have aligned
+/// sections and a mapped base (`store::base`); 2, written by earlier versions, lists
+/// files they all read (this version reads them all); 1 lists no published file. An
+/// earlier version refuses a newer format with `IncompatibleFormat` instead of taking
+/// the checksum, which covers the list, for damage.
+const MANIFEST_FORMAT: u32 = 4;
 
 /// What the store held after the last commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,7 +89,7 @@ pub(crate) fn read_with_view(dir: &Path) -> Result<Option<(Manifest, Option<View
         serde_json::from_slice(&bytes).map_err(|err| damaged(format!("unreadable ({err})")))?;
     let readable = match on_disk.manifest_format {
         1 => on_disk.view.is_none(),
-        2 | MANIFEST_FORMAT => true,
+        2 | 3 | MANIFEST_FORMAT => true,
         _ => false,
     };
     if !readable {
@@ -103,12 +104,19 @@ pub(crate) fn read_with_view(dir: &Path) -> Result<Option<(Manifest, Option<View
     Ok(Some((on_disk.manifest, on_disk.view)))
 }
 
-/// Replaces the manifest of the index in `dir` atomically.
+/// Replaces the manifest of the index in `dir` atomically: written beside, synced,
+/// renamed, the directory synced. On failure (a full disk) the file written beside is
+/// removed and the manifest is the one before.
 pub(crate) fn write(dir: &Path, manifest: &Manifest, view: Option<&ViewList>) -> Result<()> {
     let path = path(dir);
     let staging = dir.join(format!("{MANIFEST_FILE}.tmp"));
+    let manifest_format = match view {
+        Some(view) if view.text.is_some() => MANIFEST_FORMAT,
+        Some(_) => 3,
+        None => 1,
+    };
     let on_disk = OnDisk {
-        manifest_format: if view.is_some() { MANIFEST_FORMAT } else { 1 },
+        manifest_format,
         manifest: *manifest,
         view: view.cloned(),
         crc32: crc(manifest, view),
@@ -119,13 +127,19 @@ pub(crate) fn write(dir: &Path, manifest: &Manifest, view: Option<&ViewList>) ->
         let p = p.to_path_buf();
         move |err| Error::io_at(&p, err)
     };
-    {
+    let staged = (|| {
         use std::io::Write;
         let mut file = std::fs::File::create(&staging).map_err(io(&staging))?;
         file.write_all(&bytes).map_err(io(&staging))?;
-        file.sync_all().map_err(io(&staging))?;
+        file.sync_all().map_err(io(&staging))
+    })();
+    if let Err(err) = staged {
+        let _ = std::fs::remove_file(&staging);
+        return Err(err);
     }
+    crate::crash::point("manifest:staged");
     std::fs::rename(&staging, &path).map_err(io(&path))?;
+    crate::crash::point("manifest:renamed");
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(io(dir))?;

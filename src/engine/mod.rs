@@ -15,6 +15,7 @@ mod manifest;
 mod publish;
 mod reembed;
 mod search;
+mod swap;
 mod write;
 
 pub use self::write::{VectorRows, document_vectors};
@@ -261,11 +262,24 @@ impl Engine {
         temp_dir: Option<tempfile::TempDir>,
     ) -> Result<Engine> {
         builder.config.validate()?;
-        if mode != OpenMode::Create {
-            // A reembed that stopped half-way is finished or rolled back first.
-            reembed::recover(dir)?;
-        }
         let store_dir = dir.join(STORE_DIR);
+        // In a directory that holds an index (or a swap of one under way), the lock
+        // comes first: a repair, reembed, compaction or backup stopped half-way is
+        // finished (or its scratch removed) before anything is read.
+        let holds_index = [
+            STORE_DIR,
+            swap::SCRATCH_DIR,
+            manifest::MANIFEST_FILE,
+            LOCK_FILE,
+        ]
+        .iter()
+        .any(|name| std::fs::symlink_metadata(dir.join(name)).is_ok());
+        let mut lock_file = None;
+        if holds_index {
+            lock_file = Some(take_lock(&builder, dir)?);
+            swap::recover(dir)?;
+            maintain::remove_scratch(dir);
+        }
         let exists = store_dir.exists();
         let create = match (mode, exists) {
             (OpenMode::Create, true) => {
@@ -297,14 +311,15 @@ impl Engine {
         if create {
             std::fs::create_dir_all(dir)?;
         }
-        let lock_file = lock(dir, builder.wait)?;
-        if !create {
-            // A compaction that stopped half-way is finished or discarded first.
-            compact::recover(dir)?;
-            maintain::remove_scratch(dir);
-        }
+        let lock_file = match lock_file {
+            Some(lock_file) => lock_file,
+            None => take_lock(&builder, dir)?,
+        };
         let phase = std::time::Instant::now();
         let store = Store::open(&store_dir, create, builder.cache_bytes)?;
+        // A first import killed before its store recorded anything left a blank store:
+        // an empty index, made now.
+        let create = create || store.was_blank();
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "store opened"
@@ -350,6 +365,22 @@ impl Engine {
         let feedback = feedback_windows(&store)?;
         let counters = Counters::default();
         let phase = std::time::Instant::now();
+        // Readers open the text commit the manifest names: its files are kept until
+        // another is published, through the catch-up or rebuild below too.
+        let protected = crate::text::Protected::default();
+        if let Some(meta) = recorded
+            .as_ref()
+            .and_then(|(_, view)| view.as_ref())
+            .and_then(|view| view.text.as_deref())
+        {
+            match TextIndex::snapshot_files(&dir.join(TEXT_DIR), meta) {
+                Ok(files) => protected.set(files),
+                // Gone or damaged: the text index is rebuilt below.
+                Err(err) => {
+                    tracing::debug!(error = %err, "the published text commit is unreadable")
+                }
+            }
+        }
         let text = maintain::open_text(
             &dir.join(TEXT_DIR),
             &store,
@@ -357,6 +388,7 @@ impl Engine {
             &counters,
             create,
             builder.config.fusion.patterns_in_text,
+            &protected,
         )?;
         let mut catalog = catalog;
         search::start_helper_for(&catalog);
@@ -416,9 +448,12 @@ impl Engine {
                 list
             }
         };
+        let mut view = view;
+        view.text = text_snapshot(&text, view.seq);
         if recorded.as_ref() != Some(&(found, Some(view.clone()))) {
             manifest::write(dir, &found, Some(&view))?;
         }
+        protect_snapshot(&text, dir, &view);
         view::remove_unlisted(dir, &view);
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
@@ -739,6 +774,19 @@ impl Engine {
         self.inner.store.flush()
     }
 
+    /// Flushes and closes the index without finishing its graphs (a copy whose graphs
+    /// its next open for writing builds).
+    pub(crate) fn close_without_graphs(mut self) -> Result<()> {
+        if self.is_read_only() {
+            return Ok(());
+        }
+        if let Some(verifier) = self.verifier.take() {
+            let _ = verifier.join();
+        }
+        self.stop_worker();
+        self.inner.store.flush()
+    }
+
     fn stop_worker(&mut self) {
         self.inner.worker.request_stop();
         if let Some(worker) = self.worker.take() {
@@ -901,9 +949,10 @@ impl Inner {
 
 /// Takes the index directory's lock, or fails with `Locked`.
 impl Engine {
-    /// Deletes the index in `dir`: the files and directories the engine owns there
-    /// (`store/`, `text/`, `view/`, `MANIFEST`, `LOCK`, `.graph-load-*` scratch directories). Anything else in `dir`, and `dir` itself,
-    /// are kept.
+    /// Deletes the index in `dir`: the files the engine made there (in `store/`,
+    /// `text/`, `view/`; `MANIFEST`, `LOCK`, its scratch directories). Anything else in
+    /// `dir` (a directory of the engine's that holds a file of the user's too), and `dir`
+    /// itself, are kept.
     ///
     /// # Errors
     ///
@@ -911,29 +960,19 @@ impl Engine {
     /// [`ErrorKind::Locked`] when it is open, and I/O errors naming the path.
     pub fn remove(dir: impl AsRef<Path>) -> Result<()> {
         let dir = dir.as_ref();
-        if !dir.join(STORE_DIR).exists() {
+        if !swap::holds_index(dir) {
             return Err(Error::new(ErrorKind::IndexNotFound {
                 path: dir.to_path_buf(),
             }));
         }
         let lock_file = lock(dir, std::time::Duration::ZERO)?;
         maintain::remove_scratch(dir);
-        for owned in [STORE_DIR, TEXT_DIR, view::VIEW_DIR] {
-            let path = dir.join(owned);
-            match std::fs::remove_dir_all(&path) {
-                Ok(()) => {}
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-                Err(err) => return Err(Error::io_at(&path, err)),
-            }
+        swap::recover(dir)?;
+        // The engine's own files only: a file of the user's stays, and its directory.
+        for owned in [STORE_DIR, TEXT_DIR, view::VIEW_DIR, manifest::MANIFEST_FILE] {
+            swap::remove_part(&dir.join(owned), owned)?;
         }
-        for owned in [manifest::MANIFEST_FILE, "MANIFEST.tmp"] {
-            let path = dir.join(owned);
-            match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-                Err(err) => return Err(Error::io_at(&path, err)),
-            }
-        }
+        swap::remove_part(&dir.join("MANIFEST.tmp"), manifest::MANIFEST_FILE)?;
         drop(lock_file);
         let path = dir.join(LOCK_FILE);
         std::fs::remove_file(&path).map_err(|err| Error::io_at(&path, err))?;
@@ -1059,9 +1098,20 @@ fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextInde
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
         let late = std::time::Instant::now() >= deadline;
+        // A new index being swapped in (repair, compact, reembed, backup): wait for the
+        // writer that swaps it; a swap stopped half-way is finished by the next open
+        // for writing.
+        while swap::pending(dir) {
+            if !writer_alive(dir) || std::time::Instant::now() >= deadline {
+                return Err(Error::new(ErrorKind::NotPublished {
+                    path: dir.to_path_buf(),
+                }));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let Some((manifest, list)) = manifest::read_with_view(dir)? else {
             return Err(if dir.join(STORE_DIR).exists() {
-                Error::new(ErrorKind::NotPublished {
+                Error::new(ErrorKind::Uncommitted {
                     path: dir.to_path_buf(),
                 })
             } else {
@@ -1090,21 +1140,33 @@ fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextInde
                 .flatten()
                 .is_none_or(|(now, view)| (now, view) != (manifest, Some(list.clone())))
         };
-        let (text, seq) = match TextIndex::open_reader(&dir.join(TEXT_DIR), patterns_in_text) {
-            Ok(Some(opened)) => opened,
-            // A writer committed its text index while it was opened: again.
-            Ok(None) if !late => continue,
-            Ok(None) => {
-                return Err(Error::corrupt(format!(
-                    "{}: committed to faster than it could be opened",
-                    dir.join(TEXT_DIR).display()
-                )));
+        // The text commit the manifest names (an earlier version's manifest names none:
+        // the text index's last commit then, whatever it holds).
+        let text_dir = dir.join(TEXT_DIR);
+        let opened = match &list.text {
+            Some(meta) => TextIndex::open_snapshot(&text_dir, patterns_in_text, meta),
+            None => last_text_commit(&text_dir)
+                .and_then(|meta| TextIndex::open_snapshot(&text_dir, patterns_in_text, &meta)),
+        };
+        match opened {
+            Ok((text, seq)) => {
+                if seq != list.seq {
+                    tracing::warn!(
+                        text = seq,
+                        published = list.seq,
+                        "the text index and the published files are of different commits"
+                    );
+                }
+                return Ok((Store::published(published), text));
             }
             Err(err) => {
-                // A writer that commits removes the text files it no longer needs, and
-                // one that opens may rebuild the text index: while a writer holds the
-                // index, wait for its manifest to move on and read again. Without one,
-                // the text index is damaged.
+                // A file of the commit is gone: a writer published a newer one (read
+                // the manifest again), is rebuilding the text index (wait for its
+                // manifest), or is swapping in a new index. Without any, the text
+                // index is damaged.
+                if (manifest_moved() || swap::pending(dir)) && !late {
+                    continue;
+                }
                 if !writer_alive(dir) {
                     return Err(err);
                 }
@@ -1116,25 +1178,44 @@ fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextInde
                 }
                 return Err(err);
             }
-        };
-        if seq > list.seq && writer_alive(dir) {
-            // The writer publishes next: wait for its manifest (reading only that), then
-            // read everything again.
-            while !manifest_moved() && std::time::Instant::now() < deadline {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            if std::time::Instant::now() < deadline {
-                continue;
-            }
         }
-        if seq != list.seq {
+    }
+}
+
+/// The text index's `meta.json` as it is now (what a reader of an earlier version's
+/// manifest opens).
+fn last_text_commit(text_dir: &Path) -> Result<String> {
+    let path = text_dir.join(crate::text::directory::META_FILE);
+    std::fs::read_to_string(&path).map_err(|err| Error::io_at(&path, err))
+}
+
+/// The text index's last commit, to publish with the view of change `seq`, when it is
+/// that change's (else readers open the text index's own last commit, as an earlier
+/// version's do).
+pub(crate) fn text_snapshot(text: &TextIndex, seq: u64) -> Option<String> {
+    match text.snapshot() {
+        Ok((meta, text_seq)) if text_seq == seq => Some(meta),
+        Ok((_, text_seq)) => {
             tracing::warn!(
-                text = seq,
-                published = list.seq,
-                "the text index and the published files are of different commits"
+                text = text_seq,
+                published = seq,
+                "the text index is not of the published commit"
             );
+            None
         }
-        return Ok((Store::published(published), text));
+        Err(err) => {
+            tracing::warn!(error = %err, "could not read the text index's commit");
+            None
+        }
+    }
+}
+
+/// Keeps the files of the text commit `view` names, once its manifest is written.
+pub(crate) fn protect_snapshot(text: &TextIndex, dir: &Path, view: &ViewList) {
+    if let Some(meta) = &view.text
+        && let Err(err) = text.protect(&dir.join(TEXT_DIR), meta)
+    {
+        tracing::warn!(error = %err, "could not list the published text commit's files");
     }
 }
 
@@ -1180,10 +1261,23 @@ impl Inner {
     }
 }
 
-/// Whether `dir` is missing or an empty directory (the only places a new index goes).
+/// The index's lock: the one the builder holds, or taken now.
+fn take_lock(builder: &EngineBuilder, dir: &Path) -> Result<File> {
+    match &builder.held_lock {
+        Some(held) => held
+            .try_clone()
+            .map_err(|err| Error::io_at(&dir.join(LOCK_FILE), err)),
+        None => lock(dir, builder.wait),
+    }
+}
+
+/// Whether `dir` is missing or an empty directory (the only places a new index goes);
+/// an index's own lock file does not count.
 fn is_empty_or_missing(dir: &Path) -> Result<bool> {
     match std::fs::read_dir(dir) {
-        Ok(mut entries) => Ok(entries.next().is_none()),
+        Ok(entries) => Ok(entries
+            .flatten()
+            .all(|entry| entry.file_name() == LOCK_FILE)),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(true),
         Err(err) => Err(Error::io_at(dir, err)),
     }

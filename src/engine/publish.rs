@@ -347,6 +347,7 @@ impl Inner {
         let catalog = self.read_catalog();
         let tokens = |doc: DocId| catalog.get(doc).map_or([0, 0], |entry| entry.tokens);
         let published = (|| {
+            crate::crash::fail("publish")?;
             if list.base.is_none() {
                 // The base holds every committed change.
                 publish_base(&self.dir, &self.store, &mut list, &tokens)?;
@@ -392,12 +393,16 @@ impl Inner {
         })();
         match published {
             Ok(()) => {
+                list.text = super::text_snapshot(&self.text, list.seq);
+                crate::crash::point("publish:files-written");
                 if let Err(err) = self.write_manifest_with(Some(&list)) {
                     // The files are written, the manifest that names them is not: start
                     // again from a base, under new names.
                     *guard = Some(unpublished(&self.dir, &list));
                     return Err(err);
                 }
+                super::protect_snapshot(&self.text, &self.dir, &list);
+                crate::crash::point("publish:manifest-written");
                 view::remove_unlisted(&self.dir, &list);
                 *guard = Some(list);
                 Ok(())

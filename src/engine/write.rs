@@ -226,12 +226,14 @@ impl Engine {
             }
             return Err(err);
         }
+        crate::crash::point("commit:stored");
         let last_seq = inner.store.meta().last_seq;
         // Text index: one commit recording `last_seq`.
         let (tokens, text_result) = match text_added {
             Ok(tokens) => (tokens, inner.text.commit(last_seq)),
             Err(err) => (vec![None; applied.len()], Err(err)),
         };
+        crate::crash::point("commit:text-committed");
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "text index committed"
@@ -278,7 +280,15 @@ impl Engine {
             .and(catalog_result)
             .and_then(|()| inner.publish(super::publish::Publish::Changes(&applied)));
         inner.wake_worker();
-        published?;
+        // The store has the commit: whatever failed after it, the commit happened.
+        published.map_err(|err| {
+            Error::with_source(
+                ErrorKind::Unpublished {
+                    path: inner.dir.clone(),
+                },
+                err,
+            )
+        })?;
         let phase = std::time::Instant::now();
         inner.store.truncate_log(last_seq)?;
         tracing::debug!(

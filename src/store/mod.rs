@@ -47,6 +47,21 @@ pub(crate) struct Store {
     sled: Option<Sled>,
     view: Option<view::Published>,
     meta: std::sync::Mutex<Meta>,
+    /// Whether an existing store held nothing at all (not even its format version) and
+    /// was initialised as a new one at open.
+    blank: bool,
+}
+
+/// What can still be read of a damaged store ([`Store::read_salvageable`]).
+#[derive(Default)]
+pub(crate) struct Salvaged {
+    /// Each readable document: its version, the change that wrote it, and the document
+    /// with the vectors its caller supplied.
+    pub(crate) docs: Vec<(DocId, u64, crate::Document)>,
+    /// The readable entries of the change log (commits not yet in every derived index).
+    pub(crate) log: Vec<(u64, LogEntry)>,
+    /// Blocks, documents or log entries that could not be read.
+    pub(crate) unreadable: usize,
 }
 
 /// The sled database of one index.
@@ -157,7 +172,18 @@ impl Store {
         let graphs: [sled::Tree; Kind::COUNT] = graphs
             .try_into()
             .unwrap_or_else(|_| unreachable!("one tree per kind"));
-        let meta = if create {
+        // A store that holds nothing at all (a first import killed before sled wrote
+        // its first flush) is a new one.
+        let blank = !create
+            && main.is_empty()
+            && [&embed_cache, &queries, &feedback]
+                .into_iter()
+                .chain(&graphs)
+                .all(sled::Tree::is_empty);
+        if create {
+            crate::crash::point("store:created");
+        }
+        let meta = if create || blank {
             let meta = Meta::new();
             let mut batch = sled::Batch::default();
             meta.write(&mut batch);
@@ -178,7 +204,14 @@ impl Store {
             }),
             view: None,
             meta: std::sync::Mutex::new(meta),
+            blank,
         })
+    }
+
+    /// Whether the store held nothing at all when it was opened, and was initialised
+    /// as a new one.
+    pub(crate) fn was_blank(&self) -> bool {
+        self.blank
     }
 
     /// A store that reads what a writer published, and refuses every write.
@@ -187,6 +220,7 @@ impl Store {
             meta: std::sync::Mutex::new(view.meta.clone()),
             sled: None,
             view: Some(view),
+            blank: false,
         }
     }
 
@@ -457,36 +491,72 @@ impl Store {
         Ok(())
     }
 
-    /// Every document that can still be read, as a document with the vectors its caller
-    /// supplied, and the number of blocks or entries that could not be (for salvaging a
-    /// damaged store).
-    pub(crate) fn read_salvageable(&self) -> (Vec<crate::Document>, usize) {
-        let mut docs = Vec::new();
-        let mut unreadable = 0;
+    /// Every document that can still be read, with the sequence number of the change
+    /// that wrote it and the vectors its caller supplied, the readable change log, and
+    /// the number of blocks or entries that could not be read (for salvaging a damaged
+    /// store).
+    pub(crate) fn read_salvageable(&self) -> Salvaged {
+        let mut salvaged = Salvaged::default();
         let Ok(sled) = self.sled() else {
-            return (docs, unreadable);
+            return salvaged;
         };
+        // A scan until the first unreadable page (sled's iterator would read that page
+        // again for every key after it), then one lookup per block number left: time
+        // linear in the blocks, whatever is damaged.
+        let mut blocks: Vec<sled::IVec> = Vec::new();
+        let mut next_block = 0u64;
+        let mut damaged = false;
         for item in sled.main.scan_prefix([keys::BLOCK]) {
-            let Ok((_, bytes)) = item else {
-                unreadable += 1;
-                continue;
-            };
+            match item {
+                Ok((key, bytes)) => {
+                    next_block = keys::decode_u64(&key[1..]).map_or(next_block, |b| b + 1);
+                    blocks.push(bytes);
+                }
+                Err(_) => {
+                    damaged = true;
+                    break;
+                }
+            }
+        }
+        if damaged {
+            let last_block = self.meta().next_doc >> 6;
+            for block_no in next_block..=last_block {
+                match sled.main.get(keys::block_key(block_no)) {
+                    Ok(Some(bytes)) => blocks.push(bytes),
+                    Ok(None) => {}
+                    Err(_) => salvaged.unreadable += 1,
+                }
+            }
+        }
+        for bytes in blocks {
             let Ok(entries) = block::decode(&bytes) else {
-                unreadable += 1;
+                salvaged.unreadable += 1;
                 continue;
             };
             for entry in entries {
                 let doc = entry.record().and_then(|record| {
                     let vectors = entry.vectors()?;
-                    record.to_document(vectors.as_ref())
+                    Ok((record.seq, record.to_document(vectors.as_ref())?))
                 });
                 match doc {
-                    Ok(doc) => docs.push(doc),
-                    Err(_) => unreadable += 1,
+                    Ok((seq, doc)) => salvaged.docs.push((entry.doc, seq, doc)),
+                    Err(_) => salvaged.unreadable += 1,
                 }
             }
         }
-        (docs, unreadable)
+        for item in sled.main.scan_prefix([keys::LOG]) {
+            let commit = item
+                .map_err(sled_err)
+                .and_then(|(_, value)| record::decode::<Vec<(u64, LogEntry)>>(&value, "log entry"));
+            match commit {
+                Ok(commit) => salvaged.log.extend(commit),
+                Err(_) => {
+                    salvaged.unreadable += 1;
+                    break;
+                }
+            }
+        }
+        salvaged
     }
 
     /// Log entries with a sequence number above `after`, in order.
@@ -1124,8 +1194,8 @@ mod tests {
         let store = Store::open(&path, false, 1 << 20).unwrap();
         assert_eq!(stored_ids(&store), (0..100).collect::<Vec<_>>());
         assert_eq!(store.meta().next_doc, 100);
-        let (salvaged, unreadable) = store.read_salvageable();
-        assert_eq!((salvaged.len(), unreadable), (100, 0));
+        let salvaged = store.read_salvageable();
+        assert_eq!((salvaged.docs.len(), salvaged.unreadable), (100, 0));
         // The commit made again fills the reserved blocks.
         store.commit(&chunk_changes(100, 150), 250).unwrap();
         drop(store);

@@ -134,6 +134,11 @@ pub(crate) struct ViewList {
     pub(crate) retired_graphs: Vec<Option<ViewGraph>>,
     /// The number the next file's name takes.
     pub(crate) next_file: u64,
+    /// The text index's commit of this state, as readers open it: a copy of its
+    /// `meta.json` (absent in manifests of earlier versions: readers then open the
+    /// text index's own `meta.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) text: Option<String>,
 }
 
 impl ViewList {
@@ -558,17 +563,36 @@ pub(crate) fn remove_unlisted(dir: &Path, list: &ViewList) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        let name_of_file = name.strip_suffix(".tmp").unwrap_or(&name);
-        let ours = [SUFFIX, RAW_GRAPH, RAW_DATA]
-            .iter()
-            .any(|suffix| name_of_file.ends_with(suffix));
-        if ours
+        if is_published_name(&name)
+            && entry.file_type().is_ok_and(|t| t.is_file())
             && !listed.contains(name.as_ref())
             && let Err(err) = std::fs::remove_file(entry.path())
         {
             tracing::warn!(path = %entry.path().display(), error = %err, "could not remove an old published file");
         }
     }
+}
+
+/// Whether `name` is a file a writer publishes in `view/` (or writes beside one before
+/// its rename): `WHAT-NNNNNNNNNNNN` (a base, a part, a graph of a kind, twelve digits)
+/// with one of the published suffixes, and `.tmp` while it is written. Only such files
+/// are ever removed from `view/`.
+pub(crate) fn is_published_name(name: &str) -> bool {
+    let name = name.strip_suffix(".tmp").unwrap_or(name);
+    let Some(stem) = [SUFFIX, RAW_GRAPH, RAW_DATA]
+        .iter()
+        .find_map(|suffix| name.strip_suffix(suffix))
+    else {
+        return false;
+    };
+    let Some((what, number)) = stem.rsplit_once('-') else {
+        return false;
+    };
+    let known = matches!(what, "base" | "part")
+        || what
+            .strip_prefix("graph-")
+            .is_some_and(|kind| kind.parse::<Kind>().is_ok());
+    known && number.len() == 12 && number.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The number after the highest a file in `dir/view/` carries: names taken from it on
@@ -635,6 +659,16 @@ impl Published {
     /// Reads the base and parts `list` names: `None` when one is gone (a writer
     /// published a newer state meanwhile: read the manifest again).
     pub(crate) fn load(dir: &Path, list: &ViewList) -> Result<Option<Published>> {
+        Published::load_files(dir, list, true)
+    }
+
+    /// What the base and parts `list` names hold, whatever change they end at (a repair
+    /// salvages from a prefix of them when a later part is damaged).
+    pub(crate) fn load_prefix(dir: &Path, list: &ViewList) -> Result<Option<Published>> {
+        Published::load_files(dir, list, false)
+    }
+
+    fn load_files(dir: &Path, list: &ViewList, check_seq: bool) -> Result<Option<Published>> {
         use rayon::prelude::*;
         let files: Vec<&ViewFile> = list.base.iter().chain(&list.parts).collect();
         // A mapped base's checksum (hundreds of megabytes) is computed beside the
@@ -705,7 +739,7 @@ impl Published {
         }
         let meta: Meta =
             meta.ok_or_else(|| Error::corrupt("the published view has no meta values"))?;
-        if meta.last_seq != list.seq {
+        if check_seq && meta.last_seq != list.seq {
             return Err(Error::corrupt(format!(
                 "{}: the published files end at change {}, the manifest records {}",
                 dir.join(VIEW_DIR).display(),

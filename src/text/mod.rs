@@ -7,11 +7,13 @@
 //! that the index is behind the store and must catch up (or be rebuilt).
 
 pub(crate) mod analyzer;
+pub(crate) mod directory;
 
 use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-use std::path::Path;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 
@@ -27,11 +29,10 @@ use tantivy::{
     DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TERMINATED, TantivyDocument, Term,
 };
 
+pub(crate) use self::directory::Protected;
+use self::directory::{SnapshotDirectory, WriterDirectory};
 use crate::id::DocId;
 use crate::{Error, Result};
-
-/// What a reader's open says when a writer committed meanwhile (it opens again).
-const RACED: &str = "text index: a writer committed while it was opened";
 
 /// Memory budget of the index writer.
 const WRITER_MEMORY_BYTES: usize = 64 << 20;
@@ -41,6 +42,8 @@ pub(crate) struct TextIndex {
     index: Index,
     /// `None` for a reader, which never writes (and takes no writer lock).
     writer: Option<Mutex<IndexWriter>>,
+    /// A writer's: the files of the commit published for readers, which it keeps.
+    protected: Option<Protected>,
     reader: IndexReader,
     fields: Fields,
     words: TextAnalyzer,
@@ -212,11 +215,14 @@ impl tantivy::query::Bm25StatisticsProvider for ScopedStatistics<'_> {
         Ok(self.scope.docs)
     }
 
+    /// At most the scope's documents: BM25's idf (tantivy asserts it) needs no more
+    /// documents with a term than documents.
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
-        match self.known.and_then(|known| known.get(term)) {
-            Some(&freq) => Ok(freq),
-            None => self.live.doc_freq(self.searcher, term),
-        }
+        let freq = match self.known.and_then(|known| known.get(term)) {
+            Some(&freq) => freq,
+            None => self.live.doc_freq(self.searcher, term)?,
+        };
+        Ok(freq.min(self.scope.docs))
     }
 }
 
@@ -305,7 +311,11 @@ fn tantivy_err(err: tantivy::TantivyError) -> Error {
 /// damaged one can make it panic (an offset read from garbage) instead of failing. A
 /// damaged file must never take the process down.
 fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+    quiet_panics();
+    GUARDED.with(|depth| depth.set(depth.get() + 1));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    GUARDED.with(|depth| depth.set(depth.get() - 1));
+    result.unwrap_or_else(|panic| {
         let message = panic
             .downcast_ref::<&str>()
             .map(|s| (*s).to_string())
@@ -315,6 +325,28 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
             "text index: {what} failed on damaged data ({message}); run `ruche check` and `ruche repair`"
         )))
     })
+}
+
+std::thread_local! {
+    /// How many [`guarded`] calls this thread is inside.
+    static GUARDED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Installs, once, a panic hook that keeps quiet about the panics [`guarded`] turns into
+/// errors (the error says what happened; "thread panicked" on stderr would only alarm)
+/// and hands every other panic to the hook that was there before.
+fn quiet_panics() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if GUARDED.with(std::cell::Cell::get) > 0 {
+                tracing::debug!(panic = %info, "tantivy panicked on damaged data");
+            } else {
+                previous(info);
+            }
+        }));
+    });
 }
 
 /// The commit payload: the last sequence number the index includes, and how rule text
@@ -339,41 +371,101 @@ fn first_analyzer_version() -> u32 {
     1
 }
 
+/// The sequence number a commit's `meta.json` records in its payload.
+pub(crate) fn snapshot_seq(meta: &str) -> Result<u64> {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        payload: Option<String>,
+    }
+    let damaged = |why: String| Error::corrupt(format!("text index commit: {why}"));
+    let meta: Meta = serde_json::from_str(meta).map_err(|err| damaged(err.to_string()))?;
+    let payload = meta
+        .payload
+        .ok_or_else(|| damaged("no payload".to_string()))?;
+    let payload: Payload =
+        serde_json::from_str(&payload).map_err(|err| damaged(err.to_string()))?;
+    Ok(payload.seq)
+}
+
+/// Removes the files tantivy made in `dir` ([`directory::is_tantivy_file`]), and no other.
+fn remove_tantivy_files(dir: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => return Err(Error::io_at(dir, err)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|err| Error::io_at(dir, err))?;
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        if is_file && directory::is_tantivy_file(&entry.file_name().to_string_lossy()) {
+            let path = entry.path();
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => return Err(Error::io_at(&path, err)),
+            }
+        }
+    }
+    Ok(())
+}
+
 impl TextIndex {
-    /// Opens the index in `dir`, returning it with the sequence number it includes.
+    /// Opens the index in `dir` for writing, returning it with the sequence number it
+    /// includes. The files `protected` names (the published snapshot's) are never
+    /// deleted.
     ///
     /// # Errors
     ///
     /// Fails when the directory holds no index, a corrupt one, or one of another schema;
     /// the engine then rebuilds it with [`TextIndex::create`].
-    pub(crate) fn open(dir: &Path, patterns_in_text: bool) -> Result<(TextIndex, u64)> {
+    pub(crate) fn open(
+        dir: &Path,
+        patterns_in_text: bool,
+        protected: &Protected,
+    ) -> Result<(TextIndex, u64)> {
         guarded("opening", || {
-            TextIndex::open_unguarded(dir, patterns_in_text, true)
+            let directory = WriterDirectory::open(dir, protected.clone()).map_err(tantivy_err)?;
+            let index = Index::open(directory).map_err(tantivy_err)?;
+            TextIndex::open_index(index, patterns_in_text, Some(protected))
         })
     }
 
-    /// Opens the index in `dir` to read only: no writer, so no writer lock, and nothing
-    /// written (tantivy takes its meta lock for a moment while it opens the segments,
-    /// so that a writer's commit does not remove them meanwhile).
+    /// Opens the commit of the index in `dir` that `meta` (a copy of its `meta.json`)
+    /// describes, to read only: nothing is written and no lock is taken.
     ///
-    /// `None` when a writer committed while it was opened (open it again).
-    pub(crate) fn open_reader(
+    /// # Errors
+    ///
+    /// As [`TextIndex::open`]; a segment file that is gone (a writer published a newer
+    /// snapshot and removed it) is an I/O error.
+    pub(crate) fn open_snapshot(
         dir: &Path,
         patterns_in_text: bool,
-    ) -> Result<Option<(TextIndex, u64)>> {
-        let opened = guarded("opening", || {
-            TextIndex::open_unguarded(dir, patterns_in_text, false)
-        });
-        match opened {
-            Err(err) if matches!(err.kind(), crate::ErrorKind::Corrupt { what } if what == RACED) => {
-                Ok(None)
-            }
-            other => other.map(Some),
-        }
+        meta: &str,
+    ) -> Result<(TextIndex, u64)> {
+        guarded("opening", || {
+            let directory = SnapshotDirectory::open(dir, meta).map_err(tantivy_err)?;
+            let index = Index::open(directory).map_err(tantivy_err)?;
+            TextIndex::open_index(index, patterns_in_text, None)
+        })
     }
 
-    fn open_unguarded(dir: &Path, patterns_in_text: bool, write: bool) -> Result<(TextIndex, u64)> {
-        let index = Index::open_in_dir(dir).map_err(tantivy_err)?;
+    /// The files of the commit `meta` describes (a copy of the index's `meta.json`).
+    pub(crate) fn snapshot_files(dir: &Path, meta: &str) -> Result<HashSet<PathBuf>> {
+        guarded("reading a commit", || {
+            let directory = SnapshotDirectory::open(dir, meta).map_err(tantivy_err)?;
+            let index = Index::open(directory).map_err(tantivy_err)?;
+            Ok(index
+                .load_metas()
+                .map_err(tantivy_err)?
+                .list_segment_files())
+        })
+    }
+
+    fn open_index(
+        index: Index,
+        patterns_in_text: bool,
+        protected: Option<&Protected>,
+    ) -> Result<(TextIndex, u64)> {
         let (expected, fields) = schema();
         if index.schema() != expected {
             return Err(Error::corrupt(
@@ -381,7 +473,6 @@ impl TextIndex {
             ));
         }
         let metas = index.load_metas().map_err(tantivy_err)?;
-        let opstamp = metas.opstamp;
         let payload = metas
             .payload
             .ok_or_else(|| Error::corrupt("text index has no commit payload"))?;
@@ -398,7 +489,7 @@ impl TextIndex {
                 payload.analyzer_version
             )));
         }
-        let text = TextIndex::with_index(index, fields, patterns_in_text, write)?;
+        let text = TextIndex::with_index(index, fields, patterns_in_text, protected)?;
         // tantivy trusts its files: a flipped bit in a postings list would change answers
         // silently. Every file's checksum is verified before the index is used.
         let damaged = text.corrupted_files()?;
@@ -409,33 +500,57 @@ impl TextIndex {
                 names.join(", ")
             )));
         }
-        // A reader opens beside a writer: the commit whose payload was read must be the
-        // one its searcher holds (opstamps only grow, so an unchanged one means no
-        // commit in between).
-        if !write && text.index.load_metas().map_err(tantivy_err)?.opstamp != opstamp {
-            return Err(Error::corrupt(RACED));
-        }
         Ok((text, payload.seq))
     }
 
-    /// Creates an empty index in `dir`, replacing whatever is there.
-    pub(crate) fn create(dir: &Path, patterns_in_text: bool) -> Result<TextIndex> {
-        if dir.exists() {
-            std::fs::remove_dir_all(dir)?;
-        }
-        std::fs::create_dir_all(dir)?;
+    /// Creates an empty index in `dir`, in place of the index there: tantivy's files
+    /// go, any other file stays.
+    pub(crate) fn create(
+        dir: &Path,
+        patterns_in_text: bool,
+        protected: &Protected,
+    ) -> Result<TextIndex> {
+        remove_tantivy_files(dir)?;
+        std::fs::create_dir_all(dir).map_err(|err| Error::io_at(dir, err))?;
         let (schema, fields) = schema();
-        let index = Index::create_in_dir(dir, schema).map_err(tantivy_err)?;
-        let text = TextIndex::with_index(index, fields, patterns_in_text, true)?;
+        protected.set(HashSet::new());
+        let directory = WriterDirectory::open(dir, protected.clone()).map_err(tantivy_err)?;
+        let index = Index::create(directory, schema, tantivy::IndexSettings::default())
+            .map_err(tantivy_err)?;
+        let text = TextIndex::with_index(index, fields, patterns_in_text, Some(protected))?;
         text.commit(0)?;
         Ok(text)
+    }
+
+    /// The index's last commit as readers open it: a copy of its `meta.json`, with the
+    /// sequence number the commit includes.
+    pub(crate) fn snapshot(&self) -> Result<(String, u64)> {
+        use tantivy::directory::Directory;
+        let bytes = self
+            .index
+            .directory()
+            .atomic_read(Path::new(directory::META_FILE))
+            .map_err(|err| Error::storage("tantivy", err))?;
+        let meta = String::from_utf8(bytes)
+            .map_err(|_| Error::corrupt("text index: meta.json is not UTF-8"))?;
+        let seq = snapshot_seq(&meta)?;
+        Ok((meta, seq))
+    }
+
+    /// Keeps the files of the commit `meta` describes (published for readers) until
+    /// another is published.
+    pub(crate) fn protect(&self, dir: &Path, meta: &str) -> Result<()> {
+        if let Some(protected) = &self.protected {
+            protected.set(TextIndex::snapshot_files(dir, meta)?);
+        }
+        Ok(())
     }
 
     fn with_index(
         index: Index,
         fields: Fields,
         patterns_in_text: bool,
-        write: bool,
+        protected: Option<&Protected>,
     ) -> Result<TextIndex> {
         let words = analyzer::words_analyzer();
         let ident = analyzer::ident_analyzer();
@@ -448,7 +563,7 @@ impl TextIndex {
             .tokenizers()
             .register(analyzer::IDENT, analyzer::PreAnalyzed);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
-        let writer = if write {
+        let writer = if protected.is_some() {
             let writer = index
                 .writer_with_num_threads(threads, WRITER_MEMORY_BYTES.max(threads * (16 << 20)))
                 .map_err(tantivy_err)?;
@@ -464,6 +579,7 @@ impl TextIndex {
         Ok(TextIndex {
             index,
             writer,
+            protected: protected.cloned(),
             reader,
             fields,
             words,
@@ -1703,7 +1819,8 @@ mod tests {
     #[test]
     fn coverage_weighs_words_by_rarity_and_counts_codes() {
         let dir = tempfile::tempdir().unwrap();
-        let text = TextIndex::create(&dir.path().join("text"), false).unwrap();
+        let text =
+            TextIndex::create(&dir.path().join("text"), false, &Protected::default()).unwrap();
         let docs = [
             "refund for order NW-15699 please",
             "refund for order NW-15609",
@@ -1762,7 +1879,8 @@ mod tests {
     #[test]
     fn live_document_frequencies_follow_every_delete() {
         let dir = tempfile::tempdir().unwrap();
-        let text = TextIndex::create(&dir.path().join("text"), false).unwrap();
+        let text =
+            TextIndex::create(&dir.path().join("text"), false, &Protected::default()).unwrap();
         let words = ["order", "refund", "parcel", "late", "card"];
         let has = |id: u64, word: usize| id % 5 == word as u64 || (id / 5) % 5 == word as u64;
         for id in 0..400u64 {
@@ -1803,7 +1921,8 @@ mod tests {
     #[test]
     fn documents_are_found_in_segments_written_in_any_order() {
         let dir = tempfile::tempdir().unwrap();
-        let text = TextIndex::create(&dir.path().join("text"), false).unwrap();
+        let text =
+            TextIndex::create(&dir.path().join("text"), false, &Protected::default()).unwrap();
         let words = ["order", "refund", "parcel", "late", "card"];
         // One segment written in id order, one shuffled (ids 1000.. in a scattered
         // order), each with a deleted document and ids missing between them.
@@ -1880,7 +1999,8 @@ mod tests {
 
     fn top_k_and_score_docs_match_a_full_visit() {
         let dir = tempfile::tempdir().unwrap();
-        let text = TextIndex::create(&dir.path().join("text"), false).unwrap();
+        let text =
+            TextIndex::create(&dir.path().join("text"), false, &Protected::default()).unwrap();
         let words = [
             "order", "refund", "parcel", "late", "card", "label", "tent", "email",
         ];
@@ -2068,8 +2188,10 @@ mod tests {
             ("t\u{e9}n", "colons::everywhere : 1:1 22:222 :::"),
         ];
         let dir = tempfile::tempdir().unwrap();
-        let ours = TextIndex::create(&dir.path().join("ours"), false).unwrap();
-        let theirs = TextIndex::create(&dir.path().join("theirs"), false).unwrap();
+        let ours =
+            TextIndex::create(&dir.path().join("ours"), false, &Protected::default()).unwrap();
+        let theirs =
+            TextIndex::create(&dir.path().join("theirs"), false, &Protected::default()).unwrap();
         for (i, (tenant, content)) in contents.iter().enumerate() {
             let document =
                 Document::Chunk(Chunk::new(format!("c{i}"), *content).with_tenant(*tenant));
@@ -2164,7 +2286,8 @@ mod tests {
     fn a_walk_in_parts_gives_the_same_hits() {
         const WORDS: [&str; 6] = ["the", "order", "refund", "parcel", "late", "NW-15007"];
         let dir = tempfile::tempdir().unwrap();
-        let text = TextIndex::create(&dir.path().join("text"), false).unwrap();
+        let text =
+            TextIndex::create(&dir.path().join("text"), false, &Protected::default()).unwrap();
         let n = 1_531u64;
         for i in 0..n {
             // "the" everywhere, the others every 2nd, 3rd, ... document, with
@@ -2243,7 +2366,7 @@ mod tests {
                 "order", "refund", "parcel", "late", "card", "NW-15007", "the", "label", "tent", "email",
             ];
             let dir = tempfile::tempdir().unwrap();
-            let text = TextIndex::create(&dir.path().join("text"), false).unwrap();
+            let text = TextIndex::create(&dir.path().join("text"), false, &Protected::default()).unwrap();
             let half = docs.len() / 2;
             for (i, words) in docs.iter().enumerate() {
                 let content: Vec<&str> = words.iter().map(|&w| WORDS[w]).collect();

@@ -564,7 +564,8 @@ fn an_index_published_by_the_last_version_is_read_and_upgraded() {
     assert_eq!(format(&path), (2, false));
     {
         let writer = Engine::builder().open(&path).unwrap();
-        assert_eq!(format(&path), (3, true));
+        // Format 4: the manifest names the text commit readers open.
+        assert_eq!(format(&path), (4, true));
         assert_eq!(answers(&writer), before);
     }
     let reader = Engine::builder().open_read_only(&path).unwrap();

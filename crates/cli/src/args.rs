@@ -42,14 +42,15 @@ pub enum Command {
     /// Print counts and the state of the index.
     Stats(StatsArgs),
     /// Verify every file of an index (exit 0 intact, 1 damaged, 2 on usage errors).
-    Check(StatsArgs),
+    Check(MaintainArgs),
     /// Rewrite the index so that nothing deleted is left on disk.
-    Compact(StatsArgs),
+    Compact(MaintainArgs),
     /// Copy the committed index into a new directory (consistent; opens as an index).
     Backup(BackupArgs),
-    /// Rebuild what is damaged; a damaged store is kept as store.damaged and what can be
-    /// read is salvaged (exit 0 repaired, 1 when documents were lost).
-    Repair(StatsArgs),
+    /// Rebuild what is damaged; a damaged store is kept as store.damaged and every
+    /// document that can be read (in the store or the files published for readers) is
+    /// salvaged (exit 0 repaired, 1 when documents were lost).
+    Repair(MaintainArgs),
     /// Write every document back as JSONL (backup and migration).
     Export(ExportArgs),
     /// Re-embed every document with another embedder (the way to change models).
@@ -327,9 +328,18 @@ pub struct StatsArgs {
     pub dir: PathBuf,
     #[arg(long)]
     pub json: bool,
-    /// Counts of one tenant only (stats).
+    /// Counts of one tenant only.
     #[arg(long)]
     pub tenant: Option<String>,
+}
+
+/// `check`, `compact`, `repair`: the whole index.
+#[derive(Debug, Args)]
+pub struct MaintainArgs {
+    pub dir: PathBuf,
+    /// The report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

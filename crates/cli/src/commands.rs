@@ -11,8 +11,8 @@ use std::str::FromStr;
 use ruchedb::{Config, Document, EmbedderSpec, Engine, Kind};
 
 use crate::args::{
-    BackupArgs, DeleteArgs, ExportArgs, FeedbackArgs, GetArgs, IndexArgs, PurgeArgs, ReembedArgs,
-    SearchArgs, StatsArgs,
+    BackupArgs, DeleteArgs, ExportArgs, FeedbackArgs, GetArgs, IndexArgs, MaintainArgs, PurgeArgs,
+    ReembedArgs, SearchArgs, StatsArgs,
 };
 use crate::input::{self, QueryDefaults, QueryLine};
 use crate::output;
@@ -83,8 +83,29 @@ pub fn open_engine_to_read(
 
 /// The documents of `--rules`, `--chunks`, `--scenarios`, `--tools` and `--records`,
 /// every line checked, grouped by kind (in the order of [`Kind::ALL`]).
-fn read_inputs(args: &IndexArgs) -> Result<Vec<Document>> {
+fn read_inputs(args: &IndexArgs) -> Result<(Vec<Document>, Option<Dimensions>)> {
     let mut docs = Vec::new();
+    let mut dimensions: Option<Dimensions> = None;
+    let mut add = |path: &Path, read: Vec<Document>| -> Result<()> {
+        // Every file's vectors have one dimension (`input` checks each file's).
+        let first = read
+            .iter()
+            .find_map(|doc| input::vector_fields(doc).into_iter().next().map(|(_, n)| n));
+        if let Some(n) = first {
+            match &dimensions {
+                Some(seen) if seen.0 != n => bail!(
+                    "{}: vectors of {n} dimensions, but those of {} have {}",
+                    path.display(),
+                    seen.1.display(),
+                    seen.0
+                ),
+                Some(_) => {}
+                None => dimensions = Some(Dimensions(n, path.to_path_buf())),
+            }
+        }
+        docs.extend(read);
+        Ok(())
+    };
     for (path, kind) in [
         (&args.rules, Kind::Rule),
         (&args.chunks, Kind::Chunk),
@@ -92,15 +113,18 @@ fn read_inputs(args: &IndexArgs) -> Result<Vec<Document>> {
         (&args.tools, Kind::Tool),
     ] {
         if let Some(path) = path {
-            docs.extend(input::read_documents(path, kind)?);
+            add(path, input::read_documents(path, kind)?)?;
         }
     }
     if let Some(records) = &args.records {
-        docs.extend(input::read_records(records)?);
+        add(records, input::read_records(records)?)?;
     }
     docs.sort_by_key(|doc| doc.kind());
-    Ok(docs)
+    Ok((docs, dimensions))
 }
+
+/// The dimension of the vectors an import brings, and the first file that has them.
+struct Dimensions(usize, std::path::PathBuf);
 
 /// How many documents of each kind, in words: `3 rules and 2 chunks` (the kinds an index
 /// always had), then scenarios and tools when there are any.
@@ -132,6 +156,24 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
             "nothing to index: give --rules FILE, --chunks FILE, --scenarios FILE, --tools FILE and/or --records FILE"
         );
     }
+    // Standard input can be read once.
+    let stdin_for: Vec<&str> = [
+        ("--rules", &args.rules),
+        ("--chunks", &args.chunks),
+        ("--scenarios", &args.scenarios),
+        ("--tools", &args.tools),
+        ("--records", &args.records),
+    ]
+    .into_iter()
+    .filter(|(_, path)| path.as_deref() == Some(Path::new("-")))
+    .map(|(flag, _)| flag)
+    .collect();
+    if stdin_for.len() > 1 {
+        bail!(
+            "standard input (`-`) is given to {}: it can be read once; give the others as files",
+            stdin_for.join(" and ")
+        );
+    }
     // Read and validate everything before touching the index: a bad line fails the
     // whole import and leaves the index as it was.
     let total_bytes: u64 = inputs
@@ -142,7 +184,7 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
         .sum();
     let mut reading = Phase::start("read", total_bytes, Unit::Bytes);
     let start_bytes = input::bytes_read();
-    let docs = progress::watch(
+    let (docs, dimensions) = progress::watch(
         &mut reading,
         || read_inputs(args),
         || input::bytes_read() - start_bytes,
@@ -189,8 +231,14 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
     }
     let mut created = false;
     let dir_existed = args.dir.exists();
-    let result = index_into(config, &args.dir, explicit, docs, &mut created);
-    if result.is_err() && created {
+    let result = index_into(config, &args.dir, explicit, docs, dimensions, &mut created);
+    // A commit that happened stays, even when publishing it failed.
+    let committed = result.as_ref().is_err_and(|err| {
+        err.chain()
+            .filter_map(|cause| cause.downcast_ref::<ruchedb::Error>())
+            .any(|err| matches!(err.kind(), ruchedb::ErrorKind::Unpublished { .. }))
+    });
+    if result.is_err() && created && !committed {
         // Do not leave a half-made new index behind: what this import created goes.
         let _ = Engine::remove(&args.dir);
         if !dir_existed {
@@ -210,6 +258,7 @@ fn index_into(
     dir: &Path,
     explicit: Option<EmbedderSpec>,
     docs: Vec<Document>,
+    dimensions: Option<Dimensions>,
     created: &mut bool,
 ) -> Result<usize> {
     let builder = builder(config);
@@ -229,6 +278,16 @@ fn index_into(
                     recorded.as_deref().unwrap_or("none")
                 );
             }
+        }
+        if let (Some(Dimensions(n, path)), Some(expected)) =
+            (&dimensions, engine.stats().dimensions)
+            && *n != expected
+        {
+            bail!(
+                "{}: vectors of {n} dimensions, but {} holds vectors of {expected}",
+                path.display(),
+                dir.display()
+            );
         }
         engine
     } else {
@@ -326,19 +385,21 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
     let defaults = defaults(config, args)?;
     if let Some(batch) = &args.batch {
         // Validate every query line before running any.
-        let lines: Vec<QueryLine> = input::read_jsonl(batch)?;
+        let lines: Vec<(usize, QueryLine)> = input::read_numbered(batch)?;
         let requests = lines
             .iter()
-            .enumerate()
-            .map(|(idx, line)| {
+            .map(|(line_no, line)| {
                 line.to_request(&defaults)
-                    .with_context(|| format!("{}: line {}", batch.display(), idx + 1))
+                    .with_context(|| format!("{}: line {line_no}", batch.display()))
             })
             .collect::<Result<Vec<_>>>()?;
         let engine = crate::milvus::Searcher::open(config, &args.dir)?;
         let mut out = BufWriter::new(std::io::stdout().lock());
-        for (line, request) in lines.iter().zip(&requests) {
-            let response = engine.search(request)?;
+        for ((line_no, line), request) in lines.iter().zip(&requests) {
+            // The lines before are written; the error names the line that failed.
+            let response = engine
+                .search(request)
+                .with_context(|| format!("{}: line {line_no} (id {})", batch.display(), line.id))?;
             output::write_line(
                 &mut out,
                 &output::response_json(Some(&line.id), &response, args.explain),
@@ -557,7 +618,7 @@ pub fn purge(config: &Config, args: &PurgeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn check(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
+pub fn check(config: &Config, args: &MaintainArgs) -> Result<ExitCode> {
     let report = Engine::check(&args.dir, config)?;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -585,7 +646,7 @@ pub fn check(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
     })
 }
 
-pub fn repair(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
+pub fn repair(config: &Config, args: &MaintainArgs) -> Result<ExitCode> {
     let report = Engine::repair(&args.dir, config.clone())?;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -608,7 +669,7 @@ pub fn repair(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
     })
 }
 
-pub fn compact(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
+pub fn compact(config: &Config, args: &MaintainArgs) -> Result<ExitCode> {
     let (before, after) = Engine::compact(&args.dir, config.clone())?;
     println!(
         "compacted {}: {before} bytes before, {after} after",

@@ -58,7 +58,7 @@ pub fn read_jsonl<T: DeserializeOwned + Send>(path: &Path) -> Result<Vec<T>> {
 /// As [`read_jsonl`], with each item's line number. A thread reads lines, a batch at a
 /// time, while the batch before is parsed in parallel; the first bad line (by number)
 /// is the error, and nothing after it is read.
-fn read_numbered<T: DeserializeOwned + Send>(path: &Path) -> Result<Vec<(usize, T)>> {
+pub fn read_numbered<T: DeserializeOwned + Send>(path: &Path) -> Result<Vec<(usize, T)>> {
     const BATCH_LINES: usize = 4_096;
     let reader = BufReader::with_capacity(1 << 20, open(path)?);
     std::thread::scope(|scope| {
@@ -157,6 +157,20 @@ fn checked(path: &Path, items: Vec<(usize, Document)>) -> Result<Vec<Document>> 
     {
         bail!("{}: line {line_no}: {err}", path.display());
     }
+    // Every vector of the file has the first one's dimension.
+    let mut first: Option<(usize, usize, String)> = None;
+    for (line_no, doc) in &items {
+        for (field, dimensions) in vector_fields(doc) {
+            match &first {
+                None => first = Some((dimensions, *line_no, field)),
+                Some((expected, at, named)) if *expected != dimensions => bail!(
+                    "{}: line {line_no}: field `{field}`: {dimensions} dimensions, but line {at} (`{named}`) has {expected}",
+                    path.display()
+                ),
+                Some(_) => {}
+            }
+        }
+    }
     let mut seen: std::collections::HashMap<(Kind, &str, &str), usize> =
         std::collections::HashMap::with_capacity(items.len());
     for (line_no, doc) in &items {
@@ -172,6 +186,28 @@ fn checked(path: &Path, items: Vec<(usize, Document)>) -> Result<Vec<Document>> 
     }
     drop(seen);
     Ok(items.into_iter().map(|(_, doc)| doc).collect())
+}
+
+/// The vectors a document brings, by field name, with their dimensions.
+pub fn vector_fields(doc: &Document) -> Vec<(String, usize)> {
+    let (main, examples, name) = match doc {
+        Document::Rule(r) => (&r.embedding, &r.pattern_embeddings, "pattern_embeddings"),
+        Document::Chunk(c) => (&c.embedding, &None, ""),
+        Document::Scenario(s) => (&s.embedding, &s.example_embeddings, "example_embeddings"),
+        Document::Tool(t) => (&t.embedding, &t.example_embeddings, "example_embeddings"),
+    };
+    let mut fields: Vec<(String, usize)> = main
+        .iter()
+        .map(|v| ("embedding".to_string(), v.len()))
+        .collect();
+    fields.extend(
+        examples
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, v)| (format!("{name}[{i}]"), v.len())),
+    );
+    fields
 }
 
 /// Reads documents of one kind from JSONL, or from a `.toml` file holding `[[KEY]]`

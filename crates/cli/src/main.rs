@@ -1,7 +1,10 @@
 //! The `ruche` command: offline indexing and local queries over the library's public API.
 //!
 //! Exit codes: `search` of one query exits 0 with hits and 1 without; every other
-//! command exits 0 on success; any error exits 2 with a one-line message on stderr.
+//! command exits 0 on success; any error exits 2 with a one-line message on stderr, except
+//! a commit that is durable but could not be published for readers (a full disk while
+//! the text index or the published files were written), which exits 3: the change
+//! happened, and readers see it after the next open for writing.
 
 /// mimalloc instead of the system allocator: an import allocates and frees every
 /// document several times over, and a search a few hundred small buffers.
@@ -39,9 +42,13 @@ fn main() -> ExitCode {
             {
                 return ExitCode::SUCCESS;
             }
+            let committed = err
+                .chain()
+                .filter_map(|cause| cause.downcast_ref::<ruchedb::Error>())
+                .any(|err| matches!(err.kind(), ruchedb::ErrorKind::Unpublished { .. }));
             let mut stderr = std::io::stderr().lock();
             let _ = writeln!(stderr, "ruche: {}", one_line(&format!("{err:#}")));
-            ExitCode::from(2)
+            ExitCode::from(if committed { 3 } else { 2 })
         }
     }
 }

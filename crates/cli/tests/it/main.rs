@@ -2,5 +2,6 @@
 
 mod cli;
 mod cli_more;
+mod crashes;
 mod mcp;
 mod trust;
