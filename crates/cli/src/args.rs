@@ -357,11 +357,15 @@ pub struct DemoArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// A count flag from `least` to 1,000,000 (the library's limit); clap names the flag and
-/// the range when a value is outside.
+/// The largest count a search accepts (`--top-k`, `--max-k`, ...; MCP's `top_k`): the
+/// library's limit.
+pub const MAX_COUNT: u64 = 1_000_000;
+
+/// A count flag from `least` to [`MAX_COUNT`]; clap names the flag and the range when a
+/// value is outside.
 fn count(least: u64) -> impl clap::builder::TypedValueParser<Value = usize> {
     use clap::builder::TypedValueParser;
     clap::value_parser!(u64)
-        .range(least..=1_000_000)
+        .range(least..=MAX_COUNT)
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
 }

@@ -1,10 +1,10 @@
 //! `ruche mcp DIR`: the index as a Model Context Protocol server on stdio.
 //!
-//! One JSON-RPC message per line on stdout (rmcp's stdio transport), logs on stderr. The
-//! server holds no lock between calls: each call opens the index, does its work and
-//! closes it (waiting for another process's lock as `--wait` says), so a CLI import or
-//! another agent can write between two calls. With `--read-only`, only the tools that
-//! read are offered.
+//! One JSON-RPC message per line on stdin and stdout ([`stdio`] checks every line before
+//! rmcp sees it and answers those it cannot take), logs on stderr. The server holds no
+//! lock between calls: each call opens the index, does its work and closes it (waiting
+//! for another process's lock as `--wait` says), so a CLI import or another agent can
+//! write between two calls. With `--read-only`, only the tools that read are offered.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,7 +21,9 @@ use ruchedb::{Chunk, Config, Document, Engine, Hit, Kind, Rule, Scope, SearchReq
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::args::McpArgs;
+use crate::args::{MAX_COUNT, McpArgs};
+
+mod stdio;
 
 /// The server: where the index is, how to open it, which tools it offers.
 #[derive(Clone)]
@@ -51,12 +53,20 @@ pub fn run(config: &Config, args: &McpArgs) -> Result<std::process::ExitCode> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let running = server
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|err| anyhow::anyhow!("MCP handshake failed: {err}"))?;
-        running.waiting().await?;
-        anyhow::Ok(())
+        let (transport, out) = stdio::Stdio::start()?;
+        let served = async {
+            let running = server
+                .serve(transport)
+                .await
+                .map_err(|err| anyhow::anyhow!("MCP handshake failed: {err}"))?;
+            running.waiting().await?;
+            anyhow::Ok(())
+        }
+        .await;
+        // The answers the reader queued last (to frames just before the end of input)
+        // are written before the process exits.
+        let _ = out.write(Vec::new()).await;
+        served
     })?;
     Ok(std::process::ExitCode::SUCCESS)
 }
@@ -84,6 +94,7 @@ struct SearchArgs {
     agent: Option<String>,
     #[serde(default)]
     tags: Vec<String>,
+    #[serde(default, deserialize_with = "top_k")]
     top_k: Option<usize>,
 }
 
@@ -93,6 +104,7 @@ struct RememberArgs {
     content: String,
     id: Option<String>,
     context: Option<String>,
+    #[serde(default, deserialize_with = "importance")]
     importance: Option<u8>,
     tenant: Option<String>,
     agent: Option<String>,
@@ -106,8 +118,8 @@ struct AddRuleArgs {
     id: String,
     condition: String,
     action: String,
-    #[serde(default)]
-    priority: i32,
+    #[serde(default, deserialize_with = "priority")]
+    priority: Option<i32>,
     scenario: Option<String>,
     step: Option<String>,
     #[serde(default)]
@@ -115,6 +127,48 @@ struct AddRuleArgs {
     #[serde(default)]
     tags: Vec<String>,
     tenant: Option<String>,
+}
+
+/// The most results a search may ask for: the CLI's `--top-k` range and the library's.
+const MAX_TOP_K: i64 = MAX_COUNT as i64;
+/// A memory's importance, as the library checks it.
+const IMPORTANCE: std::ops::RangeInclusive<i64> = 1..=10;
+/// A rule's priority: the library's `i32`.
+const PRIORITY: std::ops::RangeInclusive<i64> = i32::MIN as i64..=i32::MAX as i64;
+
+/// An optional integer argument within `range`; anything else (0, 10^15, 2.5, "5") is
+/// refused with the range, never clamped.
+fn integer<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+    range: std::ops::RangeInclusive<i64>,
+) -> Result<Option<i64>, D::Error> {
+    let must = || {
+        format!(
+            "must be an integer from {} to {}",
+            range.start(),
+            range.end()
+        )
+    };
+    match Option::<Value>::deserialize(deserializer)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(i) if range.contains(&i) => Ok(Some(i)),
+            _ => Err(serde::de::Error::custom(format!("{}, got {n}", must()))),
+        },
+        Some(other) => Err(serde::de::Error::custom(format!("{}, got {other}", must()))),
+    }
+}
+
+fn top_k<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<usize>, D::Error> {
+    Ok(integer(deserializer, 1..=MAX_TOP_K)?.and_then(|k| usize::try_from(k).ok()))
+}
+
+fn importance<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u8>, D::Error> {
+    Ok(integer(deserializer, IMPORTANCE)?.and_then(|i| u8::try_from(i).ok()))
+}
+
+fn priority<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<i32>, D::Error> {
+    Ok(integer(deserializer, PRIORITY)?.and_then(|p| i32::try_from(p).ok()))
 }
 
 #[derive(Deserialize)]
@@ -146,12 +200,46 @@ struct StatsArgs {
 }
 
 /// One tool: its name, what it does (for a model to choose well), its arguments'
-/// schema, and whether it writes.
+/// schema, and what it does to the index.
 struct Spec {
     name: &'static str,
     description: &'static str,
     schema: Value,
-    writes: bool,
+    effect: Effect,
+}
+
+/// What a tool does to the index, as its MCP annotations say it.
+#[derive(Clone, Copy, PartialEq)]
+enum Effect {
+    /// Only reads.
+    Reads,
+    /// Writes, and only adds: nothing stored before is changed or removed.
+    Adds { idempotent: bool },
+    /// Writes, and may change or remove what is stored (replacing a document by its id,
+    /// disabling, deleting).
+    Changes { idempotent: bool },
+}
+
+impl Effect {
+    fn writes(self) -> bool {
+        self != Effect::Reads
+    }
+
+    fn annotations(self) -> ToolAnnotations {
+        // Every tool works on the local index only: a closed world.
+        let annotations = ToolAnnotations::new().open_world(false);
+        match self {
+            Effect::Reads => annotations.read_only(true),
+            Effect::Adds { idempotent } => annotations
+                .read_only(false)
+                .destructive(false)
+                .idempotent(idempotent),
+            Effect::Changes { idempotent } => annotations
+                .read_only(false)
+                .destructive(true)
+                .idempotent(idempotent),
+        }
+    }
 }
 
 const TENANT: &str = "The tenant (default \"default\"): each tenant's data is separate.";
@@ -160,7 +248,7 @@ fn specs() -> Vec<Spec> {
     let tenant = json!({"type": "string", "description": TENANT});
     let agent = json!({"type": "string", "description": "Only documents for this agent (and those for every agent)."});
     let tags = json!({"type": "array", "items": {"type": "string"}, "description": "Only documents that carry every one of these tags."});
-    let top_k = json!({"type": "integer", "minimum": 1, "maximum": 100, "description": "At most this many results (default: as many as stand out)."});
+    let top_k = json!({"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "description": "At most this many results (default: as many as stand out)."});
     vec![
         Spec {
             name: "search_rules",
@@ -175,7 +263,7 @@ fn specs() -> Vec<Spec> {
                 },
                 "required": ["message"],
             }),
-            writes: false,
+            effect: Effect::Reads,
         },
         Spec {
             name: "search_memory",
@@ -189,7 +277,7 @@ fn specs() -> Vec<Spec> {
                 },
                 "required": ["query"],
             }),
-            writes: false,
+            effect: Effect::Reads,
         },
         Spec {
             name: "find_scenario",
@@ -202,7 +290,7 @@ fn specs() -> Vec<Spec> {
                 },
                 "required": ["message"],
             }),
-            writes: false,
+            effect: Effect::Reads,
         },
         Spec {
             name: "find_tools",
@@ -215,7 +303,7 @@ fn specs() -> Vec<Spec> {
                 },
                 "required": ["message"],
             }),
-            writes: false,
+            effect: Effect::Reads,
         },
         Spec {
             name: "remember",
@@ -226,13 +314,15 @@ fn specs() -> Vec<Spec> {
                     "content": {"type": "string", "description": "The memory, as a self-contained sentence."},
                     "id": {"type": "string", "description": "The memory's id (replaces a memory with the same id)."},
                     "context": {"type": "string", "description": "Who or what it is about: a user, a conversation."},
-                    "importance": {"type": "integer", "minimum": 1, "maximum": 10, "description": "1 to 10, 5 is neutral."},
+                    "importance": {"type": "integer", "minimum": IMPORTANCE.start(), "maximum": IMPORTANCE.end(), "description": "1 to 10, 5 is neutral."},
                     "tenant": tenant, "agent": agent,
                     "tags": {"type": "array", "items": {"type": "string"}},
                 },
                 "required": ["content"],
             }),
-            writes: true,
+            // An id replaces the memory stored under it; without one, each call stores
+            // a new memory.
+            effect: Effect::Changes { idempotent: false },
         },
         Spec {
             name: "add_rule",
@@ -243,7 +333,7 @@ fn specs() -> Vec<Spec> {
                     "id": {"type": "string"},
                     "condition": {"type": "string", "description": "When the rule applies, in words."},
                     "action": {"type": "string", "description": "What the agent does then."},
-                    "priority": {"type": "integer", "description": "Default 0; higher wins among relevant rules."},
+                    "priority": {"type": "integer", "minimum": PRIORITY.start(), "maximum": PRIORITY.end(), "description": "Default 0; higher wins among relevant rules."},
                     "scenario": {"type": "string", "description": "Only while this scenario is active."},
                     "step": {"type": "string", "description": "Only at this step of the scenario."},
                     "patterns": {"type": "array", "items": {"type": "string"}, "description": "Example user messages that should match."},
@@ -252,7 +342,8 @@ fn specs() -> Vec<Spec> {
                 },
                 "required": ["id", "condition", "action"],
             }),
-            writes: true,
+            // Replaces the rule stored under the id; the same call again stores the same.
+            effect: Effect::Changes { idempotent: true },
         },
         Spec {
             name: "disable_rule",
@@ -262,7 +353,7 @@ fn specs() -> Vec<Spec> {
                 "properties": {"id": {"type": "string"}, "tenant": tenant},
                 "required": ["id"],
             }),
-            writes: true,
+            effect: Effect::Changes { idempotent: true },
         },
         Spec {
             name: "forget",
@@ -276,7 +367,7 @@ fn specs() -> Vec<Spec> {
                 },
                 "required": ["kind", "id"],
             }),
-            writes: true,
+            effect: Effect::Changes { idempotent: true },
         },
         Spec {
             name: "feedback",
@@ -289,7 +380,8 @@ fn specs() -> Vec<Spec> {
                 },
                 "required": ["query_id", "useful"],
             }),
-            writes: true,
+            // Adds a record; a query counts once.
+            effect: Effect::Adds { idempotent: true },
         },
         Spec {
             name: "stats",
@@ -298,7 +390,7 @@ fn specs() -> Vec<Spec> {
                 "type": "object",
                 "properties": {"tenant": tenant},
             }),
-            writes: false,
+            effect: Effect::Reads,
         },
     ]
 }
@@ -307,7 +399,7 @@ impl Server {
     fn offered(&self) -> impl Iterator<Item = Spec> + '_ {
         specs()
             .into_iter()
-            .filter(|spec| !(self.read_only && spec.writes))
+            .filter(|spec| !(self.read_only && spec.effect.writes()))
     }
 
     /// Parses a call's arguments; the error is for the client (invalid params).
@@ -323,8 +415,17 @@ impl Server {
                 }
             })?;
         let value = Value::Object(arguments);
+        /// The arguments as a `T`; the error names the tool and the argument.
         fn args<T: serde::de::DeserializeOwned>(name: &str, value: Value) -> Result<T, String> {
-            serde_json::from_value(value).map_err(|err| format!("`{name}`: {err}"))
+            serde_path_to_error::deserialize(value).map_err(|err| {
+                let field = err.path().to_string();
+                let inner = err.into_inner();
+                if field.is_empty() || field == "." {
+                    format!("`{name}`: {inner}")
+                } else {
+                    format!("`{name}`: `{field}`: {inner}")
+                }
+            })
         }
         Ok(match spec.name {
             "search_rules" => Call::Search(args(name, value)?, Kind::Rule),
@@ -394,7 +495,7 @@ fn execute_on(engine: &Engine, call: Call) -> ruchedb::Result<Value> {
                 }
             };
             let rule = Rule::new(&args.id, args.condition, args.action)
-                .with_priority(args.priority)
+                .with_priority(args.priority.unwrap_or(0))
                 .with_scope(scope)
                 .with_patterns(args.patterns)
                 .with_tags(args.tags)
@@ -473,7 +574,7 @@ fn search(engine: &Engine, args: SearchArgs, kind: Kind) -> ruchedb::Result<Valu
         request = request.tag(tag);
     }
     if let Some(k) = args.top_k {
-        request = request.top_k(k.clamp(1, 100));
+        request = request.top_k(k);
     }
     let response = engine.search(&request)?;
     let results: Vec<Value> = response.hits.iter().map(result_json).collect();
@@ -546,11 +647,8 @@ impl ServerHandler for Server {
                     Value::Object(schema) => schema,
                     _ => JsonObject::new(),
                 };
-                Tool::new(spec.name, spec.description, Arc::new(schema)).with_annotations(
-                    ToolAnnotations::new()
-                        .read_only(!spec.writes)
-                        .destructive(spec.name == "forget"),
-                )
+                Tool::new(spec.name, spec.description, Arc::new(schema))
+                    .with_annotations(spec.effect.annotations())
             })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
