@@ -374,7 +374,9 @@ impl Engine {
             .and_then(|view| view.text.as_deref())
         {
             match TextIndex::snapshot_files(&dir.join(TEXT_DIR), meta) {
-                Ok(files) => protected.set(files),
+                Ok(files) => {
+                    protected.set(files);
+                }
                 // Gone or damaged: the text index is rebuilt below.
                 Err(err) => {
                     tracing::debug!(error = %err, "the published text commit is unreadable")
@@ -449,7 +451,7 @@ impl Engine {
             }
         };
         let mut view = view;
-        view.text = text_snapshot(&text, view.seq);
+        view.text = text_snapshot(&text, dir, view.seq);
         if recorded.as_ref() != Some(&(found, Some(view.clone()))) {
             manifest::write(dir, &found, Some(&view))?;
         }
@@ -1192,8 +1194,8 @@ fn last_text_commit(text_dir: &Path) -> Result<String> {
 /// The text index's last commit, to publish with the view of change `seq`, when it is
 /// that change's (else readers open the text index's own last commit, as an earlier
 /// version's do).
-pub(crate) fn text_snapshot(text: &TextIndex, seq: u64) -> Option<String> {
-    match text.snapshot() {
+pub(crate) fn text_snapshot(text: &TextIndex, dir: &Path, seq: u64) -> Option<String> {
+    match text.snapshot_protected(&dir.join(TEXT_DIR)) {
         Ok((meta, text_seq)) if text_seq == seq => Some(meta),
         Ok((_, text_seq)) => {
             tracing::warn!(

@@ -393,7 +393,7 @@ impl Inner {
         })();
         match published {
             Ok(()) => {
-                list.text = super::text_snapshot(&self.text, list.seq);
+                list.text = super::text_snapshot(&self.text, &self.dir, list.seq);
                 crate::crash::point("publish:files-written");
                 if let Err(err) = self.write_manifest_with(Some(&list)) {
                     // The files are written, the manifest that names them is not: start

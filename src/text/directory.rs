@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex};
 
 use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
@@ -24,27 +24,64 @@ use tantivy::directory::{
 /// The file tantivy records its commits in.
 pub(crate) const META_FILE: &str = "meta.json";
 
-/// The files the published snapshot names, which the writer must not delete.
+/// The files the published snapshot names, which the writer must not delete, and those
+/// tantivy deleted meanwhile (kept until the snapshot that names them is replaced).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Protected(Arc<RwLock<HashSet<PathBuf>>>);
+pub(crate) struct Protected(Arc<Mutex<ProtectedFiles>>);
+
+#[derive(Debug, Default)]
+struct ProtectedFiles {
+    /// The files of the published snapshot.
+    named: HashSet<PathBuf>,
+    /// Files tantivy deleted that the published snapshot named.
+    deferred: HashSet<PathBuf>,
+}
 
 impl Protected {
-    /// Replaces the protected files.
-    pub(crate) fn set(&self, files: HashSet<PathBuf>) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = files;
+    /// Protects `files` too (a snapshot about to be published).
+    pub(crate) fn add(&self, files: &HashSet<PathBuf>) {
+        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        state.named.extend(files.iter().cloned());
     }
 
-    fn contains(&self, path: &Path) -> bool {
-        self.0
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(path)
+    /// Protects `files` (a new snapshot's) instead; returns the deleted files no
+    /// snapshot names any more, for the caller to remove.
+    pub(crate) fn set(&self, files: HashSet<PathBuf>) -> Vec<PathBuf> {
+        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        state.named = files;
+        let free: Vec<PathBuf> = state
+            .deferred
+            .iter()
+            .filter(|path| !state.named.contains(*path))
+            .cloned()
+            .collect();
+        for path in &free {
+            state.deferred.remove(path);
+        }
+        free
+    }
+
+    /// Whether `path` is protected; if so, its deletion is deferred.
+    fn defer(&self, path: &Path) -> bool {
+        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if state.named.contains(path) {
+            state.deferred.insert(path.to_path_buf());
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether `path` is protected or deferred.
+    pub(crate) fn keeps(&self, path: &Path) -> bool {
+        let state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        state.named.contains(path) || state.deferred.contains(path)
     }
 }
 
 /// The writer's directory: tantivy's own, except that a file the published snapshot
-/// names is not deleted (tantivy keeps it in its list and tries again at its next
-/// garbage collection).
+/// names is not deleted when tantivy deletes it: the deletion waits until another
+/// snapshot is published ([`Protected::set`]).
 #[derive(Debug, Clone)]
 pub(crate) struct WriterDirectory {
     inner: MmapDirectory,
@@ -66,13 +103,8 @@ impl Directory for WriterDirectory {
     }
 
     fn delete(&self, path: &Path) -> Result<(), DeleteError> {
-        if self.protected.contains(path) {
-            return Err(DeleteError::IoError {
-                io_error: Arc::new(io::Error::other(
-                    "named by the commit published for readers: kept until the next publish",
-                )),
-                filepath: path.to_path_buf(),
-            });
+        if self.protected.defer(path) {
+            return Ok(());
         }
         self.inner.delete(path)
     }
@@ -181,6 +213,12 @@ impl Directory for SnapshotDirectory {
     fn watch(&self, _watch_callback: WatchCallback) -> tantivy::Result<WatchHandle> {
         Ok(WatchHandle::empty())
     }
+}
+
+/// Whether `name` is a segment's file (`<32 hex digits>.<extension>`, deletes
+/// `<32 hex>.<opstamp>.del`).
+pub(crate) fn is_segment_file(name: &str) -> bool {
+    is_tantivy_file(name) && name.len() > 33 && name.as_bytes()[32] == b'.'
 }
 
 /// Whether `name` is a file tantivy makes in an index directory: its commit and file

@@ -423,11 +423,13 @@ impl TextIndex {
         patterns_in_text: bool,
         protected: &Protected,
     ) -> Result<(TextIndex, u64)> {
-        guarded("opening", || {
+        let (text, seq) = guarded("opening", || {
             let directory = WriterDirectory::open(dir, protected.clone()).map_err(tantivy_err)?;
             let index = Index::open(directory).map_err(tantivy_err)?;
             TextIndex::open_index(index, patterns_in_text, Some(protected))
-        })
+        })?;
+        text.remove_orphans(dir, protected);
+        Ok((text, seq))
     }
 
     /// Opens the commit of the index in `dir` that `meta` (a copy of its `meta.json`)
@@ -449,15 +451,28 @@ impl TextIndex {
         })
     }
 
-    /// The files of the commit `meta` describes (a copy of the index's `meta.json`).
+    /// The files of the commit `meta` describes (a copy of the index's `meta.json`):
+    /// every name its segments may use.
     pub(crate) fn snapshot_files(dir: &Path, meta: &str) -> Result<HashSet<PathBuf>> {
+        Ok(TextIndex::snapshot_files_required(dir, meta)?.0)
+    }
+
+    /// [`TextIndex::snapshot_files`], and the files the commit cannot be opened without
+    /// (each segment's postings, and its deletes when it has some).
+    fn snapshot_files_required(dir: &Path, meta: &str) -> Result<(HashSet<PathBuf>, Vec<PathBuf>)> {
+        use tantivy::index::SegmentComponent;
         guarded("reading a commit", || {
             let directory = SnapshotDirectory::open(dir, meta).map_err(tantivy_err)?;
             let index = Index::open(directory).map_err(tantivy_err)?;
-            Ok(index
-                .load_metas()
-                .map_err(tantivy_err)?
-                .list_segment_files())
+            let metas = index.load_metas().map_err(tantivy_err)?;
+            let mut required = Vec::new();
+            for segment in &metas.segments {
+                required.push(segment.relative_path(SegmentComponent::Postings));
+                if segment.has_deletes() {
+                    required.push(segment.relative_path(SegmentComponent::Delete));
+                }
+            }
+            Ok((metas.list_segment_files(), required))
         })
     }
 
@@ -513,6 +528,7 @@ impl TextIndex {
         remove_tantivy_files(dir)?;
         std::fs::create_dir_all(dir).map_err(|err| Error::io_at(dir, err))?;
         let (schema, fields) = schema();
+        // Its files are gone: nothing is kept for readers any more.
         protected.set(HashSet::new());
         let directory = WriterDirectory::open(dir, protected.clone()).map_err(tantivy_err)?;
         let index = Index::create(directory, schema, tantivy::IndexSettings::default())
@@ -522,9 +538,29 @@ impl TextIndex {
         Ok(text)
     }
 
-    /// The index's last commit as readers open it: a copy of its `meta.json`, with the
-    /// sequence number the commit includes.
-    pub(crate) fn snapshot(&self) -> Result<(String, u64)> {
+    /// The index's last commit as readers open it (a copy of its `meta.json`, with the
+    /// sequence number the commit includes), its files protected from then on. A merge
+    /// that ends meanwhile can remove files of the commit before they are protected:
+    /// then the newer commit it made is taken.
+    pub(crate) fn snapshot_protected(&self, dir: &Path) -> Result<(String, u64)> {
+        for _ in 0..100 {
+            let (meta, seq) = self.snapshot()?;
+            let (files, required) = TextIndex::snapshot_files_required(dir, &meta)?;
+            if let Some(protected) = &self.protected {
+                protected.add(&files);
+            }
+            if required.iter().all(|file| dir.join(file).exists()) {
+                return Ok((meta, seq));
+            }
+        }
+        Err(Error::corrupt(
+            "text index: its commit changed faster than it could be published",
+        ))
+    }
+
+    /// The index's last commit: a copy of its `meta.json`, with the sequence number the
+    /// commit includes.
+    fn snapshot(&self) -> Result<(String, u64)> {
         use tantivy::directory::Directory;
         let bytes = self
             .index
@@ -538,12 +574,40 @@ impl TextIndex {
     }
 
     /// Keeps the files of the commit `meta` describes (published for readers) until
-    /// another is published.
+    /// another is published, and removes the files tantivy deleted that only the
+    /// snapshot before named.
     pub(crate) fn protect(&self, dir: &Path, meta: &str) -> Result<()> {
         if let Some(protected) = &self.protected {
-            protected.set(TextIndex::snapshot_files(dir, meta)?);
+            for path in protected.set(TextIndex::snapshot_files(dir, meta)?) {
+                let path = dir.join(path);
+                if let Err(err) = std::fs::remove_file(&path)
+                    && err.kind() != std::io::ErrorKind::NotFound
+                {
+                    tracing::warn!(path = %path.display(), error = %err, "could not remove a text index file");
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Removes the segment files in `dir` that tantivy no longer knows of (its list of
+    /// files) and no published snapshot names: deletions a writer deferred for readers
+    /// and never made (it stopped first).
+    fn remove_orphans(&self, dir: &Path, protected: &Protected) {
+        let managed = self.index.directory().list_managed_files();
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let relative = Path::new(&name);
+            if directory::is_segment_file(&name.to_string_lossy())
+                && !managed.contains(relative)
+                && !protected.keeps(relative)
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
     }
 
     fn with_index(

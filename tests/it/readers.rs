@@ -536,3 +536,68 @@ fn a_reader_searches_the_published_graph_from_its_first_query() {
     let recall = recall / queries.len() as f64;
     assert!(recall >= 0.95, "mean recall@10 {recall}");
 }
+
+/// The segment ids `text/meta.json` names, and those the files of `text/` belong to.
+fn text_segments(path: &Path) -> (Vec<String>, Vec<String>) {
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path.join("text/meta.json")).unwrap()).unwrap();
+    let mut named: Vec<String> = meta["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["segment_id"].as_str().unwrap().replace('-', ""))
+        .collect();
+    let mut on_disk: Vec<String> = std::fs::read_dir(path.join("text"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            let (id, _) = name.split_once('.')?;
+            (id.len() == 32).then(|| id.to_string())
+        })
+        .collect();
+    named.sort();
+    on_disk.sort();
+    on_disk.dedup();
+    (named, on_disk)
+}
+
+/// A reader opened on a commit keeps reading it while the writer commits, merges and
+/// publishes many more (the writer keeps the published commit's files, and readers take
+/// no lock); once the writer closes, the text index holds the files of its last commit
+/// and no other: what was kept for readers is removed when it is no longer published.
+#[test]
+fn the_text_files_readers_need_are_kept_and_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let engine = writer(&path);
+    engine
+        .upsert_chunks((0..50).map(|i| note(i, "about")))
+        .unwrap();
+    engine.commit().unwrap();
+    let early = Engine::builder().open_read_only(&path).unwrap();
+    let early_answers = answers(&early, 50);
+    for round in 1..30 {
+        engine
+            .upsert_chunks((round * 50..round * 50 + 50).map(|i| note(i, "about")))
+            .unwrap();
+        // Replacements and deletes leave delete files behind, and merges segments.
+        engine
+            .upsert_chunks((0..5).map(|i| note(i, "changed")))
+            .unwrap();
+        engine.delete(Kind::Chunk, "default", &format!("c{:04}", round * 50 + 7));
+        engine.commit().unwrap();
+        // A reader opened at any commit reads it whole.
+        let reader = Engine::builder().open_read_only(&path).unwrap();
+        assert_eq!(reader.stats().chunks, 50 + round * 49, "round {round}");
+    }
+    assert_eq!(answers(&early, 50), early_answers);
+    assert_eq!(early.stats().chunks, 50);
+    engine.close().unwrap();
+    let (named, on_disk) = text_segments(&path);
+    assert_eq!(on_disk, named, "segment files of no commit are left");
+    // And a writer opened again removes what an earlier one left (its deferred
+    // deletions, had it stopped first): nothing to remove here, nothing removed.
+    drop(writer(&path));
+    let (named, on_disk) = text_segments(&path);
+    assert_eq!(on_disk, named);
+}

@@ -466,9 +466,11 @@ fn execute_on(engine: &Engine, call: Call) -> ruchedb::Result<Value> {
     match call {
         Call::Search(args, kind) => search(engine, args, kind),
         Call::Remember(args) => {
+            // A memory without an id gets a new one: two in the same millisecond must
+            // not replace each other.
             let id = args.id.unwrap_or_else(|| {
                 let now = ruchedb::Timestamp::now();
-                format!("mem-{}", now.unix_millis())
+                format!("mem-{}-{:08x}", now.unix_millis(), rand::random::<u32>())
             });
             let mut chunk = Chunk::new(&id, args.content)
                 .with_tenant(tenant(args.tenant))

@@ -302,6 +302,25 @@ fn an_agent_host_lists_and_calls_every_tool_over_stdio() {
     assert_eq!(ids(&found), std::slice::from_ref(&memory_id));
     assert_eq!(found["results"][0]["importance"], 8);
 
+    // Memories without an id, one after the other: each is kept (ids made within one
+    // millisecond used to be the same, and the second replaced the first).
+    let made: Vec<String> = (0..5)
+        .map(|i| {
+            let (remembered, error) = mcp.call("remember", json!({"content": format!("fact {i}")}));
+            assert!(!error, "{remembered}");
+            remembered["remembered"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(
+        made.iter().collect::<std::collections::HashSet<_>>().len(),
+        5,
+        "{made:?}"
+    );
+    for id in &made {
+        let (_, error) = mcp.call("forget", json!({"kind": "chunk", "id": id}));
+        assert!(!error);
+    }
+
     let (_, error) = mcp.call("feedback", json!({"query_id": query_id, "useful": true}));
     assert!(!error);
     let (stats, _) = mcp.call("stats", json!({}));
