@@ -2492,4 +2492,39 @@ mod tests {
             proptest::prop_assert_eq!(walked, naive);
         }
     }
+
+    /// Run as a child of [`a_panic_turned_into_an_error_prints_nothing`].
+    #[test]
+    fn panic_child() {
+        if std::env::var_os("RUCHE_TEST_PANIC_CHILD").is_none() {
+            return;
+        }
+        let err = guarded("reading", || -> Result<()> { panic!("inside guarded") }).unwrap_err();
+        eprintln!("error: {err}");
+        let _ = std::panic::catch_unwind(|| panic!("outside guarded"));
+    }
+
+    /// A panic of tantivy's on damaged data becomes an error and prints no "thread
+    /// panicked" (the error says it all); any other panic is reported as before.
+    #[test]
+    fn a_panic_turned_into_an_error_prints_nothing() {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "text::tests::panic_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("RUCHE_TEST_PANIC_CHILD", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("failed on damaged data (inside guarded)"),
+            "{stderr}"
+        );
+        // One report: the panic outside.
+        assert_eq!(stderr.matches("panicked at").count(), 1, "{stderr}");
+        assert!(stderr.contains("outside guarded"), "{stderr}");
+    }
 }

@@ -556,3 +556,110 @@ fn index_reports_its_phases_unless_quiet() {
     assert_eq!(stderr(&output), "");
     assert!(stdout(&output).contains("indexed 0 rules and 3 chunks"));
 }
+
+/// Standard input can be read once: given to two inputs, the import is refused.
+#[test]
+fn standard_input_given_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("idx");
+    let output = ruche_with_stdin(
+        &[
+            "index",
+            index.to_str().unwrap(),
+            "--chunks",
+            "-",
+            "--rules",
+            "-",
+        ],
+        CHUNKS,
+    );
+    assert_code(&output, 2);
+    assert!(
+        stderr(&output).contains("--rules and --chunks")
+            || stderr(&output).contains("--chunks and --rules"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!index.exists());
+}
+
+/// Vectors of different dimensions: the error names the file, the line and the field,
+/// within one file, across files, and against the index.
+#[test]
+fn a_dimension_mismatch_names_the_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("idx");
+    let index = index.to_str().unwrap();
+    let mixed = write(
+        dir.path(),
+        "mixed.jsonl",
+        "{\"id\": \"a\", \"content\": \"x\", \"embedding\": [1, 0, 0]}\n\n{\"id\": \"b\", \"content\": \"y\", \"embedding\": [1, 0]}\n",
+    );
+    let output = ruche(&["index", index, "--chunks", &mixed]);
+    assert_code(&output, 2);
+    let message = stderr(&output);
+    assert!(
+        message.contains("mixed.jsonl: line 3: field `embedding`: 2 dimensions, but line 1"),
+        "{message}"
+    );
+
+    let chunks = write(
+        dir.path(),
+        "c.jsonl",
+        "{\"id\": \"a\", \"content\": \"x\", \"embedding\": [1, 0, 0]}\n",
+    );
+    let rules = write(
+        dir.path(),
+        "r.jsonl",
+        "{\"id\": \"r\", \"condition\": \"c\", \"action\": \"a\", \"patterns\": [\"p\"], \"pattern_embeddings\": [[1, 0]]}\n",
+    );
+    let output = ruche(&["index", index, "--chunks", &chunks, "--rules", &rules]);
+    assert_code(&output, 2);
+    let message = stderr(&output);
+    assert!(
+        message.contains("c.jsonl") && message.contains("r.jsonl"),
+        "{message}"
+    );
+
+    assert_code(&ruche(&["index", index, "--chunks", &chunks]), 0);
+    let two = write(
+        dir.path(),
+        "two.jsonl",
+        "{\"id\": \"b\", \"content\": \"y\", \"embedding\": [1, 0]}\n",
+    );
+    let output = ruche(&["index", index, "--chunks", &two]);
+    assert_code(&output, 2);
+    let message = stderr(&output);
+    assert!(
+        message.contains("two.jsonl: vectors of 2 dimensions")
+            && message.contains("holds vectors of 3"),
+        "{message}"
+    );
+}
+
+/// A `--batch` query that fails when it runs names its line and its id; the answers of
+/// the lines before it are written.
+#[test]
+fn a_batch_error_names_the_line_and_the_query_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("idx");
+    let index = index.to_str().unwrap();
+    let chunks = write(
+        dir.path(),
+        "c.jsonl",
+        "{\"id\": \"a\", \"content\": \"the parcel\", \"embedding\": [1, 0, 0]}\n",
+    );
+    assert_code(&ruche(&["index", index, "--chunks", &chunks]), 0);
+    let queries = write(
+        dir.path(),
+        "q.jsonl",
+        "{\"id\": \"q1\", \"text\": \"parcel\"}\n\n{\"id\": \"q2\", \"text\": \"parcel\", \"embedding\": [1, 0]}\n",
+    );
+    let output = ruche(&[
+        "search", index, "--kind", "chunks", "--batch", &queries, "--json",
+    ]);
+    assert_code(&output, 2);
+    let message = stderr(&output);
+    assert!(message.contains("q.jsonl: line 3 (id \"q2\")"), "{message}");
+    assert_eq!(stdout(&output).lines().count(), 1, "q1's answer");
+}
