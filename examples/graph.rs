@@ -132,13 +132,13 @@ fn main() -> ruchedb::Result<()> {
             .map(|c| c.id.clone())
             .unwrap_or_default()
     };
-    let two_hop = |order: &str| {
+    let two_hop_selected = |order: &str| {
         SearchRequest::chunks(format!(
             "how should we contact the customer of order {order}?"
         ))
         .now(now)
-        .top_k(10)
     };
+    let two_hop = |order: &str| two_hop_selected(order).top_k(10);
     println!(
         "{} chunks, {customers} customers, {} orders, 300 queries",
         chunks.len(),
@@ -170,6 +170,24 @@ fn main() -> ruchedb::Result<()> {
             }
         }
         let (mut top3, mut top10, mut first) = (0, 0, 0);
+        // The default selection (no `top_k`): the answer among the first 3 it returns,
+        // and how many hits it returns, for two-hop questions and identifier lookups.
+        let (mut default3, mut default_hits, mut lookup_first, mut lookup_hits) = (0, 0, 0, 0);
+        for &q in &queries {
+            let (order, customer) = &orders[q];
+            let pref = preference_of(customer);
+            let hits = engine.search(&two_hop_selected(order))?.hits;
+            default3 += usize::from(hits.iter().take(3).any(|h| h.id == pref));
+            default_hits += hits.len();
+            let lookup = SearchRequest::chunks(format!("any update on {order}?")).now(now);
+            let hits = engine.search(&lookup)?.hits;
+            lookup_first += usize::from(
+                hits.first()
+                    .and_then(|h| h.document.as_chunk())
+                    .is_some_and(|c| c.content.contains(order.as_str())),
+            );
+            lookup_hits += hits.len();
+        }
         for &q in &queries {
             let (order, customer) = &orders[q];
             let pref = preference_of(customer);
@@ -193,6 +211,20 @@ fn main() -> ruchedb::Result<()> {
             first += usize::from(holds);
         }
         let n = queries.len() as f64;
+        println!(
+            "graph {}{}{}: default selection: two-hop answer in the first 3 {:.3} ({:.2} hits), identifier lookups first {:.3} ({:.2} hits)",
+            if graph_on { "on " } else { "off" },
+            if adaptive { ", adaptive weights" } else { "" },
+            if feedback {
+                ", feedback factors after 100 answers"
+            } else {
+                ""
+            },
+            default3 as f64 / n,
+            default_hits as f64 / n,
+            lookup_first as f64 / n,
+            lookup_hits as f64 / n
+        );
         println!(
             "graph {}{}{}: two-hop preference note in the top 3 {:.3}, top 10 {:.3}; identifier lookups first {:.3}",
             if graph_on { "on " } else { "off" },

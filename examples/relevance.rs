@@ -597,6 +597,25 @@ fn identifiers_bench(setup: &Setup, n: usize) -> Res<()> {
     let silent = silent.iter().filter(|s| **s).count() as f64 / silent.len() as f64;
     let (first, top10) = measure(&engine)?;
     let (before_first, before_top10) = measure(&before)?;
+    // The default selection (no `top_k`): its first hit, and how many it returns.
+    let selected: Vec<(bool, usize)> = queries
+        .par_iter()
+        .map(|q| {
+            let hits = engine
+                .search(&SearchRequest::chunks(q.text.clone()).now(now))?
+                .hits;
+            let first = hits.first().is_some_and(|h| match h.document.as_ref() {
+                ruchedb::Document::Chunk(c) => c.content.contains(&q.identifier),
+                _ => false,
+            });
+            Ok((first, hits.len()))
+        })
+        .collect::<Res<_>>()?;
+    println!(
+        "default selection: first hit holds the identifier {:.3}, {:.2} hits returned on average",
+        selected.iter().filter(|s| s.0).count() as f64 / selected.len() as f64,
+        selected.iter().map(|s| s.1).sum::<usize>() as f64 / selected.len() as f64
+    );
     println!(
         "\n## Identifiers, {}: {n} notes, {} queries (indexed in {:.1} s)\n\nfirst hit holds the identifier: {first:.3} (within the top 10: {top10:.3}); before the gate (seed 001's weights over every candidate, no code boost): {before_first:.3} ({before_top10:.3}); {} CLINC150 messages answered with no note: {silent:.3}",
         setup.name,

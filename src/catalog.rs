@@ -28,6 +28,35 @@ use crate::vector::metric;
 /// search looks documents up by id).
 pub(crate) type DocSet = FxHashSet<DocId>;
 
+/// The live chunks of one context, in the order they were written (`DocId`s grow with
+/// each write): a conversation's turns in order.
+pub(crate) type ContextSet = std::collections::BTreeSet<DocId>;
+
+/// The smallest indexed superset of what a filter admits ([`Catalog::superset`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Superset<'a> {
+    /// The documents of a kind and tenant.
+    Tenant(&'a DocSet),
+    /// The chunks of one context.
+    Context(&'a ContextSet),
+}
+
+impl Superset<'_> {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Superset::Tenant(set) => set.len(),
+            Superset::Context(set) => set.len(),
+        }
+    }
+
+    pub(crate) fn docs(&self) -> Vec<DocId> {
+        match self {
+            Superset::Tenant(set) => set.iter().copied().collect(),
+            Superset::Context(set) => set.iter().copied().collect(),
+        }
+    }
+}
+
 /// A map keyed by user strings (tenants, contexts, ids, entities): foldhash, seeded per
 /// process, is several times faster than SipHash on short strings, and the catalog
 /// hashes a few for every document at every open.
@@ -800,8 +829,8 @@ pub(crate) struct Catalog {
     pub(crate) graph: crate::graph::EntityGraph,
     /// Live documents by kind (index `Kind::as_u8`) and tenant.
     by_tenant: [StrMap<DocSet>; Kind::COUNT],
-    /// Live chunks by tenant and context.
-    by_context: StrMap<StrMap<DocSet>>,
+    /// Live chunks by tenant and context, in write order.
+    by_context: StrMap<StrMap<ContextSet>>,
     /// Live documents that have vectors, by kind and upsert sequence number.
     vectors_by_seq: [BTreeMap<u64, DocId>; Kind::COUNT],
     /// The normalised vectors of the live documents, by kind.
@@ -883,7 +912,7 @@ impl Catalog {
         let names = base.names();
         let mut by_tenant: Vec<FxHashMap<usize, DocSet>> =
             Kind::ALL.iter().map(|_| FxHashMap::default()).collect();
-        let mut by_context: FxHashMap<(usize, usize), DocSet> = FxHashMap::default();
+        let mut by_context: FxHashMap<(usize, usize), ContextSet> = FxHashMap::default();
         let mut tokens: Vec<FxHashMap<usize, [u64; 2]>> =
             Kind::ALL.iter().map(|_| FxHashMap::default()).collect();
         let mut by_seq: Vec<Vec<(u64, DocId)>> = Kind::ALL.iter().map(|_| Vec::new()).collect();
@@ -1202,7 +1231,7 @@ impl Catalog {
                     set.insert(doc_id);
                 }
                 None => {
-                    contexts.insert(context.to_string(), DocSet::from_iter([doc_id]));
+                    contexts.insert(context.to_string(), ContextSet::from_iter([doc_id]));
                 }
             }
         }
@@ -1270,14 +1299,20 @@ impl Catalog {
         Some(entry)
     }
 
-    /// The smallest indexed superset of what `filter` admits, and its size.
-    pub(crate) fn superset(&self, filter: &DocFilter<'_>) -> Option<&DocSet> {
+    /// The smallest indexed superset of what `filter` admits.
+    pub(crate) fn superset(&self, filter: &DocFilter<'_>) -> Option<Superset<'_>> {
         if filter.kind == Kind::Chunk
             && let Some(context) = filter.context
         {
-            return self.by_context.get(filter.tenant)?.get(context);
+            return self
+                .by_context
+                .get(filter.tenant)?
+                .get(context)
+                .map(Superset::Context);
         }
-        self.by_tenant[filter.kind.index()].get(filter.tenant)
+        self.by_tenant[filter.kind.index()]
+            .get(filter.tenant)
+            .map(Superset::Tenant)
     }
 
     /// Every live document that `filter` admits.
@@ -1287,10 +1322,45 @@ impl Catalog {
         };
         let admit = self.admit(filter);
         superset
-            .iter()
-            .copied()
+            .docs()
+            .into_iter()
             .filter(|doc| self.entries.get(doc).is_some_and(|e| admit.admits(e)))
             .collect()
+    }
+
+    /// The turns written just before and just after the chunk `doc` in its context (a
+    /// conversation's neighbouring turns), each only when written within `gap` of it
+    /// (its `created_at`; without timestamps, adjacency alone). `[None, None]` for a
+    /// chunk without a context, or another kind.
+    pub(crate) fn neighbours(&self, doc: DocId, gap: std::time::Duration) -> [Option<DocId>; 2] {
+        let Some(entry) = self.entries.get(&doc) else {
+            return [None, None];
+        };
+        let (Some(context), Some(contexts)) =
+            (entry.context_id(), self.by_context.get(entry.tenant_id()))
+        else {
+            return [None, None];
+        };
+        let Some(set) = contexts.get(context) else {
+            return [None, None];
+        };
+        let created = |doc: DocId| -> Option<crate::Timestamp> {
+            self.entries.get(&doc)?.doc().ok()?.as_chunk()?.created_at
+        };
+        let at = created(doc);
+        let close = |other: DocId| match (at, created(other)) {
+            (Some(a), Some(b)) => {
+                a.unix_millis().abs_diff(b.unix_millis()) <= gap.as_millis() as u64
+            }
+            _ => true,
+        };
+        [
+            set.range(..doc).next_back().copied().filter(|&d| close(d)),
+            set.range(DocId::new(doc.as_u64() + 1)..)
+                .next()
+                .copied()
+                .filter(|&d| close(d)),
+        ]
     }
 
     /// `filter` bound to this catalog, to ask of its entries.

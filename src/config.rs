@@ -12,7 +12,9 @@
 //! alpha = 1.5
 //!
 //! [pipeline.retrieval.memory_selection]
-//! strategy = "band"     # keep what scores within 0.04 of the best
+//! strategy = "band"       # recall first: what scores within 0.15 of the best,
+//! band = 0.15             # at most 6 (one when it clearly leads)
+//! max_hits = 6
 //!
 //! [pipeline.retrieval.scenario_selection]
 //! strategy = "entropy"    # one scenario when one stands out
@@ -129,9 +131,9 @@ pub struct RetrievalConfig {
     /// `adaptive_k`, as seed 000 recommends).
     pub rule_selection: SelectionConfig,
     /// `[pipeline.retrieval.memory_selection]`: how many chunks a search returns (default
-    /// `band`: what scores within 0.04 of the best chunk. Seed 000 recommends
-    /// `clustering`, which keeps 3.3 abstracts per SciFact claim for 1.1 relevant, F1
-    /// 0.37; `band` keeps 1.4, F1 0.63, above every fixed k).
+    /// `band` 0.15 with `max_hits` 6: recall first, what scores within 0.15 of the best
+    /// chunk, at most six, one when it clearly leads; see `docs/relevance.md` for the
+    /// measurements on LoCoMo, SciFact and identifier lookups).
     pub memory_selection: SelectionConfig,
     /// `[pipeline.retrieval.scenario_selection]`: how many scenarios a search returns
     /// (default seed 000's `entropy` with `low_entropy_k = 1`, `medium_entropy_k = 2`,
@@ -172,7 +174,8 @@ impl Default for RetrievalConfig {
                 min_score: None,
             },
             memory_selection: SelectionConfig::Band {
-                band: None,
+                band: Some(0.15),
+                max_hits: Some(6),
                 min_score: None,
             },
             scenario_selection: SelectionConfig::Entropy {
@@ -273,6 +276,13 @@ pub struct ScoringConfig {
     pub rules: RuleWeights,
     /// `[scoring.chunks]`: relevance, importance and recency.
     pub chunks: ChunkWeights,
+    /// How much a turn of a conversation draws on its neighbouring turns (the chunks
+    /// of its context written just before and after it, within an hour of it): its
+    /// hybrid score is at least this times its better neighbour's, so that the turn
+    /// that holds an answer comes back beside the turn the question's words match. In
+    /// `0..=1`; 0 turns it off (default 0.85, measured on LoCoMo; see
+    /// `docs/relevance.md`).
+    pub neighbour_weight: f64,
 }
 
 impl Default for ScoringConfig {
@@ -290,6 +300,7 @@ impl Default for ScoringConfig {
                 recency_weight: 0.04,
                 ..ChunkWeights::default()
             },
+            neighbour_weight: 0.85,
         }
     }
 }
@@ -343,7 +354,7 @@ impl Config {
     /// [`ErrorKind::InvalidConfig`](crate::ErrorKind::InvalidConfig) naming the key for
     /// an unknown key, a value of the wrong type or out of range, or an unreadable file.
     pub fn load(path: Option<&Path>) -> Result<Config> {
-        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        let mut figment = Figment::new();
         let from_env = std::env::var_os("RUCHE_CONFIG").map(std::path::PathBuf::from);
         if let Some(path) = path.map(Path::to_path_buf).or(from_env) {
             if !path.is_file() {
@@ -366,19 +377,50 @@ impl Config {
         Config::extract(figment)
     }
 
+    /// The defaults under `user` (the file's and environment's values): a selection
+    /// section that names another strategy than the default's replaces the default's
+    /// whole (its parameters are of another strategy), one that names none or the same
+    /// is merged into it (`RUCHE_PIPELINE__RETRIEVAL__RULE_SELECTION__ALPHA=2.0`).
+    fn over_defaults(user: Figment) -> Figment {
+        let mut defaults = serde_json::to_value(Config::default()).expect("the defaults serialise");
+        if let Some(retrieval) = defaults
+            .pointer_mut("/pipeline/retrieval")
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            for section in [
+                "rule_selection",
+                "memory_selection",
+                "scenario_selection",
+                "tool_selection",
+            ] {
+                let named = user
+                    .find_value(&format!("pipeline.retrieval.{section}.strategy"))
+                    .ok()
+                    .and_then(|value| value.into_string());
+                let default = retrieval
+                    .get(section)
+                    .and_then(|s| s.get("strategy"))
+                    .and_then(serde_json::Value::as_str);
+                if named.is_some_and(|named| Some(named.as_str()) != default) {
+                    retrieval.remove(section);
+                }
+            }
+        }
+        Figment::from(Serialized::defaults(defaults)).merge(user)
+    }
+
     /// Parses a TOML document over the defaults (no environment), and validates it.
     ///
     /// # Errors
     ///
     /// As [`Config::load`].
     pub fn from_toml(toml: &str) -> Result<Config> {
-        Config::extract(
-            Figment::from(Serialized::defaults(Config::default())).merge(Toml::string(toml)),
-        )
+        Config::extract(Figment::new().merge(Toml::string(toml)))
     }
 
-    fn extract(figment: Figment) -> Result<Config> {
-        let config: Config = figment.extract().map_err(|err| {
+    /// `user` over the defaults, extracted and validated.
+    fn extract(user: Figment) -> Result<Config> {
+        let config: Config = Config::over_defaults(user).extract().map_err(|err| {
             let key = err.path.join(".");
             let key = if key.is_empty() {
                 "config".to_string()
@@ -451,6 +493,12 @@ impl Config {
         }
         self.scoring.rules.validate("scoring.rules")?;
         self.scoring.chunks.validate("scoring.chunks")?;
+        if !(0.0..=1.0).contains(&self.scoring.neighbour_weight) {
+            return Err(Error::invalid_config(
+                "scoring.neighbour_weight",
+                format!("must be in 0..=1, got {}", self.scoring.neighbour_weight),
+            ));
+        }
         self.vector.params().validate()?;
         if !(0.0..=1.0).contains(&self.vector.rebuild_dead_fraction) {
             return Err(Error::invalid_config(
@@ -501,6 +549,41 @@ min_cluster_size = 2
 top_per_cluster = 3
 min_score = 0.4
 "#;
+
+    /// A selection section that names another strategy replaces the default's whole;
+    /// one that names the same (or none) changes only what it sets.
+    #[test]
+    fn a_selection_section_replaces_or_amends_the_default() {
+        let config = Config::from_toml(
+            "[pipeline.retrieval.memory_selection]\nstrategy = \"fixed_k\"\nk = 3\n\n[pipeline.retrieval.scenario_selection]\nstrategy = \"elbow\"\n",
+        )
+        .unwrap();
+        let retrieval = &config.pipeline.retrieval;
+        assert_eq!(
+            retrieval.memory_selection,
+            SelectionConfig::FixedK {
+                k: Some(3),
+                min_score: None
+            }
+        );
+        assert_eq!(
+            retrieval.scenario_selection,
+            SelectionConfig::Elbow {
+                drop_threshold: None,
+                min_score: None
+            }
+        );
+        let config =
+            Config::from_toml("[pipeline.retrieval.memory_selection]\nband = 0.3\n").unwrap();
+        assert_eq!(
+            config.pipeline.retrieval.memory_selection,
+            SelectionConfig::Band {
+                band: Some(0.3),
+                max_hits: Some(6),
+                min_score: None
+            }
+        );
+    }
 
     #[test]
     fn seed_000_example_configuration_loads_unchanged() {

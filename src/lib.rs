@@ -110,6 +110,7 @@ mod store;
 mod testing;
 mod text;
 mod time;
+mod tokens;
 mod tool;
 mod vector;
 
@@ -160,5 +161,6 @@ pub use crate::select::{
     SelectionStrategy, SelectionStrategyExt,
 };
 pub use crate::time::Timestamp;
+pub use crate::tokens::{TOKENIZER, count_tokens};
 pub use crate::tool::Tool;
 pub use crate::vector::HnswParams;

@@ -53,6 +53,7 @@ pub struct SearchRequest {
     pub(crate) fusion: Option<FusionSpec>,
     pub(crate) adaptive: Option<bool>,
     pub(crate) min_relevance: Option<f64>,
+    pub(crate) max_tokens: Option<usize>,
 }
 
 impl SearchRequest {
@@ -102,6 +103,7 @@ impl SearchRequest {
             fusion: None,
             adaptive: None,
             min_relevance: None,
+            max_tokens: None,
         }
     }
 
@@ -242,6 +244,17 @@ impl SearchRequest {
         self
     }
 
+    /// A token budget for the hits: the selection keeps the longest prefix of its hits
+    /// whose texts (a chunk's content, a rule's condition and action, a scenario's or a
+    /// tool's name and description) take at most `max_tokens` tokens together, counted
+    /// with [`crate::TOKENIZER`]. The budget is never exceeded (a first hit longer than
+    /// it gives no hit); the selection's metadata says what was counted.
+    #[must_use]
+    pub fn max_tokens(mut self, max_tokens: usize) -> SearchRequest {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
     /// The kind searched.
     pub fn kind(&self) -> Kind {
         self.kind
@@ -351,6 +364,9 @@ pub struct ScoreBreakdown {
     pub graph_normalized: f64,
     /// The strongest path from an entity of the query to the document.
     pub graph_path: Option<crate::graph::GraphPath>,
+    /// What a conversation turn's neighbouring turns lent its hybrid score (included in
+    /// `hybrid`, which is at least `neighbour_weight` times its best neighbour's).
+    pub neighbour_term: Option<f64>,
 }
 
 /// Which of a document's vectors matched the query best.

@@ -96,6 +96,11 @@ pub struct RankPlan {
     /// The graph leg's weight against the two other legs' 1.0 (used when it found
     /// anything).
     pub graph_weight: f64,
+    /// How much a conversation turn draws on its neighbouring turns
+    /// ([`crate::ScoringConfig::neighbour_weight`]).
+    pub neighbour_weight: f64,
+    /// The token budget of the hits ([`SearchRequest::max_tokens`]).
+    pub max_tokens: Option<usize>,
 }
 
 impl RankPlan {
@@ -184,6 +189,8 @@ impl RankPlan {
             now: request.now.unwrap_or_else(Timestamp::now),
             selection,
             graph_weight,
+            neighbour_weight: config.scoring.neighbour_weight,
+            max_tokens: request.max_tokens,
         })
     }
 }
@@ -255,7 +262,11 @@ pub fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
         }
         let b = &candidate.breakdown;
         let linked = (b.graph_normalized >= LINKED_MIN).then_some(GateDecision::Linked);
-        match GateDecision::of(b.relevance, b.codes_matched, plan.min_relevance).or(linked) {
+        let neighbour = b.neighbour_term.map(|_| GateDecision::Neighbour);
+        match GateDecision::of(b.relevance, b.codes_matched, plan.min_relevance)
+            .or(linked)
+            .or(neighbour)
+        {
             Some(decision) => {
                 candidate.breakdown.gate = decision;
                 passed.push(candidate);
@@ -325,15 +336,75 @@ pub fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
                 .iter()
                 .filter_map(|&idx| slots.get_mut(idx).and_then(Option::take))
                 .collect();
+            // The second hop survives selection: for each hit kept, the best hit the
+            // graph leg reached through it comes back with it, whatever its score ("how
+            // should we contact the customer of order NW-1?": the order note names the
+            // customer, the customer's note, which shares no word with the question but
+            // the customer, says how to contact them).
+            let kept: std::collections::HashSet<&str> =
+                scored.iter().map(|s| s.document.id()).collect();
+            let mut best_second: std::collections::HashMap<String, usize> =
+                std::collections::HashMap::new();
+            for (i, slot) in slots.iter().enumerate() {
+                let Some(via) = slot
+                    .as_ref()
+                    .and_then(|s| s.breakdown.graph_path.as_ref()?.via.as_ref())
+                    .map(|(via, _)| via.as_str())
+                else {
+                    continue;
+                };
+                // `slots` is in rank order: the first one reached through `via` is its best.
+                if kept.contains(via) && !best_second.contains_key(via) {
+                    best_second.insert(via.to_string(), i);
+                }
+            }
+            let mut picked: Vec<usize> = best_second.into_values().collect();
+            picked.sort_unstable();
+            let second_hops: Vec<Scored> =
+                picked.into_iter().filter_map(|i| slots[i].take()).collect();
+            let mut metadata = result.metadata;
+            if !second_hops.is_empty() {
+                metadata.insert("second_hops".into(), second_hops.len().into());
+            }
+            scored.extend(second_hops);
             SelectionSummary {
                 strategy: result.method.to_string(),
                 input_count,
                 output_count: scored.len(),
                 cutoff_score: result.cutoff_score,
-                metadata: result.metadata,
+                metadata,
             }
         }
     };
+    let mut selection = selection;
+    if let Some(budget) = plan.max_tokens {
+        // The longest prefix within the budget.
+        let mut spent = 0usize;
+        let mut keep = 0;
+        for candidate in &scored {
+            let tokens = crate::tokens::count_tokens(&candidate.document.text());
+            if spent + tokens > budget {
+                break;
+            }
+            spent += tokens;
+            keep += 1;
+        }
+        let cut = scored.len() - keep;
+        scored.truncate(keep);
+        let metadata = &mut selection.metadata;
+        metadata.insert("max_tokens".into(), budget.into());
+        metadata.insert("tokens".into(), spent.into());
+        metadata.insert("tokenizer".into(), crate::tokens::TOKENIZER.into());
+        if cut > 0 {
+            metadata.insert("cut_by_budget".into(), cut.into());
+        }
+        selection.output_count = scored.len();
+        if let Some(last) = scored.last() {
+            selection.cutoff_score = last.final_score;
+        } else {
+            selection.cutoff_score = 0.0;
+        }
+    }
     let hits: Vec<Hit> = scored
         .into_iter()
         .map(|s| Hit {
@@ -403,16 +474,48 @@ fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Scored>,
     } else {
         0.0
     };
-    let scored = candidates
-        .into_iter()
-        .zip(fused)
+    let hybrids: Vec<f64> = candidates
+        .iter()
+        .zip(&fused)
         .map(|(candidate, fused)| {
             let graph_normalized = candidate.graph.map_or(0.0, |g| g / graph_max);
-            let hybrid = if graph_share > 0.0 {
+            if graph_share > 0.0 {
                 (1.0 - graph_share) * fused.hybrid + graph_share * graph_normalized
             } else {
                 fused.hybrid
-            };
+            }
+        })
+        .collect();
+    let relevances: Vec<Option<f64>> = candidates
+        .iter()
+        .map(|candidate| {
+            plan.legs.map(|legs| {
+                let patterns = !candidate.document.examples().is_empty();
+                plan.relevance
+                    .calibration(plan.kind, plan.family, legs, patterns)
+                    .relevance(
+                        candidate.cosine.map_or(0.0, metric::score_of_cosine),
+                        f64::from(candidate.coverage.words),
+                    )
+            })
+        })
+        .collect();
+    // Only a turn that passes the gate on its own lends to its neighbours.
+    let lenders: Vec<bool> = candidates
+        .iter()
+        .zip(&relevances)
+        .map(|(candidate, relevance)| {
+            GateDecision::of(*relevance, candidate.coverage.codes, plan.min_relevance).is_some()
+        })
+        .collect();
+    let lifts = neighbour_lifts(&candidates, &hybrids, &lenders, plan.neighbour_weight);
+    let scored = candidates
+        .into_iter()
+        .zip(fused)
+        .zip(hybrids.into_iter().zip(lifts).zip(relevances))
+        .map(|((candidate, fused), ((hybrid, lift), relevance))| {
+            let graph_normalized = candidate.graph.map_or(0.0, |g| g / graph_max);
+            let hybrid = hybrid + lift.unwrap_or(0.0);
             let document = candidate.document;
             let mut breakdown = ScoreBreakdown {
                 vector: candidate.cosine.map(metric::score_of_cosine),
@@ -425,15 +528,7 @@ fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Scored>,
                 hybrid,
                 priority_term: None,
                 scope_term: None,
-                relevance: plan.legs.map(|legs| {
-                    let patterns = !document.examples().is_empty();
-                    plan.relevance
-                        .calibration(plan.kind, plan.family, legs, patterns)
-                        .relevance(
-                            candidate.cosine.map_or(0.0, metric::score_of_cosine),
-                            f64::from(candidate.coverage.words),
-                        )
-                }),
+                relevance,
                 gate: GateDecision::Open,
                 code_term: None,
                 importance: None,
@@ -442,6 +537,7 @@ fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Scored>,
                 graph: candidate.graph,
                 graph_normalized,
                 graph_path: candidate.graph_path,
+                neighbour_term: lift,
             };
             let (final_score, priority) = match document.as_ref() {
                 Document::Rule(rule) => {
@@ -472,6 +568,43 @@ fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Scored>,
         })
         .collect();
     Ok((scored, graph_share))
+}
+
+/// What each candidate's neighbouring turns lend it: what `weight` times the best hybrid
+/// score among its neighbours that are candidates and `lenders` (they pass the gate)
+/// adds to its own, when more (`None`: no such neighbour, or nothing to add).
+fn neighbour_lifts(
+    candidates: &[RetrievedDoc],
+    hybrids: &[f64],
+    lenders: &[bool],
+    weight: f64,
+) -> Vec<Option<f64>> {
+    let any = candidates
+        .iter()
+        .any(|c| c.neighbours.iter().any(Option::is_some));
+    if weight <= 0.0 || !any {
+        return vec![None; candidates.len()];
+    }
+    let at: std::collections::HashMap<&str, usize> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id(), i))
+        .collect();
+    candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            c.neighbours
+                .iter()
+                .flatten()
+                .filter_map(|id| at.get(id.as_str()).copied())
+                .filter(|&j| lenders[j])
+                .map(|j| hybrids[j])
+                .reduce(f64::max)
+                .map(|best| weight * best - hybrids[i])
+                .filter(|lift| *lift > 0.0)
+        })
+        .collect()
 }
 
 /// The whole pipeline over any retriever: checks `request`, asks `retriever` for the

@@ -301,6 +301,9 @@ pub enum GateDecision {
     /// from an entity the query names: it is about what the query is about, through
     /// that entity.
     Linked,
+    /// A turn of a conversation next to a relevant one: it holds what that turn is
+    /// about (the answer after the question, the question before the answer).
+    Neighbour,
 }
 
 impl GateDecision {

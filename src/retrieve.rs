@@ -115,6 +115,9 @@ pub struct Coverage {
     /// How many of the query's codes (identifiers such as `NW-15699`) the document
     /// contains verbatim.
     pub codes: u32,
+    /// Which of the query's words the document contains: bit `i` for the `i`-th word
+    /// (function words and the words of codes left out; the first 64).
+    pub matched: u64,
 }
 
 /// A document a retriever found, with what ranking needs to know about it.
@@ -137,6 +140,11 @@ pub struct RetrievedDoc {
     pub graph: Option<f64>,
     /// The strongest path that reached it.
     pub graph_path: Option<crate::graph::GraphPath>,
+    /// For a turn of a conversation (a chunk of a context), the ids of the turns written
+    /// just before and just after it, when the retriever knows them: ranking lends a
+    /// turn part of its neighbours' relevance ([`crate::ScoringConfig::neighbour_weight`]).
+    /// A retriever that knows them also returns a candidate's neighbours as candidates.
+    pub neighbours: [Option<String>; 2],
 }
 
 impl RetrievedDoc {
@@ -151,6 +159,7 @@ impl RetrievedDoc {
             found_by: FoundBy::default(),
             graph: None,
             graph_path: None,
+            neighbours: [None, None],
         }
     }
 
@@ -265,6 +274,7 @@ pub fn coverage(query: &str, document: &str, idf: &dyn Fn(&str) -> f64) -> Cover
         analyzer::tokens(&mut ident, document).into_iter().collect();
     let mut seen: Vec<String> = Vec::new();
     let (mut held, mut total) = (0.0f64, 0.0f64);
+    let mut matched = 0u64;
     let mut of_codes = analyzer::words_of_codes(&mut words, &mut ident, query);
     for (token, source) in analyzer::tokens_with_source(&mut words, query) {
         let in_code = analyzer::take_one(&mut of_codes, &token);
@@ -275,6 +285,9 @@ pub fn coverage(query: &str, document: &str, idf: &dyn Fn(&str) -> f64) -> Cover
         total += weight;
         if doc_words.contains(&token) {
             held += weight;
+            if seen.len() < 64 {
+                matched |= 1 << seen.len();
+            }
         }
         seen.push(token);
     }
@@ -291,5 +304,6 @@ pub fn coverage(query: &str, document: &str, idf: &dyn Fn(&str) -> f64) -> Cover
             0.0
         },
         codes: codes.iter().filter(|c| doc_ident.contains(*c)).count() as u32,
+        matched,
     }
 }

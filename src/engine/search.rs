@@ -65,6 +65,10 @@ impl Retriever for Inner {
     }
 }
 
+/// How far apart in time two turns of a context may be written and still be
+/// neighbours (turns of one conversation, not of two sessions).
+const NEIGHBOUR_GAP: std::time::Duration = std::time::Duration::from_secs(3_600);
+
 /// The fewest documents in a search's scope for which its two legs run on two threads.
 const PARALLEL_LEGS_FROM: u64 = 2_000;
 
@@ -304,6 +308,29 @@ impl Inner {
         if query.browse {
             for doc in catalog.matching(&filter) {
                 candidate(&mut found, &catalog, doc)?;
+            }
+        }
+        // Conversations: each candidate's neighbouring turns are candidates too, so that
+        // ranking can lend a turn its neighbours' relevance (and bring back the answer
+        // after the turn that matched).
+        if request.kind == crate::Kind::Chunk && self.config.scoring.neighbour_weight > 0.0 {
+            let seeds: Vec<DocId> = found.keys().copied().collect();
+            let mut turns: Vec<(DocId, [Option<DocId>; 2])> = Vec::new();
+            for doc in seeds {
+                let around = catalog.neighbours(doc, NEIGHBOUR_GAP);
+                turns.push((doc, around));
+                for next in around.into_iter().flatten() {
+                    if !found.contains_key(&next) && accept(next).is_some() {
+                        candidate(&mut found, &catalog, next)?;
+                        turns.push((next, catalog.neighbours(next, NEIGHBOUR_GAP)));
+                    }
+                }
+            }
+            for (doc, around) in turns {
+                let ids = around.map(|n| n.and_then(|n| Some(catalog.get(n)?.id().to_string())));
+                if let Some(c) = found.get_mut(&doc) {
+                    c.neighbours = ids;
+                }
             }
         }
         let mut ids: Vec<DocId> = found.keys().copied().collect();

@@ -1,4 +1,4 @@
-//! The `band` strategy: keep what scores close to the best.
+//! The `band` strategy: keep what scores close to the best, at most `max_hits` of it.
 
 use serde_json::{Map, Value};
 
@@ -13,17 +13,22 @@ use super::strategy::{SelectionInput, SelectionResult, SelectionStrategy};
 /// strategies react to the spread of the tail instead). On SciFact it is the only
 /// strategy that beats every fixed k (see `docs/relevance.md`).
 ///
-/// The first `max_k` scores are considered, and of those the ones at or above
-/// `min_score`. The selection is a prefix of the input, at least `min_k` items long
-/// (when that many pass `min_score`).
+/// The first `max_k` scores are considered (and at most `max_hits`, when set), and of
+/// those the ones at or above `min_score`. The selection is a prefix of the input, at
+/// least `min_k` items long (when that many pass `min_score`).
+///
+/// A wide band with a cap is a recall-first selection, what an agent's memory wants: up
+/// to `max_hits` notes when several are about the question, one when it clearly leads
+/// (an identifier found verbatim scores a whole point above the rest).
 ///
 /// ## Defaults
 ///
-/// `band` 0.04, no `min_score`.
+/// `band` 0.04, no `max_hits`, no `min_score`.
 ///
 /// ## Metadata
 ///
-/// `band`, and `floor`: the lowest score kept by the band (`best - band`).
+/// `band`, `floor` (the lowest score kept by the band, `best - band`) and `max_hits`
+/// when set.
 ///
 /// # Example
 ///
@@ -39,6 +44,8 @@ use super::strategy::{SelectionInput, SelectionResult, SelectionStrategy};
 pub struct BandSelection {
     /// How far below the best score an item may be and still be kept, `0..=1`.
     band: f64,
+    /// When set, at most this many items are kept (at least 1).
+    max_hits: Option<usize>,
     /// When set, items scoring below it are never kept, in `0..=1`.
     min_score: Option<f64>,
 }
@@ -47,6 +54,7 @@ impl Default for BandSelection {
     fn default() -> Self {
         BandSelection {
             band: 0.04,
+            max_hits: None,
             min_score: None,
         }
     }
@@ -79,10 +87,35 @@ impl BandSelection {
         Ok(self)
     }
 
+    /// Sets (or, with `None`, removes) the most items kept.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidConfig`](crate::ErrorKind::InvalidConfig) (key `max_hits`)
+    /// when `max_hits` is 0.
+    pub fn with_max_hits(mut self, max_hits: Option<usize>) -> crate::Result<Self> {
+        if let Some(max_hits) = max_hits {
+            check_max_hits("max_hits", max_hits)?;
+        }
+        self.max_hits = max_hits;
+        Ok(self)
+    }
+
     /// Returns the band.
     pub fn band(&self) -> f64 {
         self.band
     }
+}
+
+/// Checks a `max_hits`: at least 1.
+pub(crate) fn check_max_hits(key: &str, max_hits: usize) -> crate::Result<()> {
+    if max_hits == 0 {
+        return Err(crate::Error::invalid_config(
+            key,
+            "must be at least 1 (0 would keep nothing)",
+        ));
+    }
+    Ok(())
 }
 
 /// Checks a `band`: a number in `0..=1`.
@@ -97,7 +130,10 @@ impl SelectionStrategy for BandSelection {
 
     fn select_sorted(&self, input: SelectionInput<'_>) -> SelectionResult<usize> {
         let scores = input.scores();
-        let considered = &scores[..scores.len().min(input.max_k())];
+        let cap = self
+            .max_hits
+            .map_or(input.max_k(), |m| m.min(input.max_k()));
+        let considered = &scores[..scores.len().min(cap)];
         let n_eligible = match self.min_score {
             Some(min_score) => considered.partition_point(|&score| score >= min_score),
             None => considered.len(),
@@ -109,6 +145,9 @@ impl SelectionStrategy for BandSelection {
         let mut metadata = Map::new();
         metadata.insert("band".into(), Value::from(self.band));
         metadata.insert("floor".into(), Value::from(floor));
+        if let Some(max_hits) = self.max_hits {
+            metadata.insert("max_hits".into(), Value::from(max_hits));
+        }
         SelectionResult::prefix(self.name(), scores, n, metadata)
     }
 }

@@ -131,6 +131,9 @@ pub enum SelectionConfig {
         /// How far below the best an item may score (default 0.04, in `0..=1`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         band: Option<f64>,
+        /// The most items kept (default: `max_k`; at least 1).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_hits: Option<usize>,
         /// Items below this are never kept (default: no filter; in `0..=1`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         min_score: Option<f64>,
@@ -156,7 +159,7 @@ const PARAMETERS: [(&str, &[&str]); 7] = [
     ),
     ("fixed_k", &["k", "min_score"]),
     ("autocut", &["jumps", "tolerance"]),
-    ("band", &["band", "min_score"]),
+    ("band", &["band", "max_hits", "min_score"]),
 ];
 
 impl SelectionConfig {
@@ -275,9 +278,13 @@ impl SelectionConfig {
             }
             SelectionConfig::Band {
                 band: width,
+                max_hits,
                 min_score,
             } => {
                 check(width, |value| band::check_band(&key("band"), value))?;
+                check(max_hits, |value| {
+                    band::check_max_hits(&key("max_hits"), value)
+                })?;
                 check(min_score, |value| {
                     param::min_score(&key("min_score"), value)
                 })
@@ -388,8 +395,14 @@ impl SelectionConfig {
                 }
                 Box::new(strategy)
             }
-            SelectionConfig::Band { band, min_score } => {
-                let mut strategy = BandSelection::default().with_min_score(min_score)?;
+            SelectionConfig::Band {
+                band,
+                max_hits,
+                min_score,
+            } => {
+                let mut strategy = BandSelection::default()
+                    .with_min_score(min_score)?
+                    .with_max_hits(max_hits)?;
                 if let Some(band) = band {
                     strategy = strategy.with_band(band)?;
                 }
@@ -473,6 +486,7 @@ impl SelectionConfig {
             },
             _ => SelectionConfig::Band {
                 band: float("band")?,
+                max_hits: count("max_hits")?,
                 min_score: float("min_score")?,
             },
         };

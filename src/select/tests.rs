@@ -861,7 +861,11 @@ fn any_config() -> impl Strategy<Value = SelectionConfig> {
             prop::option::of(0.0..=1.0_f64),
             prop::option::of(0.0..=1.0_f64)
         )
-            .prop_map(|(band, min_score)| SelectionConfig::Band { band, min_score }),
+            .prop_map(|(band, min_score)| SelectionConfig::Band {
+                band,
+                max_hits: None,
+                min_score,
+            }),
     ]
 }
 

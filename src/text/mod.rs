@@ -1214,14 +1214,19 @@ impl CoverPlan {
     /// of the query's words, so that every path gives the same `f32`.
     fn coverage(&self, has_word: impl Fn(usize) -> bool, codes: u32) -> Coverage {
         let mut words = 0.0f32;
+        let mut matched = 0u64;
         for (word, share) in self.shares.iter().enumerate() {
             if has_word(word) {
                 words += share;
+                if word < 64 {
+                    matched |= 1 << word;
+                }
             }
         }
         Coverage {
             words: words.clamp(0.0, 1.0),
             codes,
+            matched,
         }
     }
 }

@@ -231,7 +231,7 @@ impl VectorIndex {
             let scored = if superset.len() * 3 >= n_docs {
                 scan_arena(catalog, admit, query, k, &mut plan)
             } else {
-                let docs: Vec<DocId> = superset.iter().copied().collect();
+                let docs: Vec<DocId> = superset.docs();
                 scan(catalog, admit, query, &docs, &mut plan)
             };
             return (top_k(catalog, scored, k), plan);

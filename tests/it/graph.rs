@@ -400,3 +400,40 @@ fn a_graph_only_candidate_gets_its_text_score() {
     );
     assert!(pref.bm25.is_some_and(|bm25| bm25 > 0.0), "{pref:?}");
 }
+
+/// With the default selection (no `top_k`), the second hop the graph leg reached comes
+/// back with the first: the answer of a two-hop question is the note that shares no
+/// word with it but the customer's. A lookup of the same order keeps its note and at
+/// most the one it links to best.
+#[test]
+fn the_default_selection_keeps_both_hops() {
+    let on = engine_with(memory(), true);
+    for i in 0..6 {
+        let request = SearchRequest::chunks(format!(
+            "how should we contact the customer of order NW-{}?",
+            15_690 + i
+        ))
+        .now(now());
+        let response = on.search(&request).unwrap();
+        let found: Vec<&str> = response.hits.iter().map(|h| h.id.as_str()).collect();
+        let order = format!("order-{i}");
+        let pref = format!("pref-{i}");
+        assert_eq!(found[0], order, "{found:?}");
+        assert!(
+            found[..found.len().min(3)].contains(&pref.as_str()),
+            "{found:?}"
+        );
+        let lookup = on
+            .search(&SearchRequest::chunks(format!("any update on NW-{}?", 15_690 + i)).now(now()))
+            .unwrap();
+        // A lookup: the order's note first, and at most the one note it links to best.
+        let found: Vec<&str> = lookup.hits.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(found[0], order, "{found:?}");
+        assert!(found.len() <= 2, "{found:?}");
+    }
+    // Without the graph leg the preference note is not found.
+    let off = engine_with(memory(), false);
+    let request =
+        SearchRequest::chunks("how should we contact the customer of order NW-15693?").now(now());
+    assert!(!ids(&off, &request).contains(&"pref-3".to_string()));
+}

@@ -194,6 +194,8 @@ proptest! {
         let queries = clustered_vectors(seed ^ 0x5eed, 4, DIM, 6);
         let mut config = Config::default();
         config.pipeline.retrieval.exact_scan_threshold = usize::MAX;
+        // Scores against the oracle's cosines: no conversation turns lend theirs.
+        config.scoring.neighbour_weight = 0.0;
         let engine = Engine::builder().config(config).temporary().unwrap();
         let mut live = std::collections::BTreeMap::new();
         for (step, ((op, n), vector)) in ops.iter().zip(&vectors).enumerate() {
@@ -239,6 +241,115 @@ proptest! {
                     prop_assert!(id == want_id || (score - want_score).abs() < 1e-6);
                 }
             }
+        }
+    }
+}
+
+/// A conversation as memory: one chunk per turn, in order, in its context. A question
+/// that matches the turn that asked gets the next turn, which holds the answer, beside
+/// it; without neighbours it is not returned.
+#[test]
+fn the_turn_after_the_one_that_matches_comes_back_with_it() {
+    use ruchedb::Timestamp;
+    let session = |day: i64, minute: i64| {
+        Timestamp::from_unix_millis(1_790_000_000_000 + day * 86_400_000 + minute * 60_000)
+    };
+    let turns = [
+        (0, "Ana: Hi! I moved to a new flat last week."),
+        (0, "Ben: Congratulations! How is the neighbourhood?"),
+        (0, "Ana: Quiet, with a big park nearby."),
+        (
+            0,
+            "Ben: Which restaurant do you recommend for my sister's birthday dinner?",
+        ),
+        (
+            0,
+            "Ana: Chez Lucie, the one with the blue door on Rue Cler.",
+        ),
+        (0, "Ben: Thanks, I will book it."),
+        (3, "Ana: The park had a concert yesterday."),
+        (3, "Ben: My sister loved the dinner."),
+        (3, "Ana: Glad to hear it! Shall we go hiking on Sunday?"),
+        (3, "Ben: Sure, I will bring the map."),
+    ];
+    let chunks: Vec<Chunk> = turns
+        .iter()
+        .enumerate()
+        .map(|(i, (day, text))| {
+            Chunk::new(format!("t{i:02}"), *text)
+                .with_context("ana-ben")
+                .with_created_at(session(*day, i as i64))
+        })
+        .collect();
+    let question = "What restaurant was recommended for the birthday dinner?";
+    let found = |weight: f64| {
+        let mut config = Config::default();
+        config.scoring.neighbour_weight = weight;
+        let engine = Engine::builder().config(config).temporary().unwrap();
+        engine.upsert_chunks(chunks.clone()).unwrap();
+        engine.commit().unwrap();
+        engine
+            .search(&SearchRequest::chunks(question).context("ana-ben"))
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| (h.id, h.breakdown.neighbour_term))
+            .collect::<Vec<_>>()
+    };
+    let with = found(0.85);
+    let ids: Vec<&str> = with.iter().map(|(id, _)| id.as_str()).collect();
+    assert!(ids.contains(&"t03"), "{ids:?}");
+    assert!(ids.contains(&"t04"), "the answer comes back: {ids:?}");
+    let answer = with.iter().find(|(id, _)| id == "t04").unwrap();
+    assert!(answer.1.is_some_and(|lift| lift > 0.0));
+    // The answer shares no word with the question: on its own it is not returned.
+    let without = found(0.0);
+    assert!(
+        without
+            .iter()
+            .all(|(id, lift)| id != "t04" && lift.is_none()),
+        "{without:?}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// A token budget is never exceeded, and what it keeps is a prefix of what the
+    /// selection returns without it.
+    #[test]
+    fn a_token_budget_is_never_exceeded(
+        lengths in proptest::collection::vec(1usize..40, 1..25),
+        budget in 0usize..300,
+    ) {
+        let words = ["parcel", "order", "refund", "delivery", "tent", "stove", "late", "blue"];
+        let chunks: Vec<Chunk> = lengths
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let text: Vec<&str> = (0..n).map(|w| words[(i + w * 3) % words.len()]).collect();
+                Chunk::new(format!("c{i:02}"), format!("note about the parcel {}", text.join(" ")))
+            })
+            .collect();
+        let engine = Engine::builder().temporary().unwrap();
+        engine.upsert_chunks(chunks).unwrap();
+        engine.commit().unwrap();
+        let request = SearchRequest::chunks("where is the parcel").min_relevance(0.0);
+        let all = engine.search(&request).unwrap();
+        let within = engine.search(&request.clone().max_tokens(budget)).unwrap();
+        let spent: usize = within
+            .hits
+            .iter()
+            .map(|h| ruchedb::count_tokens(&h.document.text()))
+            .sum();
+        prop_assert!(spent <= budget, "{spent} > {budget}");
+        prop_assert_eq!(within.selection.metadata["tokens"].as_u64(), Some(spent as u64));
+        let ids = |r: &ruchedb::SearchResponse| r.hits.iter().map(|h| h.id.clone()).collect::<Vec<_>>();
+        let (kept, before) = (ids(&within), ids(&all));
+        prop_assert_eq!(&before[..kept.len()], &kept[..]);
+        // The next hit, when there is one, would not have fit.
+        if let Some(next) = all.hits.get(kept.len()) {
+            prop_assert!(spent + ruchedb::count_tokens(&next.document.text()) > budget);
         }
     }
 }

@@ -289,16 +289,43 @@ fn exact_identifiers_come_first_whatever_importance_and_recency() {
             q.text
         );
         assert_eq!(response.hits[0].breakdown.gate, GateDecision::ExactCode);
-        // The default selection keeps the notes that name it and nothing else.
+        // The default selection keeps the notes that name it, and for each the best
+        // note it links to (the graph leg's second hop), nothing else.
         let selected = engine
             .search(&SearchRequest::chunks(&q.text).now(now))
             .unwrap();
         assert!(
-            !selected.hits.is_empty() && selected.hits.iter().all(|h| contains(h, &q.identifier)),
+            selected
+                .hits
+                .first()
+                .is_some_and(|h| contains(h, &q.identifier)),
             "{}: {:?}",
             q.text,
             ids(&selected.hits)
         );
+        let naming: Vec<&str> = selected
+            .hits
+            .iter()
+            .filter(|h| contains(h, &q.identifier))
+            .map(|h| h.id.as_str())
+            .collect();
+        let mut seconds = std::collections::HashMap::new();
+        for hit in selected.hits.iter().filter(|h| !contains(h, &q.identifier)) {
+            let via = hit
+                .breakdown
+                .graph_path
+                .as_ref()
+                .and_then(|p| p.via.as_ref())
+                .map(|(via, _)| via.as_str());
+            assert!(
+                via.is_some_and(|via| naming.contains(&via)),
+                "{}: {} is neither a note naming it nor one reached through one",
+                q.text,
+                hit.id
+            );
+            *seconds.entry(via).or_insert(0) += 1;
+        }
+        assert!(seconds.values().all(|&n| n == 1), "{}: {seconds:?}", q.text);
     }
 }
 

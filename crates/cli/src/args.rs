@@ -178,6 +178,10 @@ pub struct SearchArgs {
     /// `relevance.<kind>.min_relevance` (0.5); 0 turns the relevance gate off.
     #[arg(long, value_name = "X")]
     pub min_relevance: Option<f64>,
+    /// A token budget for the hits' texts (counted with o200k_base): the longest prefix
+    /// of the selection that fits.
+    #[arg(long, value_name = "N", value_parser = count(0))]
+    pub max_tokens: Option<usize>,
     /// The k-selection strategy (elbow, adaptive_k, entropy, clustering, fixed_k,
     /// autocut, band) instead of the configured one.
     #[arg(long, value_name = "NAME")]

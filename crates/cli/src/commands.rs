@@ -368,6 +368,7 @@ fn defaults(config: &Config, args: &SearchArgs) -> Result<QueryDefaults> {
             .collect::<Result<_>>()?,
         top_k: args.top_k,
         min_relevance: args.min_relevance,
+        max_tokens: args.max_tokens,
         now: args.now.as_deref().map(input::timestamp).transpose()?,
         selection: args
             .strategy
@@ -423,6 +424,7 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
         filters: Default::default(),
         top_k: None,
         min_relevance: None,
+        max_tokens: None,
         now: None,
         note: None,
     };

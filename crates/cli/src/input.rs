@@ -332,6 +332,7 @@ pub struct QueryLine {
     pub filters: BTreeMap<String, serde_json::Value>,
     pub top_k: Option<usize>,
     pub min_relevance: Option<f64>,
+    pub max_tokens: Option<usize>,
     pub now: Option<Timestamp>,
     /// Free text describing the query (ignored by the engine; the demo prints it).
     pub note: Option<String>,
@@ -350,6 +351,7 @@ pub struct QueryDefaults {
     pub filters: Vec<(String, String)>,
     pub top_k: Option<usize>,
     pub min_relevance: Option<f64>,
+    pub max_tokens: Option<usize>,
     pub now: Option<Timestamp>,
     pub selection: Option<SelectionConfig>,
     pub max_k: Option<usize>,
@@ -410,6 +412,9 @@ impl QueryLine {
         }
         if let Some(min_relevance) = self.min_relevance.or(defaults.min_relevance) {
             request = request.min_relevance(min_relevance);
+        }
+        if let Some(max_tokens) = self.max_tokens.or(defaults.max_tokens) {
+            request = request.max_tokens(max_tokens);
         }
         if let Some(now) = self.now.or(defaults.now) {
             request = request.now(now);

@@ -105,6 +105,10 @@ fn gate_reason(hit: &Hit) -> String {
             "linked to an entity of the query (graph {:.3} of the best)",
             b.graph_normalized
         ),
+        (GateDecision::Neighbour, _) => format!(
+            "next to a relevant turn of its conversation (+{:.3})",
+            b.neighbour_term.unwrap_or(0.0)
+        ),
         (_, Some(r)) => format!("relevance {r:.3} (gate off)"),
         (_, None) => "no query: gate off".into(),
     }
