@@ -341,21 +341,35 @@ pub fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
             // should we contact the customer of order NW-1?": the order note names the
             // customer, the customer's note, which shares no word with the question but
             // the customer, says how to contact them).
-            let kept: std::collections::HashSet<&str> =
-                scored.iter().map(|s| s.document.id()).collect();
+            // Both of one context (one customer's notes, one conversation), or of none: a
+            // bridge through an entity two contexts share (a date) crosses to another's.
+            let context =
+                |document: &Document| document.as_chunk().and_then(|c| c.context_id.clone());
+            let kept: std::collections::HashMap<&str, Option<String>> = scored
+                .iter()
+                .map(|s| (s.document.id(), context(&s.document)))
+                .collect();
             let mut best_second: std::collections::HashMap<String, usize> =
                 std::collections::HashMap::new();
             for (i, slot) in slots.iter().enumerate() {
-                let Some(via) = slot
+                let Some(scored) = slot.as_ref() else {
+                    continue;
+                };
+                let Some((via, _)) = scored
+                    .breakdown
+                    .graph_path
                     .as_ref()
-                    .and_then(|s| s.breakdown.graph_path.as_ref()?.via.as_ref())
-                    .map(|(via, _)| via.as_str())
+                    .and_then(|path| path.via.as_ref())
                 else {
                     continue;
                 };
                 // `slots` is in rank order: the first one reached through `via` is its best.
-                if kept.contains(via) && !best_second.contains_key(via) {
-                    best_second.insert(via.to_string(), i);
+                if kept
+                    .get(via.as_str())
+                    .is_some_and(|first| *first == context(&scored.document))
+                    && !best_second.contains_key(via)
+                {
+                    best_second.insert(via.clone(), i);
                 }
             }
             let mut picked: Vec<usize> = best_second.into_values().collect();

@@ -15,6 +15,7 @@ use crate::output;
 
 const RULES: &str = include_str!("../../../index_data/rules.toml");
 const CHUNKS: &str = include_str!("../../../index_data/chunks.jsonl");
+const CONVERSATION: &str = include_str!("../../../index_data/conversation.jsonl");
 const QUERIES: &str = include_str!("../../../index_data/queries.jsonl");
 const SCENARIOS: &str = include_str!("../../../index_data/scenarios.toml");
 const TOOLS: &str = include_str!("../../../index_data/tools.toml");
@@ -39,7 +40,11 @@ fn parse_jsonl<T: serde::de::DeserializeOwned>(text: &str, name: &str) -> Result
 
 pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
     let rules: Vec<ruchedb::Rule> = parse_toml(RULES, "rules", "rules.toml")?;
-    let chunks: Vec<ruchedb::Chunk> = parse_jsonl(CHUNKS, "index_data/chunks.jsonl")?;
+    let mut chunks: Vec<ruchedb::Chunk> = parse_jsonl(CHUNKS, "index_data/chunks.jsonl")?;
+    chunks.extend(parse_jsonl::<ruchedb::Chunk>(
+        CONVERSATION,
+        "index_data/conversation.jsonl",
+    )?);
     let scenarios: Vec<ruchedb::Scenario> = parse_toml(SCENARIOS, "scenarios", "scenarios.toml")?;
     let tools: Vec<ruchedb::Tool> = parse_toml(TOOLS, "tools", "tools.toml")?;
     let queries: Vec<QueryLine> = parse_jsonl(QUERIES, "index_data/queries.jsonl")?;
