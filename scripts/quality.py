@@ -55,6 +55,8 @@ class Ruche:
         self.config = config
         self.workdir = workdir
         self.n = 0
+        self.dump = None
+        self.batches = 0
 
     def base(self):
         cmd = [self.binary]
@@ -80,6 +82,15 @@ class Ruche:
         out = run(self.base() + ["search", index, "--batch", queries, "--json", *extra])
         if out.returncode != 0:
             sys.exit(f"search failed: {out.stderr}")
+        if self.dump:
+            # Everything but what differs between runs (timings, query ids).
+            self.batches += 1
+            with open(os.path.join(self.dump, f"batch{self.batches:03}.jsonl"), "w") as f:
+                for line in out.stdout.splitlines():
+                    o = json.loads(line)
+                    o.pop("timings_us", None)
+                    o.pop("query_id", None)
+                    f.write(json.dumps(o, sort_keys=True) + "\n")
         hits = {}
         for line in out.stdout.splitlines():
             if line.strip():
@@ -255,10 +266,15 @@ def main():
     parser.add_argument("--config", default=None)
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--dump", default=None,
+                        help="write every batch's answers (hits, scores, breakdowns) into this directory, to compare two builds byte for byte")
     args = parser.parse_args()
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         r = Ruche(args.ruche, args.embedder, args.config, tmp)
+        if args.dump:
+            os.makedirs(args.dump, exist_ok=True)
+            r.dump = args.dump
         for name in args.sets.split(","):
             results[name] = SETS[name](r, args.eval, tmp)
             if not args.json:

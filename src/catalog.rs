@@ -422,6 +422,12 @@ impl VectorsRef<'_> {
             })
     }
 
+    /// The cosine of `query` (normalised) and the document's centroid ([`Self::centroid`]).
+    pub(crate) fn centroid_cosine(&self, query: &[f32]) -> Option<f32> {
+        let (row, inverse) = self.centroid()?;
+        (row.len() == query.len()).then(|| metric::dot(query, row) * inverse)
+    }
+
     /// The rows normalised (each component times its row's inverse norm: the one
     /// definition of a normalised row, so that a graph's copy and the catalog's agree
     /// bit for bit).
@@ -431,6 +437,19 @@ impl VectorsRef<'_> {
             data: normalised_rows(self.data, self.inverse, dim),
             rows: self.rows.to_vec(),
         }
+    }
+}
+
+impl<'a> VectorsRef<'a> {
+    /// The document's centroid row (the only row of a document with one vector) and
+    /// its inverse norm.
+    pub(crate) fn centroid(self) -> Option<(&'a [f32], f32)> {
+        let dim = self.data.len() / self.rows.len().max(1);
+        let at = match self.rows {
+            [_] => 0,
+            rows => rows.iter().position(|&row| row == CENTROID_ROW)?,
+        };
+        Some((&self.data[at * dim..(at + 1) * dim], self.inverse[at]))
     }
 }
 
@@ -851,11 +870,58 @@ pub(crate) struct Catalog {
     /// forgotten: tenants are few), which its entries carry so that a filter checks a
     /// tenant without reading the document.
     tenants: StrMap<u32>,
+    /// The sum of the centroids of each kind's documents of a tenant, and their count,
+    /// made when first asked for ([`Catalog::centroid_sum`]) and kept for a generation.
+    centroid_sums: std::sync::Mutex<CentroidSums>,
+}
+
+/// Each kind and tenant's [`CentroidSum`], with the generation it was made at.
+type CentroidSums = FxHashMap<(Kind, String), (u64, Arc<CentroidSum>)>;
+
+/// The sum of some documents' centroids (unit vectors), and how many were added.
+#[derive(Debug, Default)]
+pub(crate) struct CentroidSum {
+    pub(crate) sum: Vec<f64>,
+    pub(crate) count: usize,
 }
 
 impl Catalog {
     pub(crate) fn get(&self, doc: DocId) -> Option<&Entry> {
         self.entries.get(&doc)
+    }
+
+    /// The sum of the centroids (normalised) of the documents of `kind` and `tenant`
+    /// that have vectors, and their count: what the relevance gate's background is
+    /// made of. Kept until the live documents change.
+    pub(crate) fn centroid_sum(&self, kind: Kind, tenant: &str) -> Arc<CentroidSum> {
+        let key = (kind, tenant.to_string());
+        let mut sums = self.centroid_sums.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((generation, sum)) = sums.get(&key)
+            && *generation == self.generation
+        {
+            return Arc::clone(sum);
+        }
+        let mut total = CentroidSum::default();
+        if let Some(docs) = self.by_tenant[kind.index()].get(tenant) {
+            for &doc in docs {
+                let Some((row, inverse)) = self.vectors(doc).and_then(|v| v.centroid()) else {
+                    continue;
+                };
+                if total.sum.is_empty() {
+                    total.sum = vec![0.0; row.len()];
+                }
+                if total.sum.len() != row.len() {
+                    continue;
+                }
+                for (sum, x) in total.sum.iter_mut().zip(row) {
+                    *sum += f64::from(x * inverse);
+                }
+                total.count += 1;
+            }
+        }
+        let total = Arc::new(total);
+        sums.insert(key, (self.generation, Arc::clone(&total)));
+        total
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -149,7 +149,8 @@ pub use crate::query::{
 };
 pub use crate::rank::{RankPlan, Ranked, Selection, rank, search_with, text_to_embed};
 pub use crate::relevance::{
-    Calibration, EmbedderFamily, GateDecision, GateSummary, KindRelevance, LegsRan, RelevanceConfig,
+    Calibration, EmbedderFamily, GateDecision, GateSummary, KindRelevance, LegsRan,
+    RelevanceConfig, background_of,
 };
 pub use crate::retrieve::{
     Coverage, PerLeg, RetrievalQuery, Retrieved, RetrievedDoc, Retriever, coverage, indexed_text,

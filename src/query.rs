@@ -364,6 +364,10 @@ pub struct ScoreBreakdown {
     pub graph_normalized: f64,
     /// The strongest path from an entity of the query to the document.
     pub graph_path: Option<crate::graph::GraphPath>,
+    /// The cosine of the query and the document's centroid, when its relevance was
+    /// judged against its catalog (a rule or tool with examples; see
+    /// [`GateSummary::background`](crate::GateSummary::background)).
+    pub centroid: Option<f64>,
     /// What a conversation turn's neighbouring turns lent its hybrid score (included in
     /// `hybrid`, which is at least `neighbour_weight` times its best neighbour's).
     pub neighbour_term: Option<f64>,

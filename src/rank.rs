@@ -32,7 +32,10 @@ use crate::query::{
     FusionSummary, Hit, LegContributions, ScoreBreakdown, SearchRequest, SearchResponse,
     SelectionSummary, Timings,
 };
-use crate::relevance::{EmbedderFamily, GateDecision, GateSummary, LegsRan, RelevanceConfig};
+use crate::relevance::{
+    BackgroundCalibration, EmbedderFamily, Evidence, GateDecision, GateSummary, LegsRan,
+    RelevanceConfig,
+};
 use crate::retrieve::{RetrievalQuery, RetrievedDoc, Retriever};
 use crate::select::SelectionConfig;
 use crate::time::Timestamp;
@@ -101,6 +104,10 @@ pub struct RankPlan {
     pub neighbour_weight: f64,
     /// The token budget of the hits ([`SearchRequest::max_tokens`]).
     pub max_tokens: Option<usize>,
+    /// The query's background for the searched kind ([`Retrieved::background`]): with
+    /// it, rules and tools with examples are gated by their centroid, coverage and
+    /// background ([`crate::relevance`]).
+    pub background: Option<f64>,
 }
 
 impl RankPlan {
@@ -191,6 +198,7 @@ impl RankPlan {
             graph_weight,
             neighbour_weight: config.scoring.neighbour_weight,
             max_tokens: request.max_tokens,
+            background: None,
         })
     }
 }
@@ -250,6 +258,8 @@ pub fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
         passed: 0,
         rejected: 0,
         best_rejected: None,
+        best_rejected_evidence: None,
+        background: None,
         codes: plan.codes.clone(),
     };
     let code_boost = plan.relevance.code_boost;
@@ -280,11 +290,24 @@ pub fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
                     .is_none_or(|(_, best)| relevance > *best)
                 {
                     gate.best_rejected = Some((candidate.document.id().to_string(), relevance));
+                    gate.best_rejected_evidence = Some(Evidence {
+                        vector: b.vector,
+                        centroid: b.centroid,
+                        coverage: b.text_coverage,
+                    });
                 }
             }
         }
     }
     gate.passed = passed.len();
+    // The background counted when some candidate was judged against its catalog.
+    if passed.iter().any(|s| s.breakdown.centroid.is_some())
+        || gate
+            .best_rejected_evidence
+            .is_some_and(|e| e.centroid.is_some())
+    {
+        gate.background = plan.background;
+    }
     let scored = passed;
     let score_micros = micros(started);
 
@@ -500,20 +523,12 @@ fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Scored>,
             }
         })
         .collect();
-    let relevances: Vec<Option<f64>> = candidates
+    let judged: Vec<Option<(f64, Option<f64>)>> = candidates
         .iter()
-        .map(|candidate| {
-            plan.legs.map(|legs| {
-                let patterns = !candidate.document.examples().is_empty();
-                plan.relevance
-                    .calibration(plan.kind, plan.family, legs, patterns)
-                    .relevance(
-                        candidate.cosine.map_or(0.0, metric::score_of_cosine),
-                        f64::from(candidate.coverage.words),
-                    )
-            })
-        })
+        .map(|candidate| plan.legs.map(|legs| relevance_of(candidate, legs, plan)))
         .collect();
+    let relevances: Vec<Option<f64>> = judged.iter().map(|j| j.map(|(r, _)| r)).collect();
+    let centroids: Vec<Option<f64>> = judged.iter().map(|j| j.and_then(|(_, c)| c)).collect();
     // Only a turn that passes the gate on its own lends to its neighbours.
     let lenders: Vec<bool> = candidates
         .iter()
@@ -526,62 +541,101 @@ fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Scored>,
     let scored = candidates
         .into_iter()
         .zip(fused)
-        .zip(hybrids.into_iter().zip(lifts).zip(relevances))
-        .map(|((candidate, fused), ((hybrid, lift), relevance))| {
-            let graph_normalized = candidate.graph.map_or(0.0, |g| g / graph_max);
-            let hybrid = hybrid + lift.unwrap_or(0.0);
-            let document = candidate.document;
-            let mut breakdown = ScoreBreakdown {
-                vector: candidate.cosine.map(metric::score_of_cosine),
-                bm25: candidate.bm25.unwrap_or(0.0),
-                bm25_normalized: fused.text_normalized,
-                text_coverage: f64::from(candidate.coverage.words),
-                codes_matched: candidate.coverage.codes,
-                vector_match: candidate.vector_match,
-                vector_normalized: fused.vector_normalized,
-                hybrid,
-                priority_term: None,
-                scope_term: None,
-                relevance,
-                gate: GateDecision::Open,
-                code_term: None,
-                importance: None,
-                recency: None,
-                found_by: candidate.found_by,
-                graph: candidate.graph,
-                graph_normalized,
-                graph_path: candidate.graph_path,
-                neighbour_term: lift,
-            };
-            let (final_score, priority) = match document.as_ref() {
-                Document::Rule(rule) => {
-                    let score = plan.rule_weights.score(hybrid, rule.priority, &rule.scope);
-                    breakdown.priority_term = Some(score.priority_term);
-                    breakdown.scope_term = Some(score.scope_term);
-                    (score.final_score, rule.priority)
+        .zip(
+            hybrids
+                .into_iter()
+                .zip(lifts)
+                .zip(relevances.into_iter().zip(centroids)),
+        )
+        .map(
+            |((candidate, fused), ((hybrid, lift), (relevance, centroid)))| {
+                let graph_normalized = candidate.graph.map_or(0.0, |g| g / graph_max);
+                let hybrid = hybrid + lift.unwrap_or(0.0);
+                let document = candidate.document;
+                let mut breakdown = ScoreBreakdown {
+                    vector: candidate.cosine.map(metric::score_of_cosine),
+                    bm25: candidate.bm25.unwrap_or(0.0),
+                    bm25_normalized: fused.text_normalized,
+                    text_coverage: f64::from(candidate.coverage.words),
+                    codes_matched: candidate.coverage.codes,
+                    vector_match: candidate.vector_match,
+                    vector_normalized: fused.vector_normalized,
+                    hybrid,
+                    priority_term: None,
+                    scope_term: None,
+                    relevance,
+                    gate: GateDecision::Open,
+                    code_term: None,
+                    importance: None,
+                    recency: None,
+                    found_by: candidate.found_by,
+                    graph: candidate.graph,
+                    graph_normalized,
+                    graph_path: candidate.graph_path,
+                    neighbour_term: lift,
+                    centroid,
+                };
+                let (final_score, priority) = match document.as_ref() {
+                    Document::Rule(rule) => {
+                        let score = plan.rule_weights.score(hybrid, rule.priority, &rule.scope);
+                        breakdown.priority_term = Some(score.priority_term);
+                        breakdown.scope_term = Some(score.scope_term);
+                        (score.final_score, rule.priority)
+                    }
+                    Document::Chunk(chunk) => {
+                        // Seed 001's relevance term is the hybrid score (0.5 when browsing
+                        // without a query).
+                        let relevance = if any_leg { hybrid } else { 0.5 };
+                        let importance = importance_score(chunk.importance);
+                        let recency = selector.recency_score(chunk.created_at, plan.now);
+                        breakdown.importance = Some(importance);
+                        breakdown.recency = Some(recency);
+                        (selector.combine(relevance, importance, recency), 0)
+                    }
+                    // No business weights: the hybrid score orders scenarios and tools.
+                    Document::Scenario(_) | Document::Tool(_) => (hybrid, 0),
+                };
+                Scored {
+                    document,
+                    priority,
+                    final_score,
+                    breakdown,
                 }
-                Document::Chunk(chunk) => {
-                    // Seed 001's relevance term is the hybrid score (0.5 when browsing
-                    // without a query).
-                    let relevance = if any_leg { hybrid } else { 0.5 };
-                    let importance = importance_score(chunk.importance);
-                    let recency = selector.recency_score(chunk.created_at, plan.now);
-                    breakdown.importance = Some(importance);
-                    breakdown.recency = Some(recency);
-                    (selector.combine(relevance, importance, recency), 0)
-                }
-                // No business weights: the hybrid score orders scenarios and tools.
-                Document::Scenario(_) | Document::Tool(_) => (hybrid, 0),
-            };
-            Scored {
-                document,
-                priority,
-                final_score,
-                breakdown,
-            }
-        })
+            },
+        )
         .collect();
     Ok((scored, graph_share))
+}
+
+/// A candidate's relevance. A rule or tool with examples, when the retriever gave its
+/// centroid cosine and the query's background and no calibration of the user's applies,
+/// is judged against its catalog ([`BackgroundCalibration`]); anything else by its best
+/// cosine and its coverage ([`crate::Calibration`]).
+/// Returns the relevance, and the centroid cosine when it was judged against its catalog.
+fn relevance_of(candidate: &RetrievedDoc, legs: LegsRan, plan: &RankPlan) -> (f64, Option<f64>) {
+    let patterns = !candidate.document.examples().is_empty();
+    let coverage = f64::from(candidate.coverage.words);
+    let against_catalog = matches!(plan.kind, Kind::Rule | Kind::Tool)
+        && patterns
+        && plan.relevance.kind(plan.kind).calibration.is_none();
+    if against_catalog
+        && let (Some(background), Some(centroid)) = (plan.background, candidate.centroid)
+        && let Some(calibration) = BackgroundCalibration::builtin(plan.family, legs)
+    {
+        let centroid = f64::from(centroid);
+        return (
+            calibration.relevance(centroid, coverage, background),
+            Some(centroid),
+        );
+    }
+    let relevance = plan
+        .relevance
+        .calibration(plan.kind, plan.family, legs, patterns)
+        .relevance(
+            candidate.cosine.map_or(0.0, metric::score_of_cosine),
+            coverage,
+        );
+    (relevance, None)
 }
 
 /// What each candidate's neighbouring turns lend it: what `weight` times the best hybrid
@@ -676,6 +730,7 @@ pub(crate) fn search_with_id(
     let retrieved = retriever.candidates(&query)?;
     let mut plan = RankPlan::new(config, request, retrieved.legs, family, factors)?;
     plan.now = now;
+    plan.background = retrieved.background;
     let retrieved_graph_entities = retrieved.graph_entities;
     let ranked = rank(retrieved.candidates, &plan)?;
     let query_id = query_id(next_query_id(), ranked.hits.first());

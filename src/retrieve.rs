@@ -145,6 +145,11 @@ pub struct RetrievedDoc {
     /// turn part of its neighbours' relevance ([`crate::ScoringConfig::neighbour_weight`]).
     /// A retriever that knows them also returns a candidate's neighbours as candidates.
     pub neighbours: [Option<String>; 2],
+    /// The cosine of the query vector and the document's centroid (the normalised mean
+    /// of its text's and examples' vectors; its one vector when it has one), when the
+    /// retriever knows it: with [`Retrieved::background`], what the relevance of a
+    /// rule or tool with examples is made of.
+    pub centroid: Option<f32>,
 }
 
 impl RetrievedDoc {
@@ -160,6 +165,7 @@ impl RetrievedDoc {
             graph: None,
             graph_path: None,
             neighbours: [None, None],
+            centroid: None,
         }
     }
 
@@ -186,6 +192,11 @@ pub struct Retrieved {
     /// The query entities the graph leg started from; empty when it did not run (the
     /// query names no entity the graph knows, or the retriever has no graph).
     pub graph_entities: Vec<String>,
+    /// The dot product of the query vector with the mean direction of the searched
+    /// kind's documents of the tenant (see [`crate::background_of`]), when the
+    /// retriever knows it; `None` keeps the relevance of rules and tools to its
+    /// two-term form.
+    pub background: Option<f64>,
 }
 
 impl Retrieved {
@@ -202,6 +213,7 @@ impl Retrieved {
             micros: PerLeg::default(),
             fill_micros: 0,
             graph_entities: Vec::new(),
+            background: None,
         }
     }
 }

@@ -349,6 +349,20 @@ impl Inner {
             &mut candidates,
             Some(&measured),
         )?;
+        // Rules and tools: each candidate's cosine to its centroid, and the query's to the
+        // mean of the tenant's documents of the kind (the relevance gate's background).
+        let mut background = None;
+        if let (Some(vector), crate::Kind::Rule | crate::Kind::Tool) = (query.vector, request.kind)
+        {
+            for (candidate, doc) in candidates.iter_mut().zip(&docs) {
+                candidate.centroid = doc
+                    .and_then(|doc| catalog.vectors(doc))
+                    .and_then(|rows| rows.centroid_cosine(vector));
+            }
+            let family = EmbedderFamily::of(self.embedder().as_ref().map(|e| e.model_id()));
+            let sum = catalog.centroid_sum(request.kind, &request.tenant_id);
+            background = crate::relevance::background_of(family, vector, &sum.sum, sum.count);
+        }
         let fill_us = micros(stage);
         let legs = LegsRan::of(!text_plan.is_empty(), query.vector.is_some());
         let mut retrieved = Retrieved::new(
@@ -365,6 +379,7 @@ impl Inner {
         };
         retrieved.fill_micros = fill_us;
         retrieved.graph_entities = graph_entities;
+        retrieved.background = background;
         Ok(retrieved)
     }
 

@@ -186,14 +186,14 @@ fn filters_of_other_kinds_are_refused_on_scenarios_and_tools() {
 }
 
 #[test]
-fn tools_are_ranked_by_elbow_and_a_policy_chooses_among_them() {
+fn tools_are_ranked_and_cut_by_band_and_a_policy_chooses_among_them() {
     let engine = engine();
     let response = engine
         .search(&SearchRequest::tools(
             "where is my package? it has not arrived",
         ))
         .unwrap();
-    assert_eq!(response.selection.strategy, "elbow");
+    assert_eq!(response.selection.strategy, "band");
     assert_eq!(ids(&response.hits)[0], "track");
     // The schema is returned as it was given.
     let tool = response.hits[0].document.as_tool().unwrap();

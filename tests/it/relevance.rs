@@ -133,7 +133,7 @@ fn a_relevant_rule_of_low_priority_beats_an_irrelevant_one_of_high_priority() {
     engine.upsert_rules(intents(&[10, 90, 95, 100])).unwrap();
     engine.commit().unwrap();
     for (text, expected) in [
-        ("can I get my money back for this order", "refund"),
+        ("can you refund this order? I want my money back", "refund"),
         ("where is my package, it is late", "shipping"),
         ("I forgot my password again", "password"),
     ] {
@@ -358,4 +358,143 @@ fn a_look_alike_identifier_is_not_a_match() {
         assert_eq!(other.breakdown.codes_matched, 0);
         assert!(other.score < response.hits[0].score);
     }
+}
+
+/// Six card and account rules of a bank's agent, five example messages each (a fixture
+/// of our own).
+fn bank_rules() -> Vec<Rule> {
+    let rule = |id: &str, condition: &str, patterns: [&str; 5]| {
+        Rule::new(id, condition, format!("handle {id}")).with_patterns(patterns)
+    };
+    vec![
+        rule(
+            "card_arrival",
+            "the customer asks when their new card will arrive",
+            [
+                "when will my new card arrive?",
+                "my card still hasn't come in the post",
+                "how long does card delivery take?",
+                "I ordered a card last week and it's not here yet",
+                "is my card on its way?",
+            ],
+        ),
+        rule(
+            "activate_card",
+            "the customer wants to activate a card",
+            [
+                "how do I activate my new card?",
+                "my card came, how do I turn it on?",
+                "activation of the card isn't working",
+                "where do I activate the card?",
+                "I got the card, what now to start using it?",
+            ],
+        ),
+        rule(
+            "change_pin",
+            "the customer wants to change their PIN",
+            [
+                "how can I change my PIN?",
+                "I want a different PIN code",
+                "can I reset my card PIN?",
+                "where do I update my PIN number?",
+                "I forgot my PIN, can I set a new one?",
+            ],
+        ),
+        rule(
+            "lost_card",
+            "the customer lost their card or it was stolen",
+            [
+                "I lost my card",
+                "my wallet was stolen with my card in it",
+                "I can't find my card anywhere",
+                "someone stole my bank card",
+                "my card is missing, please block it",
+            ],
+        ),
+        rule(
+            "top_up",
+            "the customer wants to add money to the account",
+            [
+                "how do I top up my account?",
+                "I want to add money",
+                "can I top up with a bank transfer?",
+                "what are the ways to put money in?",
+                "adding funds to my balance",
+            ],
+        ),
+        rule(
+            "exchange_rate",
+            "the customer asks about exchange rates",
+            [
+                "what exchange rate do you use?",
+                "why was the rate different from Google?",
+                "how are currencies converted?",
+                "what's the conversion rate for euros?",
+                "is there a markup on the exchange rate?",
+            ],
+        ),
+    ]
+}
+
+/// Near misses: requests in the agent's own domain that no rule covers (closing the
+/// account, a declined payment, a second card) get no rule, and explain says why (the
+/// evidence and the threshold), while paraphrases of covered requests get their rule.
+/// A two-term calibration (the best cosine and the coverage, what a configured
+/// calibration still uses) gives the cousins a rule: the background is what refuses them.
+#[test]
+fn a_near_miss_of_a_covered_rule_gets_no_rule() {
+    let engine = Engine::builder().temporary().unwrap();
+    engine.upsert_rules(bank_rules()).unwrap();
+    engine.commit().unwrap();
+    for (text, expected) in [
+        ("my card hasn't arrived yet, where is it?", "card_arrival"),
+        (
+            "how do I switch on the card I just received?",
+            "activate_card",
+        ),
+        ("I'd like a new PIN please", "change_pin"),
+    ] {
+        let response = engine.search(&SearchRequest::rules(text)).unwrap();
+        assert_eq!(ids(&response.hits).first(), Some(&expected), "{text}");
+    }
+    let near_misses = [
+        "how do I close my account?",
+        "my card payment was declined at the shop, why?",
+        "can I have a second card for my partner?",
+    ];
+    for text in near_misses {
+        let response = engine.search(&SearchRequest::rules(text)).unwrap();
+        assert!(
+            response.hits.is_empty(),
+            "{text}: {:?}",
+            ids(&response.hits)
+        );
+        let reason = response.gate.abstention_reason().unwrap();
+        assert!(
+            reason.contains("< 0.500") && reason.contains("closeness to the whole catalog"),
+            "{reason}"
+        );
+        assert!(response.gate.background.is_some());
+    }
+    // The two-term form (a calibration of the user's) answers at least one cousin.
+    let mut config = Config::default();
+    config.relevance.rules.calibration = Some(ruchedb::Calibration {
+        vector_weight: 7.26,
+        coverage_weight: 1.58,
+        bias: -5.31,
+    });
+    let two_terms = Engine::builder().config(config).temporary().unwrap();
+    two_terms.upsert_rules(bank_rules()).unwrap();
+    two_terms.commit().unwrap();
+    let answered = near_misses
+        .iter()
+        .filter(|text| {
+            !two_terms
+                .search(&SearchRequest::rules(**text))
+                .unwrap()
+                .hits
+                .is_empty()
+        })
+        .count();
+    assert!(answered >= 2, "{answered}");
 }

@@ -294,6 +294,9 @@ pub fn write_table(
         if let Some((id, relevance)) = &g.best_rejected {
             write!(out, "; best rejected {id} ({relevance:.3})")?;
         }
+        if let Some(background) = g.background {
+            write!(out, "; closeness to the whole catalog {background:.3}")?;
+        }
         writeln!(out)?;
         let a = &response.analysis;
         let entities: Vec<&str> = a.entities.iter().map(|e| e.text.as_str()).collect();
