@@ -67,6 +67,24 @@ pub enum Command {
     /// Serve the index to an agent over the Model Context Protocol (stdio): search rules,
     /// memory, scenarios and tools; remember, add and disable rules, forget, feedback.
     Mcp(McpArgs),
+    /// Serve a read-only web page on 127.0.0.1 that shows why a message gets its hits:
+    /// the playground, the documents and their patterns, judged messages.
+    Inspect(InspectArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The index directory (opened read-only: nothing is written to it).
+    pub dir: PathBuf,
+    /// The port on 127.0.0.1 (default 0: a free port chosen by the system).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub port: u16,
+    /// Judged messages for the Evaluate page, as `ruche eval --queries` takes them.
+    #[arg(long, value_name = "FILE", requires = "qrels")]
+    pub queries: Option<PathBuf>,
+    /// Their judgements, as `ruche eval --qrels` takes them.
+    #[arg(long, value_name = "FILE", requires = "queries")]
+    pub qrels: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -278,6 +296,10 @@ pub struct EvalArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also write the inspector's evaluation page to FILE: one self-contained HTML file
+    /// (metrics, confusions, wrong answers and refusals with their score curves).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
     #[command(flatten)]
     pub fusion: FusionArgs,
 }

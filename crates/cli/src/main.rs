@@ -16,6 +16,7 @@ mod commands;
 mod demo;
 mod eval;
 mod input;
+mod inspect;
 mod mcp;
 mod milvus;
 mod output;
@@ -106,5 +107,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Eval(args) => eval::run(&config, &args),
         Command::Demo(args) => demo::run(&config, &args),
         Command::Mcp(args) => mcp::run(&config, &args),
+        Command::Inspect(args) => inspect::run(&config, &args),
     }
 }

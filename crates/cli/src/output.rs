@@ -92,7 +92,7 @@ pub fn hit_json(hit: &Hit, explain: bool) -> Value {
 }
 
 /// Why a hit passed the relevance gate, in words.
-fn gate_reason(hit: &Hit) -> String {
+pub(crate) fn gate_reason(hit: &Hit) -> String {
     let b = &hit.breakdown;
     match (b.gate, b.relevance) {
         (GateDecision::ExactCode, _) => format!(
@@ -129,7 +129,7 @@ pub fn why(hit: &Hit) -> String {
 
 /// What matched the query best in the vector leg, in words: a rule's pattern or
 /// another kind's example (quoted), its text, or its examples as a whole.
-fn matched_vector(hit: &Hit) -> Option<String> {
+pub(crate) fn matched_vector(hit: &Hit) -> Option<String> {
     let matched = hit.breakdown.vector_match?;
     let doc = hit.document.as_ref();
     let (example, text) = match doc {

@@ -22,6 +22,13 @@ fn quiet() -> bool {
     QUIET.get().copied().unwrap_or(false)
 }
 
+/// A status line on stderr, unless `--quiet`.
+pub fn note(line: &str) {
+    if !quiet() {
+        eprintln!("{line}");
+    }
+}
+
 /// What a phase counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {

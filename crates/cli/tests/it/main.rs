@@ -3,5 +3,6 @@
 mod cli;
 mod cli_more;
 mod crashes;
+mod inspect;
 mod mcp;
 mod trust;

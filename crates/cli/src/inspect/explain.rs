@@ -1,0 +1,210 @@
+//! What the inspector shows of a search: every candidate, kept or refused, and why; a
+//! document's patterns run as queries.
+
+use std::collections::HashSet;
+
+use ruchedb::{Document, Engine, Hit, Kind, Scope, SearchRequest, SearchResponse};
+
+/// What became of a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// In the response.
+    Kept,
+    /// Passed the relevance gate, then left out by the k-selection.
+    Cut,
+    /// Refused by the relevance gate.
+    Refused,
+}
+
+impl Fate {
+    pub fn name(self) -> &'static str {
+        match self {
+            Fate::Kept => "kept",
+            Fate::Cut => "cut by the selection",
+            Fate::Refused => "refused by the gate",
+        }
+    }
+}
+
+/// One candidate of a search with its fate.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub hit: Hit,
+    pub fate: Fate,
+}
+
+/// A search and every candidate it ranked.
+#[derive(Debug, Clone)]
+pub struct Explained {
+    /// The response an agent gets.
+    pub response: SearchResponse,
+    /// Every candidate (the response's hits among them), best score first.
+    pub candidates: Vec<Candidate>,
+}
+
+impl Explained {
+    /// Runs `request` as an agent would, then twice more over the same candidates (as
+    /// many as the configuration fetches): with the gate and without a selection (who
+    /// passed the gate), and without either (everyone else).
+    pub fn run(engine: &Engine, request: &SearchRequest) -> ruchedb::Result<Explained> {
+        let response = engine.search(request)?;
+        // `top_k` at `max_candidates` keeps the legs' candidate lists as they were.
+        let depth = engine.config().pipeline.retrieval.max_candidates.max(1);
+        let gated = engine.search(&request.clone().top_k(depth))?;
+        let open = engine.search(&request.clone().top_k(depth).min_relevance(0.0))?;
+        let kept: HashSet<&str> = response.hits.iter().map(|h| h.id.as_str()).collect();
+        let passed: HashSet<&str> = gated.hits.iter().map(|h| h.id.as_str()).collect();
+        let mut candidates: Vec<Candidate> = response
+            .hits
+            .iter()
+            .map(|hit| Candidate {
+                hit: hit.clone(),
+                fate: Fate::Kept,
+            })
+            .collect();
+        for hit in &gated.hits {
+            if !kept.contains(hit.id.as_str()) {
+                candidates.push(Candidate {
+                    hit: hit.clone(),
+                    fate: Fate::Cut,
+                });
+            }
+        }
+        for hit in &open.hits {
+            if !passed.contains(hit.id.as_str()) && !kept.contains(hit.id.as_str()) {
+                candidates.push(Candidate {
+                    hit: hit.clone(),
+                    fate: Fate::Refused,
+                });
+            }
+        }
+        // Stable: equal scores keep the engine's order (kept before the others).
+        candidates.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score));
+        Ok(Explained {
+            response,
+            candidates,
+        })
+    }
+
+    /// The score the selection stopped at, when it kept anything.
+    pub fn cutoff(&self) -> Option<f64> {
+        (!self.response.hits.is_empty()).then_some(self.response.selection.cutoff_score)
+    }
+
+    /// Why a candidate is where it is, in words.
+    pub fn why(&self, candidate: &Candidate) -> String {
+        let hit = &candidate.hit;
+        let gate = &self.response.gate;
+        let selection = &self.response.selection;
+        match candidate.fate {
+            Fate::Kept => format!(
+                "passed: {}; kept by {} (cutoff {:.3})",
+                crate::output::gate_reason(hit),
+                selection.strategy,
+                selection.cutoff_score
+            ),
+            Fate::Cut => format!(
+                "passed the gate ({}), cut by {}: score {:.3} below the cutoff {:.3} ({:.3} short)",
+                crate::output::gate_reason(hit),
+                selection.strategy,
+                hit.score,
+                selection.cutoff_score,
+                (selection.cutoff_score - hit.score).max(0.0)
+            ),
+            Fate::Refused => match hit.breakdown.relevance {
+                Some(relevance) => format!(
+                    "relevance {relevance:.3} below the gate's {:.3} ({:.3} short)",
+                    gate.min_relevance,
+                    (gate.min_relevance - relevance).max(0.0)
+                ),
+                None => "refused by the relevance gate".to_string(),
+            },
+        }
+    }
+
+    /// The best candidate the gate refused and the best the selection cut: the
+    /// runners-up, closest to an answer.
+    pub fn runners_up(&self) -> (Option<&Candidate>, Option<&Candidate>) {
+        let refused = self
+            .candidates
+            .iter()
+            .filter(|c| c.fate == Fate::Refused)
+            .max_by(|a, b| {
+                let relevance = |c: &Candidate| c.hit.breakdown.relevance.unwrap_or(0.0);
+                relevance(a).total_cmp(&relevance(b))
+            });
+        let cut = self.candidates.iter().find(|c| c.fate == Fate::Cut);
+        (refused, cut)
+    }
+}
+
+/// The index of the pattern (rules) or example (scenarios, tools) that matched best.
+pub fn matched_example(hit: &Hit) -> Option<usize> {
+    match hit.breakdown.vector_match? {
+        ruchedb::VectorMatch::Pattern(i) => Some(i),
+        _ => None,
+    }
+}
+
+/// One pattern (or example) of a document run as a query.
+#[derive(Debug, Clone)]
+pub struct ExampleCheck {
+    pub text: String,
+    /// The request it ran (for the playground link).
+    pub request: SearchRequest,
+    /// The first hit, and its score.
+    pub first: Option<(String, f64)>,
+    /// The document's own rank among the hits kept (1 = first), if kept.
+    pub own_rank: Option<usize>,
+}
+
+impl ExampleCheck {
+    /// Another document comes first: a conflict the author should resolve.
+    pub fn conflict(&self) -> bool {
+        self.own_rank != Some(1)
+    }
+}
+
+/// The request a document is found by: its kind, tenant, agent and, for a rule, the
+/// scenario and step it applies in.
+pub fn request_for(doc: &Document, text: &str) -> SearchRequest {
+    let mut request = SearchRequest::new(doc.kind(), text).tenant(doc.tenant_id());
+    if let Some(agent) = doc.agent_id() {
+        request = request.agent(agent);
+    }
+    if let Document::Rule(rule) = doc {
+        match &rule.scope {
+            Scope::Global => {}
+            Scope::Scenario { scenario_id } => request = request.scenario(scenario_id),
+            Scope::Step {
+                scenario_id,
+                step_id,
+            } => request = request.scenario(scenario_id).step(step_id),
+        }
+    }
+    request
+}
+
+/// Runs each of a document's patterns (rules) or examples (scenarios, tools) as a query.
+pub fn check_examples(engine: &Engine, doc: &Document) -> ruchedb::Result<Vec<ExampleCheck>> {
+    if doc.kind() == Kind::Chunk {
+        return Ok(Vec::new());
+    }
+    doc.examples()
+        .iter()
+        .map(|text| {
+            let request = request_for(doc, text);
+            let response = engine.search(&request)?;
+            Ok(ExampleCheck {
+                text: text.clone(),
+                first: response.hits.first().map(|h| (h.id.clone(), h.score)),
+                own_rank: response
+                    .hits
+                    .iter()
+                    .position(|h| h.id == doc.id())
+                    .map(|i| i + 1),
+                request,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,442 @@
+//! `ruche inspect`: a local web page that shows why the engine answers as it does.
+//!
+//! Read-only (the index is opened with `open_read_only` and refreshed to the last
+//! published commit on each request), on 127.0.0.1 only, GET only, no scripts and no
+//! external resources: pages are rendered on the server (maud), charts are inline SVG
+//! (plotters).
+
+mod chart;
+mod explain;
+mod pages;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::{Context, Result, bail};
+use axum::Router;
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use maud::{Markup, html};
+use ruchedb::{Config, DEFAULT_TENANT, Document, Engine, Kind};
+
+use crate::args::InspectArgs;
+use crate::eval::{Evaluation, Outcome};
+use explain::Explained;
+use pages::{Form, Site, given};
+
+/// At most this many score curves in an evaluation report (wrong answers and refusals).
+const REPORT_CURVES: usize = 50;
+
+/// What the handlers share.
+struct App {
+    engine: Mutex<Engine>,
+    dir: String,
+    /// The `Host` headers accepted (a page on another name is a DNS-rebinding attempt).
+    hosts: [String; 2],
+    /// The Evaluate page's files from the command line.
+    queries: Option<PathBuf>,
+    qrels: Option<PathBuf>,
+}
+
+pub fn run(config: &Config, args: &InspectArgs) -> Result<ExitCode> {
+    let engine = open(config, &args.dir)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the HTTP server's runtime")?;
+    runtime.block_on(async {
+        let address = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("--port {}: cannot listen on {address}", args.port))?;
+        let address = listener.local_addr()?;
+        let app = Arc::new(App {
+            engine: Mutex::new(engine),
+            dir: args.dir.display().to_string(),
+            hosts: [
+                format!("127.0.0.1:{}", address.port()),
+                format!("localhost:{}", address.port()),
+            ],
+            queries: args.queries.clone(),
+            qrels: args.qrels.clone(),
+        });
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "ruche inspect: http://{address}/")?;
+        stdout.flush()?;
+        drop(stdout);
+        crate::progress::note("read-only; Ctrl-C stops");
+        axum::serve(listener, router(app))
+            .with_graceful_shutdown(stopped())
+            .await
+            .context("the HTTP server failed")
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens the index read-only: the inspector never writes it.
+fn open(config: &Config, dir: &Path) -> Result<Engine> {
+    if crate::milvus::is_milvus(dir) {
+        bail!(
+            "{}: `ruche inspect` works on a local index directory",
+            dir.display()
+        );
+    }
+    match crate::commands::builder(config).open_read_only(dir) {
+        Ok(engine) => Ok(engine),
+        Err(err) if matches!(err.kind(), ruchedb::ErrorKind::NotPublished { .. }) => Err(err)
+            .context(
+                "`ruche inspect` opens the index read-only and writes nothing: run `ruche stats DIR` once to publish it",
+            ),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Resolves on Ctrl-C (SIGINT) or SIGTERM.
+async fn stopped() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}
+
+fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/", get(playground))
+        .route("/rules", get(rules))
+        .route("/chunks", get(chunks))
+        .route("/scenarios", get(scenarios))
+        .route("/tools", get(tools))
+        .route("/doc", get(document))
+        .route("/eval", get(evaluate))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(app.clone(), guard))
+        .with_state(app)
+}
+
+/// Refuses a request for another host name (DNS rebinding), and tells the browser to run
+/// no script and fetch nothing: the pages need neither.
+async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    if let Some(host) = request.headers().get(header::HOST)
+        && !app.hosts.iter().any(|h| h.as_bytes() == host.as_bytes())
+    {
+        return (
+            StatusCode::FORBIDDEN,
+            "ruche inspect answers on 127.0.0.1 and localhost only\n",
+        )
+            .into_response();
+    }
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+        ),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::CACHE_CONTROL, "no-store"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// A page's status, title and body.
+type Page = (StatusCode, String, Markup);
+
+fn failed(status: StatusCode, message: impl std::fmt::Display) -> Page {
+    (
+        status,
+        "Error".into(),
+        pages::error_box(&message.to_string()),
+    )
+}
+
+/// Renders a page on a blocking thread, with the engine refreshed to the last commit
+/// its writer published.
+async fn render<F>(app: Arc<App>, current: &'static str, page: F) -> Response
+where
+    F: FnOnce(&App, &Engine) -> Page + Send + 'static,
+{
+    let rendered = tokio::task::spawn_blocking(move || {
+        let mut engine = app.engine.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(err) = engine.refresh() {
+            tracing::warn!(error = %err, "could not move to the last published commit");
+        }
+        let (status, title, body) = page(&app, &engine);
+        let stats = engine.stats();
+        let site = Site {
+            dir: &app.dir,
+            stats: &stats,
+            current,
+        };
+        (
+            status,
+            pages::layout(&title, Some(&site), body).into_string(),
+        )
+    })
+    .await;
+    match rendered {
+        Ok((status, html)) => (status, Html(html)).into_response(),
+        Err(err) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the page failed: {err}\n"),
+        )
+            .into_response(),
+    }
+}
+
+async fn playground(State(app): State<Arc<App>>, Query(form): Query<Form>) -> Response {
+    render(app, "/", move |_, engine| {
+        let result = match form.request() {
+            Err(err) => Some(Err(format!("{err:#}"))),
+            Ok(None) => None,
+            Ok(Some(request)) => {
+                Some(Explained::run(engine, &request).map_err(|err| err.to_string()))
+            }
+        };
+        let status = if matches!(result, Some(Err(_))) {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::OK
+        };
+        let title = given(&form.q).unwrap_or("Playground").to_string();
+        match pages::playground(&form, result) {
+            Ok(body) => (status, title, body),
+            Err(err) => failed(StatusCode::INTERNAL_SERVER_ERROR, err),
+        }
+    })
+    .await
+}
+
+/// Every document of a kind, in every tenant.
+fn export(engine: &Engine, kind: Kind) -> Result<Vec<Document>, Page> {
+    engine
+        .export(kind, None)
+        .map_err(|err| failed(StatusCode::INTERNAL_SERVER_ERROR, err))
+}
+
+async fn rules(State(app): State<Arc<App>>) -> Response {
+    render(app, "/rules", |_, engine| {
+        match export(engine, Kind::Rule) {
+            Ok(docs) => {
+                let rules: Vec<ruchedb::Rule> = docs
+                    .into_iter()
+                    .filter_map(|doc| match doc {
+                        Document::Rule(rule) => Some(rule),
+                        _ => None,
+                    })
+                    .collect();
+                (StatusCode::OK, "Rules".into(), pages::rules(&rules))
+            }
+            Err(page) => page,
+        }
+    })
+    .await
+}
+
+#[derive(serde::Deserialize)]
+struct ChunksQuery {
+    context: Option<String>,
+}
+
+async fn chunks(State(app): State<Arc<App>>, Query(query): Query<ChunksQuery>) -> Response {
+    render(app, "/chunks", move |_, engine| {
+        match export(engine, Kind::Chunk) {
+            Ok(docs) => {
+                let chunks: Vec<ruchedb::Chunk> = docs
+                    .into_iter()
+                    .filter_map(|doc| match doc {
+                        Document::Chunk(chunk) => Some(chunk),
+                        _ => None,
+                    })
+                    .collect();
+                let body = pages::chunks(&chunks, query.context.as_deref());
+                (StatusCode::OK, "Chunks".into(), body)
+            }
+            Err(page) => page,
+        }
+    })
+    .await
+}
+
+async fn scenarios(State(app): State<Arc<App>>) -> Response {
+    catalog(app, "/scenarios", Kind::Scenario).await
+}
+
+async fn tools(State(app): State<Arc<App>>) -> Response {
+    catalog(app, "/tools", Kind::Tool).await
+}
+
+async fn catalog(app: Arc<App>, current: &'static str, kind: Kind) -> Response {
+    render(app, current, move |_, engine| match export(engine, kind) {
+        Ok(docs) => (
+            StatusCode::OK,
+            pages::capitalised(kind.plural()),
+            pages::catalog(kind, &docs),
+        ),
+        Err(page) => page,
+    })
+    .await
+}
+
+#[derive(serde::Deserialize)]
+struct DocQuery {
+    kind: Option<String>,
+    id: Option<String>,
+    tenant: Option<String>,
+}
+
+async fn document(State(app): State<Arc<App>>, Query(query): Query<DocQuery>) -> Response {
+    render(app, "", move |_, engine| {
+        let kind = match given(&query.kind).map(str::parse::<Kind>) {
+            Some(Ok(kind)) => kind,
+            Some(Err(err)) => return failed(StatusCode::BAD_REQUEST, err),
+            None => return failed(StatusCode::BAD_REQUEST, "give a kind and an id"),
+        };
+        let Some(id) = query.id.as_deref() else {
+            return failed(StatusCode::BAD_REQUEST, "give a kind and an id");
+        };
+        let tenant = given(&query.tenant).unwrap_or(DEFAULT_TENANT);
+        let doc = match engine.get(kind, tenant, id) {
+            Ok(Some(doc)) => doc,
+            Ok(None) => {
+                return failed(
+                    StatusCode::NOT_FOUND,
+                    format!("no {kind} with id `{id}` in tenant `{tenant}`"),
+                );
+            }
+            Err(err) => return failed(StatusCode::INTERNAL_SERVER_ERROR, err),
+        };
+        match explain::check_examples(engine, &doc) {
+            Ok(checks) => (
+                StatusCode::OK,
+                format!("{kind} {id}"),
+                pages::document(&doc, &checks),
+            ),
+            Err(err) => failed(StatusCode::INTERNAL_SERVER_ERROR, err),
+        }
+    })
+    .await
+}
+
+#[derive(serde::Deserialize)]
+struct EvalQuery {
+    queries: Option<String>,
+    qrels: Option<String>,
+    kind: Option<String>,
+    tenant: Option<String>,
+}
+
+async fn evaluate(State(app): State<Arc<App>>, Query(query): Query<EvalQuery>) -> Response {
+    render(app, "/eval", move |app, engine| {
+        let path = |given_path: &Option<String>, default: &Option<PathBuf>| {
+            given(given_path)
+                .map(PathBuf::from)
+                .or_else(|| default.clone())
+        };
+        let queries = path(&query.queries, &app.queries);
+        let qrels = path(&query.qrels, &app.qrels);
+        let kind = match given(&query.kind).map(str::parse::<Kind>).transpose() {
+            Ok(kind) => kind.unwrap_or(Kind::Rule),
+            Err(err) => return failed(StatusCode::BAD_REQUEST, err),
+        };
+        let tenant = given(&query.tenant).unwrap_or(DEFAULT_TENANT).to_string();
+        let shown = |p: &Option<PathBuf>| {
+            p.as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        };
+        let form = pages::eval_form(&shown(&queries), &shown(&qrels), kind, &tenant);
+        let (Some(queries), Some(qrels)) = (queries, qrels) else {
+            let body = html! {
+                (form)
+                p { "Judged messages: a queries JSONL and a qrels TSV, as " code { "ruche eval" } " takes them (paths on this machine)." }
+            };
+            return (StatusCode::OK, "Evaluate".into(), body);
+        };
+        let defaults = crate::input::QueryDefaults {
+            kind: Some(kind),
+            tenant: Some(tenant),
+            ..Default::default()
+        };
+        let evaluation = crate::eval::read_judged(&queries, &qrels, &defaults)
+            .and_then(|judged| crate::eval::evaluate(engine, judged));
+        let shown = evaluation.and_then(|e| pages::evaluation(&e, true, &BTreeMap::new()));
+        match shown {
+            Ok(body) => (
+                StatusCode::OK,
+                "Evaluate".into(),
+                html! { (form) (body) },
+            ),
+            Err(err) => {
+                let body = html! { (form) (pages::error_box(&format!("{err:#}"))) };
+                (StatusCode::BAD_REQUEST, "Evaluate".into(), body)
+            }
+        }
+    })
+    .await
+}
+
+async fn not_found() -> Response {
+    let body = html! {
+        h1 { "Not found" }
+        p { "The inspector has no such page: " a href="/" { "the playground" } "." }
+    };
+    (
+        StatusCode::NOT_FOUND,
+        Html(pages::layout("Not found", None, body).into_string()),
+    )
+        .into_response()
+}
+
+/// `ruche eval --report`: the evaluation as one self-contained HTML file, with the score
+/// curves of the messages answered wrong or refused.
+pub fn report(engine: &Engine, evaluation: &Evaluation, dir: &Path) -> Result<String> {
+    let mut curves = BTreeMap::new();
+    for judged in evaluation
+        .queries
+        .iter()
+        .filter(|q| q.outcome() != Outcome::Right)
+        .take(REPORT_CURVES)
+    {
+        let explained = Explained::run(engine, &judged.request)?;
+        curves.insert(judged.id.clone(), pages::curve(&explained)?);
+    }
+    let body = html! {
+        h1 { "Evaluation of " (dir.display()) }
+        p {
+            "Written by " code { "ruche eval --report" } ". Each message answered wrong or refused has its score curve"
+            @if evaluation.queries.iter().filter(|q| q.outcome() != Outcome::Right).count() > REPORT_CURVES {
+                " (the first " (REPORT_CURVES) ")"
+            }
+            ": every candidate by score, the gate's threshold on relevance and the selection's cut on score; "
+            code { "ruche inspect" } " shows each in its playground."
+        }
+        (pages::evaluation(evaluation, false, &curves)?)
+    };
+    Ok(pages::layout("Evaluation", None, body).into_string())
+}
