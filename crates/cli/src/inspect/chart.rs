@@ -14,6 +14,16 @@ const RELEVANCE: RGBColor = RGBColor(147, 51, 234);
 const GATE: RGBColor = RGBColor(220, 38, 38);
 const SELECTION: RGBColor = RGBColor(22, 163, 74);
 const FONT: &str = "sans-serif";
+/// Right of the score curve: the room for the lines' labels, then for the legend.
+const LINE_LABELS: i32 = 76;
+const LEGEND: u32 = 250;
+
+/// How a legend entry is drawn.
+enum Marker {
+    Circle(ShapeStyle),
+    Triangle(ShapeStyle),
+    Line(ShapeStyle),
+}
 
 /// One candidate on the score curve.
 pub struct CurvePoint {
@@ -37,7 +47,7 @@ pub fn score_curve(
 ) -> Result<String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (880, 340)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (1040, 340)).into_drawing_area();
         root.fill(&WHITE)?;
         let n = points.len().max(1) as f64;
         let top = points
@@ -47,7 +57,7 @@ pub fn score_curve(
             * 1.1;
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
-            .margin_right(84)
+            .margin_right(LINE_LABELS as u32 + LEGEND)
             .x_label_area_size(36)
             .y_label_area_size(50)
             .build_cartesian_2d(0.5..n + 0.5, 0.0..top)?;
@@ -72,6 +82,8 @@ pub fn score_curve(
             points.iter().enumerate().map(|(i, p)| (at(i), p.score)),
             RGBColor(200, 200, 200).stroke_width(1),
         ))?;
+        // The legend, drawn right of the plot and its line labels, where no point can be.
+        let mut legend: Vec<(Marker, String)> = Vec::new();
         for (fate, color, filled) in [
             (Fate::Kept, KEPT, true),
             (Fate::Cut, CUT, false),
@@ -82,46 +94,41 @@ pub fn score_curve(
             } else {
                 color.stroke_width(2)
             };
-            chart
-                .draw_series(
-                    points
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, p)| p.fate == fate)
-                        .map(|(i, p)| Circle::new((at(i), p.score), 5, style)),
-                )?
-                .label(format!("score, {}", fate.name()))
-                .legend(move |(x, y)| Circle::new((x + 8, y), 5, style));
+            chart.draw_series(
+                points
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.fate == fate)
+                    .map(|(i, p)| Circle::new((at(i), p.score), 5, style)),
+            )?;
+            legend.push((Marker::Circle(style), format!("score, {}", fate.name())));
         }
-        chart
-            .draw_series(points.iter().enumerate().filter_map(|(i, p)| {
-                p.relevance
-                    .map(|r| TriangleMarker::new((at(i), r), 5, RELEVANCE.filled()))
-            }))?
-            .label("relevance")
-            .legend(|(x, y)| TriangleMarker::new((x + 8, y), 5, RELEVANCE.filled()));
+        chart.draw_series(points.iter().enumerate().filter_map(|(i, p)| {
+            p.relevance
+                .map(|r| TriangleMarker::new((at(i), r), 5, RELEVANCE.filled()))
+        }))?;
+        legend.push((Marker::Triangle(RELEVANCE.filled()), "relevance".into()));
         let span = [(0.5, min_relevance), (n + 0.5, min_relevance)];
-        let gate_label = if min_relevance > 0.0 {
-            format!("gate: relevance ≥ {min_relevance:.3}")
-        } else {
-            format!("gate off (min_relevance {min_relevance:.3})")
-        };
-        chart
-            .draw_series(DashedLineSeries::new(span, 8, 5, GATE.stroke_width(2)))?
-            .label(gate_label)
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], GATE.stroke_width(2)));
+        chart.draw_series(DashedLineSeries::new(span, 8, 5, GATE.stroke_width(2)))?;
+        legend.push((
+            Marker::Line(GATE.stroke_width(2)),
+            if min_relevance > 0.0 {
+                format!("gate: relevance ≥ {min_relevance:.3}")
+            } else {
+                format!("gate off (min_relevance {min_relevance:.3})")
+            },
+        ));
         if let Some((cutoff, strategy)) = cut {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    [(0.5, cutoff), (n + 0.5, cutoff)],
-                    3,
-                    4,
-                    SELECTION.stroke_width(2),
-                ))?
-                .label(format!("selection cut ({strategy}): score ≥ {cutoff:.3}"))
-                .legend(|(x, y)| {
-                    PathElement::new([(x, y), (x + 16, y)], SELECTION.stroke_width(2))
-                });
+            chart.draw_series(DashedLineSeries::new(
+                [(0.5, cutoff), (n + 0.5, cutoff)],
+                3,
+                4,
+                SELECTION.stroke_width(2),
+            ))?;
+            legend.push((
+                Marker::Line(SELECTION.stroke_width(2)),
+                format!("selection cut ({strategy}): score ≥ {cutoff:.3}"),
+            ));
         }
         // Short labels in the right margin: the higher line's above it, the lower's
         // below, so that two close lines keep readable labels.
@@ -134,8 +141,7 @@ pub fn score_curve(
             _ => true,
         };
         for (i, (y, text, color)) in labels.iter().enumerate() {
-            let above = above(i);
-            let v = if above { VPos::Bottom } else { VPos::Top };
+            let v = if above(i) { VPos::Bottom } else { VPos::Top };
             chart.draw_series(std::iter::once(Text::new(
                 text.clone(),
                 (n + 0.55, *y),
@@ -145,19 +151,26 @@ pub fn score_curve(
                     .pos(Pos::new(HPos::Left, v)),
             )))?;
         }
-        // The legend where the curve is not: it starts high and falls to the right.
-        let high_start = points.first().is_some_and(|p| p.score > 0.5 * top);
-        chart
-            .configure_series_labels()
-            .position(if high_start {
-                SeriesLabelPosition::LowerLeft
-            } else {
-                SeriesLabelPosition::UpperRight
-            })
-            .label_font((FONT, 12))
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .draw()?;
+        let plot = chart.plotting_area();
+        let x = plot.get_base_pixel().0 + plot.dim_in_pixel().0 as i32 + LINE_LABELS;
+        for (row, (marker, label)) in legend.into_iter().enumerate() {
+            let y = 24 + 20 * row as i32;
+            match marker {
+                Marker::Circle(style) => root.draw(&Circle::new((x + 8, y), 5, style))?,
+                Marker::Triangle(style) => root.draw(&TriangleMarker::new((x + 8, y), 5, style))?,
+                Marker::Line(style) => {
+                    root.draw(&PathElement::new([(x, y), (x + 16, y)], style))?
+                }
+            }
+            root.draw(&Text::new(
+                label,
+                (x + 24, y),
+                (FONT, 12)
+                    .into_font()
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+            ))?;
+        }
         root.present()?;
     }
     Ok(inline(svg))

@@ -3,7 +3,10 @@
 
 use std::collections::HashSet;
 
-use ruchedb::{Document, Engine, Hit, Kind, Scope, SearchRequest, SearchResponse};
+use ruchedb::{Document, Engine, Hit, Kind, Scope, SearchRequest, SearchResponse, SelectionConfig};
+
+/// More than a search ever ranks (its legs' candidates and the graph leg's).
+const EVERY: usize = 100_000;
 
 /// What became of a candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,15 +46,19 @@ pub struct Explained {
 }
 
 impl Explained {
-    /// Runs `request` as an agent would, then twice more over the same candidates (as
-    /// many as the configuration fetches): with the gate and without a selection (who
-    /// passed the gate), and without either (everyone else).
+    /// Runs `request` as an agent would, then twice more over the same candidates with
+    /// a selection that keeps them all: with the gate (who passed it) and without.
     pub fn run(engine: &Engine, request: &SearchRequest) -> ruchedb::Result<Explained> {
         let response = engine.search(request)?;
-        // `top_k` at `max_candidates` keeps the legs' candidate lists as they were.
-        let depth = engine.config().pipeline.retrieval.max_candidates.max(1);
-        let gated = engine.search(&request.clone().top_k(depth))?;
-        let open = engine.search(&request.clone().top_k(depth).min_relevance(0.0))?;
+        // A strategy, not `top_k`: `top_k` would make each leg fetch more candidates,
+        // and the fusion's normalisation would score them differently.
+        let every = SelectionConfig::from_params(
+            "fixed_k",
+            &serde_json::Map::from_iter([("k".to_string(), EVERY.into())]),
+        )?;
+        let all = request.clone().selection(every).max_k(EVERY).min_k(0);
+        let gated = engine.search(&all)?;
+        let open = engine.search(&all.min_relevance(0.0))?;
         let kept: HashSet<&str> = response.hits.iter().map(|h| h.id.as_str()).collect();
         let passed: HashSet<&str> = gated.hits.iter().map(|h| h.id.as_str()).collect();
         let mut candidates: Vec<Candidate> = response

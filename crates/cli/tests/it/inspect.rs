@@ -623,8 +623,4 @@ fn inspect_playground_in_headless_chromium() {
     );
     let png = std::fs::read(&shot).unwrap_or_else(|_| panic!("no screenshot: {}", stderr(&output)));
     assert!(png.starts_with(b"\x89PNG"), "a PNG");
-    // `RUCHE_INSPECTOR_SCREENSHOT=docs/inspector.png` refreshes the README's picture.
-    if let Ok(path) = std::env::var("RUCHE_INSPECTOR_SCREENSHOT") {
-        std::fs::copy(&shot, path).unwrap();
-    }
 }
