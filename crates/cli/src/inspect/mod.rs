@@ -183,15 +183,17 @@ where
 {
     let rendered = tokio::task::spawn_blocking(move || {
         let mut engine = app.engine.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Err(err) = engine.refresh() {
+        let stale = engine.refresh().err().map(|err| {
             tracing::warn!(error = %err, "could not move to the last published commit");
-        }
+            err.to_string()
+        });
         let (status, title, body) = page(&app, &engine);
         let stats = engine.stats();
         let site = Site {
             dir: &app.dir,
             stats: &stats,
             current,
+            stale: stale.as_deref(),
         };
         (
             status,

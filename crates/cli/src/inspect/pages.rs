@@ -52,6 +52,8 @@ pub struct Site<'a> {
     pub stats: &'a Stats,
     /// The path of the header link to mark as current.
     pub current: &'a str,
+    /// Why the page shows an older commit than the writer's last, when it does.
+    pub stale: Option<&'a str>,
 }
 
 /// A whole page: the header (when served) and `body`.
@@ -79,7 +81,12 @@ pub fn layout(title: &str, site: Option<&Site<'_>>, body: Markup) -> Markup {
                         }
                     }
                 }
-                main { (body) }
+                main {
+                    @if let Some(stale) = site.and_then(|site| site.stale) {
+                        (error_box(&format!("Showing an earlier commit: the last one could not be opened ({stale}).")))
+                    }
+                    (body)
+                }
             }
         }
     }

@@ -167,16 +167,14 @@ impl Server {
         Response::parse(&raw)
     }
 
-    /// Stops the server with SIGTERM and returns its exit status.
-    fn terminate(mut self) -> std::process::ExitStatus {
+    /// Stops the server with `signal` (`TERM`, `INT`) and returns its exit status.
+    fn stop(mut self, signal: &str) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success());
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -184,7 +182,7 @@ impl Server {
             }
             assert!(
                 Instant::now() < deadline,
-                "ruche inspect did not stop on SIGTERM"
+                "ruche inspect did not stop on SIG{signal}"
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -394,7 +392,7 @@ fn inspect_serves_each_page_and_writes_nothing() {
         response.headers
     );
 
-    let status = server.terminate();
+    let status = server.stop("TERM");
     assert!(status.success(), "SIGTERM stops it cleanly: {status:?}");
     assert!(
         before == snapshot(index),
@@ -474,6 +472,11 @@ fn inspect_shows_a_writer_s_new_commits() {
     assert!(server.get("/rules").ok().contains("escalate"));
     let page = server.get("/?q=the+customer+is+angry&kind=rules").ok();
     assert!(page.contains("id=escalate"), "{page}");
+    let status = server.stop("INT");
+    assert!(
+        status.success(),
+        "Ctrl-C (SIGINT) stops it cleanly: {status:?}"
+    );
 }
 
 #[test]
