@@ -687,6 +687,7 @@ pub fn evaluation(
         p {
             span.ok { (right) " answered right" } ", " span.bad { (wrong) " answered wrong" } ", "
             span.bad { (refused) " refused" } " (first hit of the " (e.strategy) " selection)."
+            " As in " code { "ruche eval" } ", each leg fetches at least 100 candidates; the playground fetches the configured number."
         }
         table {
             tr { th { "nDCG@10" } th { "recall@10" } th { "recall@100" } th { "MRR@10" } th { "selection" } th { "mean size" } th { "precision" } th { "recall" } th { "F1" } th { "latency p50 / p99" } }
