@@ -16,10 +16,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::doc::{Chunk, check_importance};
 use crate::embed::Embedder;
-use crate::time::Timestamp;
-use crate::vector::metric;
+use crate::model::doc::{Chunk, check_importance};
+use crate::model::metric;
+use crate::model::time::Timestamp;
 use crate::{Error, Result};
 
 /// The weights and decay of chunk scoring.

@@ -75,7 +75,6 @@ use crate::chunk::ChunkWeights;
 use crate::fusion::{FusionSpec, RuleWeights};
 use crate::relevance::RelevanceConfig;
 use crate::select::SelectionConfig;
-use crate::vector::HnswParams;
 use crate::{Error, Result};
 
 /// The top-level sections, the only ones `RUCHE_<SECTION>__<KEY>` variables can set.
@@ -103,7 +102,7 @@ pub struct Config {
     /// The HNSW graph.
     pub vector: VectorConfig,
     /// The entity graph's leg.
-    pub graph: crate::graph::GraphConfig,
+    pub graph: crate::config::GraphConfig,
 }
 
 /// `[pipeline]`.
@@ -445,7 +444,7 @@ impl Config {
     /// [`ErrorKind::InvalidConfig`](crate::ErrorKind::InvalidConfig) naming the key.
     pub fn validate(&self) -> Result<()> {
         let retrieval = &self.pipeline.retrieval;
-        let most = crate::engine::MAX_COUNT;
+        let most = crate::model::MAX_COUNT;
         for (key, value) in [
             ("pipeline.retrieval.max_k", retrieval.max_k),
             (
@@ -715,5 +714,115 @@ min_score = 0.4
             "[pipeline.retrieval]\nmax_kk = 3\n",
             "pipeline.retrieval.max_kk",
         );
+    }
+}
+
+/// `[graph]`: the graph leg.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GraphConfig {
+    /// Run the graph leg when the query names a known entity (default true). Queries
+    /// without entity mentions never run it.
+    pub enabled: bool,
+    /// The graph leg's weight against the two other legs' 1.0 (default 0.5: seed 004's
+    /// graph 0.8 against keyword 0.6 + semantic 1.0).
+    pub weight: f64,
+    /// How far paths go: 1 (documents that mention a query entity) or 2 (and the
+    /// documents that share an entity with those; default).
+    pub hops: u8,
+    /// What each hop beyond the first keeps of a path's weight (default 0.5).
+    pub decay: f64,
+    /// An entity mentioned by more documents than this is no bridge (default 50).
+    pub max_fanout: usize,
+}
+
+impl Default for GraphConfig {
+    fn default() -> GraphConfig {
+        GraphConfig {
+            enabled: true,
+            weight: 0.5,
+            hops: 2,
+            decay: 0.5,
+            max_fanout: 50,
+        }
+    }
+}
+
+impl GraphConfig {
+    pub(crate) fn validate(&self, key: &str) -> Result<()> {
+        if !self.weight.is_finite() || self.weight < 0.0 {
+            return Err(Error::invalid_config(
+                format!("{key}.weight"),
+                format!("must be a finite number >= 0, got {}", self.weight),
+            ));
+        }
+        if !(1..=2).contains(&self.hops) {
+            return Err(Error::invalid_config(
+                format!("{key}.hops"),
+                format!("must be 1 or 2, got {}", self.hops),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.decay) {
+            return Err(Error::invalid_config(
+                format!("{key}.decay"),
+                format!("must be in 0..=1, got {}", self.decay),
+            ));
+        }
+        if self.max_fanout == 0 || self.max_fanout > crate::model::MAX_COUNT {
+            return Err(Error::invalid_config(
+                format!("{key}.max_fanout"),
+                format!(
+                    "must be between 1 and {}, got {}",
+                    crate::model::MAX_COUNT,
+                    self.max_fanout
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The graph's construction and search parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HnswParams {
+    /// Maximum connections per node and layer (`M`), 2..=256.
+    pub max_connections: usize,
+    /// Candidate list size while building (`ef_construction`).
+    pub ef_construction: usize,
+    /// Candidate list size while searching (`ef`); raised to `k` when `k` is larger.
+    pub ef_search: usize,
+}
+
+impl Default for HnswParams {
+    fn default() -> HnswParams {
+        HnswParams {
+            max_connections: 16,
+            ef_construction: 200,
+            ef_search: 128,
+        }
+    }
+}
+
+impl HnswParams {
+    pub(crate) fn validate(&self) -> Result<()> {
+        if !(2..=256).contains(&self.max_connections) {
+            return Err(Error::invalid_config(
+                "vector.max_connections",
+                format!("must be in 2..=256, got {}", self.max_connections),
+            ));
+        }
+        if self.ef_construction == 0 {
+            return Err(Error::invalid_config(
+                "vector.ef_construction",
+                "must be at least 1",
+            ));
+        }
+        if self.ef_search == 0 {
+            return Err(Error::invalid_config(
+                "vector.ef_search",
+                "must be at least 1",
+            ));
+        }
+        Ok(())
     }
 }

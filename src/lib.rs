@@ -85,44 +85,38 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod analysis;
-mod catalog;
 mod chunk;
 mod config;
 mod crash;
-mod doc;
 mod embed;
 mod engine;
 mod error;
 pub mod eval;
 mod feedback;
 mod fusion;
-mod graph;
-mod id;
+mod local;
+mod model;
 mod policy;
 mod query;
 mod rank;
 mod relevance;
 mod retrieve;
-mod scenario;
 mod select;
-mod store;
 #[cfg(test)]
 mod testing;
-mod text;
-mod time;
 mod tokens;
-mod tool;
-mod vector;
 
+pub use crate::analysis::text_to_embed;
 pub use crate::analysis::{Entity, EntityKind, QueryAnalysis, adapt, analyze};
 pub use crate::chunk::{
     ChunkQuery, ChunkSelector, ChunkWeights, Memory, MemoryType, ScoredChunk, importance_score,
     lexical_similarity,
 };
+pub use crate::config::GraphConfig;
+pub use crate::config::HnswParams;
 pub use crate::config::{
     Config, FusionConfig, PipelineConfig, RetrievalConfig, ScoringConfig, VectorConfig,
 };
-pub use crate::doc::{Chunk, DEFAULT_TENANT, Document, Relation, Rule, Scope};
 #[cfg(feature = "bert")]
 pub use crate::embed::BertEmbedder;
 pub use crate::embed::{Embedder, EmbedderSpec, StaticEmbedder};
@@ -136,18 +130,22 @@ pub use crate::fusion::{
     Fused, FusionKind, FusionMethod, FusionSpec, FusionWeights, LegFactors, LegScores, Legs,
     Normalization, NormalizationKind, RuleScore, RuleWeights, fuse, min_max,
 };
-pub use crate::graph::{GraphConfig, GraphPath};
-pub use crate::id::Kind;
+pub use crate::model::doc::{Chunk, DEFAULT_TENANT, Document, Relation, Rule, Scope};
+pub use crate::model::id::Kind;
+pub use crate::model::scenario::{Scenario, Step};
+pub use crate::model::time::Timestamp;
+pub use crate::model::tool::Tool;
 pub use crate::policy::{
     ActionSelectionPolicy, BeamSearchPolicy, BeamSearchPolicyBuilder, Candidate, GreedyPolicy,
     MctsPolicy, MctsPolicyBuilder, PolicyContext, PolicyRegistry, SamplingPolicy,
     SamplingPolicyBuilder,
 };
+pub use crate::query::GraphPath;
 pub use crate::query::{
     FoundBy, FusionSummary, Hit, LegContributions, ScoreBreakdown, SearchRequest, SearchResponse,
     SelectionSummary, Timings, VectorMatch,
 };
-pub use crate::rank::{RankPlan, Ranked, Selection, rank, search_with, text_to_embed};
+pub use crate::rank::{RankPlan, Ranked, Selection, rank, search_with};
 pub use crate::relevance::{
     Calibration, EmbedderFamily, GateDecision, GateSummary, KindRelevance, LegsRan,
     RelevanceConfig, background_of,
@@ -155,13 +153,9 @@ pub use crate::relevance::{
 pub use crate::retrieve::{
     Coverage, PerLeg, RetrievalQuery, Retrieved, RetrievedDoc, Retriever, coverage, indexed_text,
 };
-pub use crate::scenario::{Scenario, Step};
 pub use crate::select::{
     AdaptiveKSelection, AutocutSelection, BandSelection, ClusteringSelection, ElbowSelection,
     EntropySelection, FixedKSelection, Scored, SelectionConfig, SelectionInput, SelectionResult,
     SelectionStrategy, SelectionStrategyExt,
 };
-pub use crate::time::Timestamp;
 pub use crate::tokens::{TOKENIZER, count_tokens};
-pub use crate::tool::Tool;
-pub use crate::vector::HnswParams;

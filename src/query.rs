@@ -7,11 +7,11 @@ use serde::Serialize;
 use crate::Kind;
 use crate::analysis::QueryAnalysis;
 use crate::chunk::ChunkWeights;
-use crate::doc::{DEFAULT_TENANT, Document};
 use crate::fusion::FusionSpec;
+use crate::model::doc::{DEFAULT_TENANT, Document};
+use crate::model::time::Timestamp;
 use crate::relevance::{GateDecision, GateSummary};
 use crate::select::SelectionConfig;
-use crate::time::Timestamp;
 
 /// A search for rules or chunks.
 ///
@@ -363,7 +363,7 @@ pub struct ScoreBreakdown {
     /// `graph` over the best graph score of the search, in `[0, 1]`.
     pub graph_normalized: f64,
     /// The strongest path from an entity of the query to the document.
-    pub graph_path: Option<crate::graph::GraphPath>,
+    pub graph_path: Option<crate::query::GraphPath>,
     /// The cosine of the query and the document's centroid, when its relevance was
     /// judged against its catalog (a rule or tool with examples; see
     /// [`GateSummary::background`](crate::GateSummary::background)).
@@ -389,7 +389,7 @@ impl VectorMatch {
     pub(crate) fn from_row(row: u16) -> VectorMatch {
         match row {
             0 => VectorMatch::Text,
-            crate::catalog::CENTROID_ROW => VectorMatch::Centroid,
+            crate::model::id::CENTROID_ROW => VectorMatch::Centroid,
             n => VectorMatch::Pattern(usize::from(n) - 1),
         }
     }
@@ -495,4 +495,24 @@ pub struct SearchResponse {
     pub gate: GateSummary,
     /// What query analysis found in the text (keywords, entities, question form).
     pub analysis: QueryAnalysis,
+}
+
+/// How the graph leg reached a hit: from a query entity, possibly through another
+/// document and the entity it shares with the hit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GraphPath {
+    /// The entity of the query the path starts from.
+    pub entity: String,
+    /// Hop 2: the document that mentions the query entity, and the entity it shares
+    /// with the hit. `None` for hop 1 (the hit mentions the query entity itself).
+    pub via: Option<(String, String)>,
+}
+
+impl std::fmt::Display for GraphPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.via {
+            None => write!(f, "{} → hit", self.entity),
+            Some((doc, shared)) => write!(f, "{} → {doc} → {shared} → hit", self.entity),
+        }
+    }
 }

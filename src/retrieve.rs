@@ -26,11 +26,11 @@
 use std::sync::Arc;
 
 use crate::analysis::is_stop_word;
-use crate::doc::Document;
+use crate::analysis::text as analyzer;
+use crate::model::doc::{Document, Scope};
+use crate::model::time::Timestamp;
 use crate::query::{FoundBy, SearchRequest, VectorMatch};
 use crate::relevance::LegsRan;
-use crate::text::analyzer;
-use crate::time::Timestamp;
 use crate::{Kind, Result};
 
 /// One value per leg: named, never an array by convention.
@@ -90,9 +90,9 @@ impl RetrievalQuery<'_> {
     }
 
     /// The catalog filter of this query.
-    pub(crate) fn filter(&self) -> crate::catalog::DocFilter<'_> {
+    pub(crate) fn filter(&self) -> crate::retrieve::DocFilter<'_> {
         let request = self.request;
-        crate::catalog::DocFilter {
+        crate::retrieve::DocFilter {
             kind: request.kind,
             tenant: &request.tenant_id,
             agent: request.agent_id.as_deref(),
@@ -139,7 +139,7 @@ pub struct RetrievedDoc {
     /// The graph leg's score; `None` when it did not reach the document.
     pub graph: Option<f64>,
     /// The strongest path that reached it.
-    pub graph_path: Option<crate::graph::GraphPath>,
+    pub graph_path: Option<crate::query::GraphPath>,
     /// For a turn of a conversation (a chunk of a context), the ids of the turns written
     /// just before and just after it, when the retriever knows them: ranking lends a
     /// turn part of its neighbours' relevance ([`crate::ScoringConfig::neighbour_weight`]).
@@ -317,5 +317,98 @@ pub fn coverage(query: &str, document: &str, idf: &dyn Fn(&str) -> f64) -> Cover
         },
         codes: codes.iter().filter(|c| doc_ident.contains(*c)).count() as u32,
         matched,
+    }
+}
+
+/// What a search admits, checked against every candidate of both legs.
+#[derive(Debug, Clone)]
+pub(crate) struct DocFilter<'a> {
+    pub(crate) kind: Kind,
+    pub(crate) tenant: &'a str,
+    pub(crate) agent: Option<&'a str>,
+    pub(crate) scenario: Option<&'a str>,
+    pub(crate) step: Option<&'a str>,
+    pub(crate) context: Option<&'a str>,
+    pub(crate) tags: &'a [String],
+    pub(crate) metadata: &'a [(String, String)],
+    /// Chunks expired at this time are excluded.
+    pub(crate) now: Timestamp,
+}
+
+impl DocFilter<'_> {
+    pub(crate) fn matches(&self, doc: &Document) -> bool {
+        if doc.kind() != self.kind || doc.tenant_id() != self.tenant {
+            return false;
+        }
+        match doc {
+            Document::Rule(rule) => {
+                if !rule.enabled || !agent_matches(rule.agent_id.as_deref(), self.agent) {
+                    return false;
+                }
+                let in_scope = match &rule.scope {
+                    Scope::Global => true,
+                    Scope::Scenario { scenario_id } => self.scenario == Some(scenario_id),
+                    Scope::Step {
+                        scenario_id,
+                        step_id,
+                    } => self.scenario == Some(scenario_id) && self.step == Some(step_id),
+                };
+                in_scope && self.tags.iter().all(|tag| rule.tags.contains(tag))
+            }
+            Document::Chunk(chunk) => {
+                agent_matches(chunk.agent_id.as_deref(), self.agent)
+                    && self
+                        .context
+                        .is_none_or(|context| chunk.context_id.as_deref() == Some(context))
+                    && !chunk.is_expired(self.now)
+                    && self.tags.iter().all(|tag| chunk_has_tag(chunk, tag))
+                    && self.metadata.iter().all(|(key, value)| {
+                        chunk
+                            .metadata
+                            .get(key)
+                            .is_some_and(|found| json_equals(found, value))
+                    })
+            }
+            Document::Scenario(scenario) => {
+                scenario.enabled
+                    && agent_matches(scenario.agent_id.as_deref(), self.agent)
+                    && self.tags.iter().all(|tag| scenario.tags.contains(tag))
+            }
+            Document::Tool(tool) => {
+                tool.enabled
+                    && agent_matches(tool.agent_id.as_deref(), self.agent)
+                    && self.tags.iter().all(|tag| tool.tags.contains(tag))
+            }
+        }
+    }
+}
+
+/// A document without agent applies to every agent; a query without agent sees all.
+fn agent_matches(doc_agent: Option<&str>, query_agent: Option<&str>) -> bool {
+    match (doc_agent, query_agent) {
+        (None, _) | (_, None) => true,
+        (Some(doc), Some(query)) => doc == query,
+    }
+}
+
+/// A chunk's tags are its `tags` metadata entry: a string or an array of strings.
+fn chunk_has_tag(chunk: &crate::Chunk, tag: &str) -> bool {
+    match chunk.metadata.get("tags") {
+        Some(serde_json::Value::String(s)) => s == tag,
+        Some(serde_json::Value::Array(values)) => values.iter().any(|v| v.as_str() == Some(tag)),
+        _ => false,
+    }
+}
+
+/// Whether a metadata value equals a filter value given as text (`key=value`).
+fn json_equals(found: &serde_json::Value, wanted: &str) -> bool {
+    match found {
+        serde_json::Value::String(s) => s == wanted,
+        serde_json::Value::Array(values) => values.iter().any(|v| json_equals(v, wanted)),
+        // A number or a boolean matches its JSON text (`turn=3`, `done=true`).
+        other => {
+            let text = other.to_string();
+            text == wanted
+        }
     }
 }

@@ -15,12 +15,12 @@ use serde::Serialize;
 use super::swap::{self, Staging};
 use super::{Engine, STORE_DIR, TEXT_DIR, lock, manifest, manifest_of};
 use crate::config::Config;
-use crate::doc::Document;
 use crate::embed::EmbedderSpec;
-use crate::id::DocId;
-use crate::store::view;
-use crate::store::{LogEntry, Meta, Salvaged, Store};
-use crate::text::TextIndex;
+use crate::local::store::view;
+use crate::local::store::{LogEntry, Meta, Salvaged, Store};
+use crate::local::text::TextIndex;
+use crate::model::doc::Document;
+use crate::model::id::DocId;
 use crate::{Error, ErrorKind, Kind, Result};
 
 /// One damaged part of an index.
@@ -87,7 +87,7 @@ fn check_view(dir: &Path, seq: u64, report: &mut CheckReport) {
         match view::read_file(dir, file) {
             Ok(Some(sections)) if file.mapped => {
                 let path = view::path_of(dir, file);
-                if let Err(err) = crate::store::base::MappedBase::load(sections, &path)
+                if let Err(err) = crate::local::store::base::MappedBase::load(sections, &path)
                     .and_then(|base| base.verify(&path))
                 {
                     bad.push(err.to_string());
@@ -406,10 +406,10 @@ fn check_graph(store: &Store, kind: Kind) -> Result<Option<usize>> {
     let Some(bytes) = store.checkpoint_manifest(kind)? else {
         return Ok(None);
     };
-    let manifest: crate::vector::Manifest = bincode::deserialize(&bytes)
+    let manifest: crate::local::vector::Manifest = bincode::deserialize(&bytes)
         .map_err(|err| Error::corrupt(format!("graph manifest: {err}")))?;
     let files = store.checkpoint_files(kind, manifest.files.len())?;
-    crate::vector::Graph::verify(&manifest, &files)?;
+    crate::local::vector::Graph::verify(&manifest, &files)?;
     Ok(Some(manifest.n_points))
 }
 

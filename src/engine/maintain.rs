@@ -16,12 +16,12 @@ use std::thread::JoinHandle;
 use rayon::prelude::*;
 
 use super::{Counters, Inner};
-use crate::catalog::{Catalog, DocRows, Entry, Normalised, Placed};
-use crate::id::{DocId, VectorKey};
-use crate::store::view::PublishedGraph;
-use crate::store::{LogEntry, Store, StoredVectors};
-use crate::text::{Protected, TextIndex};
-use crate::vector::{Graph, Manifest};
+use crate::local::catalog::{Catalog, DocRows, Entry, Normalised, Placed};
+use crate::local::store::view::PublishedGraph;
+use crate::local::store::{LogEntry, Store, StoredVectors};
+use crate::local::text::{Protected, TextIndex};
+use crate::local::vector::{Graph, Manifest};
+use crate::model::id::{DocId, VectorKey};
 use crate::{Error, Kind, Result};
 
 /// Vectors inserted into a graph per round of the worker.
@@ -72,11 +72,11 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
             let document = record.into_document()?;
             let (entities, derived, mismatched) = match list {
                 Some(list) => {
-                    let list = crate::graph::without_own_id(list, document.id());
-                    let mismatched = verify && crate::graph::entities_of(&document) != list;
+                    let list = crate::local::graph::without_own_id(list, document.id());
+                    let mismatched = verify && crate::local::graph::entities_of(&document) != list;
                     (list, false, mismatched)
                 }
-                None => (crate::graph::entities_of(&document), true, false),
+                None => (crate::local::graph::entities_of(&document), true, false),
             };
             // Tokens are read from the text index once it is open (`fill_tokens`).
             let entry = Entry::new(document, seq);
@@ -111,7 +111,7 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
     let catalog = &mut loaded.catalog;
     let (graph, ()) = rayon::join(
         move || {
-            let mut graph = crate::graph::EntityGraph::default();
+            let mut graph = crate::local::graph::EntityGraph::default();
             for (doc, kind, tenant, entities) in links {
                 graph.insert(doc, kind, &tenant, entities);
             }
@@ -133,7 +133,7 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
 
 /// A reader's catalog of a mapped base: built from the base's table (no document decoded,
 /// its rows read in place), then the parts' changes applied.
-fn load_mapped(view: &crate::store::view::Published) -> Result<Loaded> {
+fn load_mapped(view: &crate::local::store::view::Published) -> Result<Loaded> {
     let phase = std::time::Instant::now();
     let base = view.mapped_base().expect("a mapped base");
     let mut catalog = Catalog::from_base(base, view.take_base_entities());
@@ -148,8 +148,8 @@ fn load_mapped(view: &crate::store::view::Published) -> Result<Loaded> {
         let seq = record.seq;
         let document = record.into_document()?;
         let list = match entities.remove(&doc) {
-            Some(list) => crate::graph::without_own_id(list, document.id()),
-            None => crate::graph::entities_of(&document),
+            Some(list) => crate::local::graph::without_own_id(list, document.id()),
+            None => crate::local::graph::entities_of(&document),
         };
         let rows = vectors.as_ref().and_then(DocRows::from_stored);
         catalog.insert(doc, Entry::new(document, seq), rows, list);
@@ -377,7 +377,7 @@ pub(super) fn remove_scratch(dir: &Path) {
         let name = entry.file_name();
         let ours = name
             .to_string_lossy()
-            .starts_with(crate::vector::SCRATCH_PREFIX)
+            .starts_with(crate::local::vector::SCRATCH_PREFIX)
             && entry.file_type().is_ok_and(|t| t.is_dir());
         if let Some(err) = ours
             .then(|| std::fs::remove_dir_all(entry.path()).err())
@@ -418,7 +418,7 @@ fn load_graphs(engine: &Weak<Inner>) {
                     };
                     let catalog = inner.read_catalog();
                     let files = Graph::unpack(&manifest, files, |key| {
-                        crate::vector::catalog_vector(&catalog, kind, key)
+                        crate::local::vector::catalog_vector(&catalog, kind, key)
                     })?;
                     Ok(Some((
                         Found::Bytes(manifest, files, inner.dir.clone()),
@@ -755,7 +755,7 @@ fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
 const FLAT_REFRESH: usize = 1_024;
 
 /// Copies the graph of `kind` flat for this process's searches (see
-/// [`VectorIndex::search`](crate::vector::VectorIndex::search)) when it covers at least
+/// [`VectorIndex::search`](crate::local::vector::VectorIndex::search)) when it covers at least
 /// [`FLAT_REFRESH`] documents the copy they walk does not (the worker's: nobody else
 /// inserts).
 fn refresh_flat(inner: &Inner, kind: Kind) {
@@ -825,7 +825,7 @@ pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
     // their keys.
     let (files, flat) = {
         let catalog = inner.read_catalog();
-        graph.checkpoint_files(|key| crate::vector::catalog_vector(&catalog, kind, key))
+        graph.checkpoint_files(|key| crate::local::vector::catalog_vector(&catalog, kind, key))
     };
     let manifest = Manifest {
         covered_seq: covered,

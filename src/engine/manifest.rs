@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::view::ViewList;
+use crate::local::store::view::ViewList;
 use crate::{Error, ErrorKind, Result};
 
 /// The file name, in the index directory.

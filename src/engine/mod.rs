@@ -31,19 +31,18 @@ use std::thread::JoinHandle;
 
 use serde::Serialize;
 
-use crate::catalog::Catalog;
 use crate::config::Config;
-use crate::doc::Document;
 use crate::embed::{Embedder, EmbedderSpec};
-use crate::store::Store;
-use crate::store::view::{self, ViewList};
-use crate::text::TextIndex;
-use crate::vector::VectorIndex;
+use crate::local::catalog::Catalog;
+use crate::local::store::Store;
+use crate::local::store::view::{self, ViewList};
+use crate::local::text::TextIndex;
+use crate::local::vector::VectorIndex;
+use crate::model::doc::Document;
 use crate::{Error, ErrorKind, Kind, Result};
 
 pub use self::builder::EngineBuilder;
 pub use self::check::{CheckReport, Damage, RepairReport};
-pub(crate) use crate::rank::MAX_COUNT;
 
 /// An open index: rules and chunks on disk, searchable by text and vector.
 ///
@@ -367,7 +366,7 @@ impl Engine {
         let phase = std::time::Instant::now();
         // Readers open the text commit the manifest names: its files are kept until
         // another is published, through the catch-up or rebuild below too.
-        let protected = crate::text::Protected::default();
+        let protected = crate::local::text::Protected::default();
         if let Some(meta) = recorded
             .as_ref()
             .and_then(|(_, view)| view.as_ref())
@@ -1006,9 +1005,9 @@ struct Opened {
     undecided: bool,
     catalog: Catalog,
     /// The entity lists derived because the store did not keep them.
-    derived: Vec<(crate::id::DocId, Vec<String>)>,
+    derived: Vec<(crate::model::id::DocId, Vec<String>)>,
     /// The documents whose token counts are still to read (`None`: all).
-    untokened: Option<Vec<crate::id::DocId>>,
+    untokened: Option<Vec<crate::model::id::DocId>>,
 }
 
 /// Loads the catalog from `store`, with the embedder the index records (unless one was
@@ -1187,7 +1186,7 @@ fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextInde
 /// The text index's `meta.json` as it is now (what a reader of an earlier version's
 /// manifest opens).
 fn last_text_commit(text_dir: &Path) -> Result<String> {
-    let path = text_dir.join(crate::text::directory::META_FILE);
+    let path = text_dir.join(crate::local::text::directory::META_FILE);
     std::fs::read_to_string(&path).map_err(|err| Error::io_at(&path, err))
 }
 
@@ -1237,9 +1236,9 @@ fn writer_alive(dir: &Path) -> bool {
     }
 }
 
-fn manifest_of(store: &Store, catalog: &crate::catalog::Catalog) -> manifest::Manifest {
+fn manifest_of(store: &Store, catalog: &crate::local::catalog::Catalog) -> manifest::Manifest {
     manifest::Manifest {
-        store_format: crate::store::FORMAT_VERSION,
+        store_format: crate::local::store::FORMAT_VERSION,
         seq: store.meta().last_seq,
         rules: catalog.count(Kind::Rule) as u64,
         chunks: catalog.count(Kind::Chunk) as u64,

@@ -1,4 +1,4 @@
-//! Publishing the committed state for readers ([`crate::store::view`]).
+//! Publishing the committed state for readers ([`crate::local::store::view`]).
 //!
 //! The writer keeps the list of published files beside the store; every commit, every
 //! feedback given and every complete graph checkpoint adds a file, then the manifest is
@@ -14,9 +14,9 @@ use std::sync::{Arc, Weak};
 use super::Inner;
 use crate::Kind;
 use crate::Result;
-use crate::id::DocId;
-use crate::store::view::{self, Part, PartHeader, ViewList};
-use crate::store::{BlockEntry, Change, Store};
+use crate::local::store::view::{self, Part, PartHeader, ViewList};
+use crate::local::store::{BlockEntry, Change, Store};
+use crate::model::id::DocId;
 
 /// Parts smaller than this are never worth a new base.
 const MIN_PARTS_BYTES: u64 = 1 << 20;
@@ -82,7 +82,7 @@ pub(super) fn publish_base(
 }
 
 /// Writes `base` (of change `seq`, with vectors of `dimensions`) as the list's base, a
-/// mapped one ([`crate::store::base`]), in place of the base and parts.
+/// mapped one ([`crate::local::store::base`]), in place of the base and parts.
 fn install_base(
     dir: &Path,
     list: &mut ViewList,
@@ -91,7 +91,8 @@ fn install_base(
     tokens: Tokens<'_>,
     (phase, what): (std::time::Instant, &str),
 ) -> Result<()> {
-    let encoded = crate::store::base::encode(&base.header, &base.written, dimensions, tokens)?;
+    let encoded =
+        crate::local::store::base::encode(&base.header, &base.written, dimensions, tokens)?;
     let name = list.new_name("base");
     let mut file = view::write_sections(dir, &name, &encoded.sections())?;
     file.mapped = true;
@@ -226,7 +227,7 @@ fn tidy(dir: &Path, store: &Store, list: &mut ViewList, tokens: Tokens<'_>) -> R
 }
 
 /// Publishes a graph checkpoint: its manifest, and the graph as flat lists
-/// ([`crate::vector::FlatGraph`]), in one file.
+/// ([`crate::local::vector::FlatGraph`]), in one file.
 pub(super) fn publish_graph(
     dir: &Path,
     list: &mut ViewList,
@@ -317,12 +318,12 @@ pub(super) enum Publish<'a> {
     /// A commit's changes (none: the feedback windows changed).
     Changes(&'a [Change]),
     /// A graph checkpoint: its manifest, as the store keeps it, and the graph's
-    /// [`crate::vector::FlatGraph`] encoding.
+    /// [`crate::local::vector::FlatGraph`] encoding.
     Graph {
         kind: Kind,
         manifest: &'a [u8],
         flat: &'a [u8],
-        /// Its nodes' codes ([`crate::vector::NodeCodes`]), when the engine has them.
+        /// Its nodes' codes ([`crate::local::vector::NodeCodes`]), when the engine has them.
         codes: Option<&'a [u8]>,
     },
     /// The documents again, and the graph checkpoints among `damaged` (file names) from
@@ -423,7 +424,7 @@ impl Inner {
         let Some(manifest_bytes) = self.store.checkpoint_manifest(kind)? else {
             return Ok(());
         };
-        let manifest = bincode::deserialize::<crate::vector::Manifest>(&manifest_bytes)
+        let manifest = bincode::deserialize::<crate::local::vector::Manifest>(&manifest_bytes)
             .map_err(|err| crate::Error::corrupt(format!("graph manifest: {err}")))?;
         let vectors = &self.vectors;
         let graph = vectors.graph(kind);
@@ -435,15 +436,20 @@ impl Inner {
             graph.flat()
         } else {
             let files = self.store.checkpoint_files(kind, manifest.files.len())?;
-            crate::vector::Graph::verify(&manifest, &files)?;
-            match crate::vector::Graph::flat_of(&files[0])? {
+            crate::local::vector::Graph::verify(&manifest, &files)?;
+            match crate::local::vector::Graph::flat_of(&files[0])? {
                 Some(flat) => flat,
                 // hnsw_rs's dump (earlier versions): only the edges are wanted, the
                 // vectors may stay zeros.
                 None => {
-                    let files = crate::vector::Graph::unpack(&manifest, files, |_| None)?;
-                    crate::vector::Graph::load(&manifest, &files, vectors.params(), &self.dir)?
-                        .flat()
+                    let files = crate::local::vector::Graph::unpack(&manifest, files, |_| None)?;
+                    crate::local::vector::Graph::load(
+                        &manifest,
+                        &files,
+                        vectors.params(),
+                        &self.dir,
+                    )?
+                    .flat()
                 }
             }
         };

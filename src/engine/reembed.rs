@@ -6,8 +6,8 @@ use std::sync::Arc;
 use super::swap::{self, Staging};
 use super::{Engine, lock};
 use crate::config::Config;
-use crate::doc::Document;
 use crate::embed::EmbedderSpec;
+use crate::model::doc::Document;
 use crate::{Error, ErrorKind, Kind, Result};
 
 /// Documents re-embedded per batch.

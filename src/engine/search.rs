@@ -6,14 +6,14 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use super::{Engine, Inner};
-use crate::catalog::Catalog;
-use crate::id::DocId;
+use crate::local::catalog::Catalog;
+use crate::local::text::TextMatch;
+use crate::model::id::DocId;
+use crate::model::metric;
 use crate::query::{SearchRequest, SearchResponse, VectorMatch};
 use crate::rank::{search_with_id, validate};
 use crate::relevance::{EmbedderFamily, LegsRan};
 use crate::retrieve::{PerLeg, RetrievalQuery, Retrieved, RetrievedDoc, Retriever};
-use crate::text::TextMatch;
-use crate::vector::metric;
 use crate::{Error, ErrorKind, Result};
 
 impl Engine {
@@ -127,7 +127,7 @@ impl Inner {
             catalog
                 .get(doc)
                 .filter(|entry| admit.admits(entry))
-                .map(|entry| entry as &dyn crate::text::UserId)
+                .map(|entry| entry as &dyn crate::local::text::UserId)
         };
 
         // The two legs run side by side (each times itself); a small scope is not worth
@@ -146,12 +146,12 @@ impl Inner {
             // Never side by side on a thread of a rayon pool (its caller is parallel
             // already).
             && rayon::current_thread_index().is_none();
-        let text_plan_made: OnceLock<Arc<crate::text::TextPlan>> = OnceLock::new();
+        let text_plan_made: OnceLock<Arc<crate::local::text::TextPlan>> = OnceLock::new();
         let text_found: OnceLock<FxHashSet<DocId>> = OnceLock::new();
         let vector_docs = SharedDecode::default();
         // A long text walk offers parts of its work to the vector leg's thread, once
         // that leg is done with its own.
-        let text_walk = crate::text::WalkShare::default();
+        let text_walk = crate::local::text::WalkShare::default();
         let vector_leg = || {
             let stage = Instant::now();
             let hits = match query.vector {
@@ -259,10 +259,10 @@ impl Inner {
                 &graph_entities,
                 graph,
                 query.limit,
-                &crate::graph::ScopeDocs {
+                &crate::local::graph::ScopeDocs {
                     docs: scope.docs as usize,
                     owner: &|id| catalog.lookup(request.kind, &request.tenant_id, id),
-                    admit: &|doc| accept(doc).map(crate::text::UserId::user_id),
+                    admit: &|doc| accept(doc).map(crate::local::text::UserId::user_id),
                 },
             )
         };
@@ -425,7 +425,7 @@ impl Inner {
     fn fill_docs(
         &self,
         catalog: &Catalog,
-        text: &crate::text::TextPlan,
+        text: &crate::local::text::TextPlan,
         vector: Option<&[f32]>,
         docs: &[Option<DocId>],
         candidates: &mut [RetrievedDoc],
@@ -522,7 +522,7 @@ impl Inner {
             }
             (None, Some(embedder)) if text_present => {
                 self.counters.embedded_texts.fetch_add(1, Ordering::Relaxed);
-                let text = crate::rank::text_to_embed(&request.text);
+                let text = crate::analysis::text_to_embed(&request.text);
                 embedder
                     .embed_batch(&[text.as_ref()])?
                     .pop()

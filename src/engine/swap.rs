@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{STORE_DIR, TEXT_DIR, manifest::MANIFEST_FILE};
-use crate::store::view::{VIEW_DIR, is_published_name};
+use crate::local::store::view::{VIEW_DIR, is_published_name};
 use crate::{Error, Result};
 
 /// The index's scratch directory: everything in it is the engine's.
@@ -53,7 +53,7 @@ pub(crate) fn owns(part: &str, name: &str, is_dir: bool) -> bool {
             let lsn = lsn.strip_suffix(".generating").unwrap_or(lsn);
             lsn.len() == 16 && lsn.bytes().all(|b| b.is_ascii_hexdigit())
         }
-        TEXT_DIR => !is_dir && crate::text::directory::is_tantivy_file(name),
+        TEXT_DIR => !is_dir && crate::local::text::directory::is_tantivy_file(name),
         VIEW_DIR => !is_dir && is_published_name(name),
         _ => false,
     }

@@ -118,7 +118,7 @@ fn a_damaged_graph_checkpoint_is_detected_and_rebuilt() {
     {
         let store = Store::open(&path.join(STORE_DIR), false, 1 << 20).unwrap();
         let manifest = store.checkpoint_manifest(Kind::Chunk).unwrap().unwrap();
-        let manifest: crate::vector::Manifest = bincode::deserialize(&manifest).unwrap();
+        let manifest: crate::local::vector::Manifest = bincode::deserialize(&manifest).unwrap();
         let mut files = store
             .checkpoint_files(Kind::Chunk, manifest.files.len())
             .unwrap();
@@ -214,7 +214,7 @@ fn entity_lists_are_stored_with_their_documents_checked_and_repaired() {
         let (doc, mut list) = lists[1].clone();
         list.push("zq-90210".to_string());
         store
-            .add_entity_lists(&[(crate::id::DocId::new(doc), list)])
+            .add_entity_lists(&[(crate::model::id::DocId::new(doc), list)])
             .unwrap();
     }
     {
@@ -265,7 +265,7 @@ fn entity_lists_are_stored_with_their_documents_checked_and_repaired() {
 /// writer does; the writer's next checkpoint publishes the flat lists in its place.
 #[test]
 fn a_graph_published_by_an_earlier_version_still_loads() {
-    use crate::store::view;
+    use crate::local::store::view;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index");
     let mut config = crate::Config::default();
@@ -290,24 +290,24 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
         .checkpoint_manifest(Kind::Chunk)
         .unwrap()
         .unwrap();
-    let manifest = bincode::deserialize::<crate::vector::Manifest>(&manifest).unwrap();
+    let manifest = bincode::deserialize::<crate::local::vector::Manifest>(&manifest).unwrap();
     let files = inner
         .store
         .checkpoint_files(Kind::Chunk, manifest.files.len())
         .unwrap();
     // Earlier versions kept hnsw_rs's data file whole.
-    assert!(crate::vector::is_keyed(&files[1]));
+    assert!(crate::local::vector::is_keyed(&files[1]));
     let mut files = {
         let catalog = inner.read_catalog();
-        crate::vector::Graph::unpack(&manifest, files, |key| {
-            crate::vector::catalog_vector(&catalog, Kind::Chunk, key)
+        crate::local::vector::Graph::unpack(&manifest, files, |key| {
+            crate::local::vector::catalog_vector(&catalog, Kind::Chunk, key)
         })
         .unwrap()
     };
     // Earlier versions kept hnsw_rs's graph file too.
-    files[0] = crate::vector::hnsw_graph_file(&files[0], &files[1]).unwrap();
-    let manifest = bincode::serialize(&crate::vector::Manifest {
-        files: crate::vector::Graph::file_sums(&files),
+    files[0] = crate::local::vector::hnsw_graph_file(&files[0], &files[1]).unwrap();
+    let manifest = bincode::serialize(&crate::local::vector::Manifest {
+        files: crate::local::vector::Graph::file_sums(&files),
         ..manifest
     })
     .unwrap();

@@ -6,10 +6,10 @@ use std::sync::atomic::Ordering;
 use rayon::prelude::*;
 
 use super::{Engine, Inner};
-use crate::catalog::{DocRows, Entry};
-use crate::doc::{Chunk, Document, Rule};
-use crate::id::DocId;
-use crate::store::{Change, DocRecord, StoredVectors};
+use crate::local::catalog::{DocRows, Entry};
+use crate::local::store::{Change, DocRecord, StoredVectors};
+use crate::model::doc::{Chunk, Document, Rule};
+use crate::model::id::DocId;
 use crate::{Error, ErrorKind, Kind, Result};
 use crate::{Scenario, Tool};
 
@@ -341,7 +341,7 @@ impl Inner {
         applied: &[Change],
         documents: &[Option<Document>],
     ) -> Result<Vec<Option<[u32; 2]>>> {
-        let prepared: Vec<Option<crate::text::Prepared>> = applied
+        let prepared: Vec<Option<crate::local::text::Prepared>> = applied
             .par_iter()
             .zip(documents)
             .map(|(change, document)| {
@@ -434,7 +434,7 @@ impl Inner {
                     (PendingOp::Upsert { doc, vectors }, Some(new_doc)) => Change {
                         seq,
                         written: Some((new_doc, DocRecord::from_document(&doc, seq), vectors)),
-                        entities: crate::graph::entities_of(&doc),
+                        entities: crate::local::graph::entities_of(&doc),
                         removed,
                     },
                     _ => Change {

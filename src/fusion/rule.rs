@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::check_weight;
-use crate::doc::Scope;
+use crate::model::doc::Scope;
 use crate::{Error, Result};
 
 /// The weights of a rule's final score (seed 003, DESIGN.md 3.5).

@@ -1,7 +1,7 @@
 //! Tests of the fusion methods against a naive oracle.
 
 use super::*;
-use crate::doc::Scope;
+use crate::model::doc::Scope;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 

@@ -1,5 +1,5 @@
 //! Entity blocks: the entities each document of a block mentions, as the entity graph
-//! links them (see [`crate::graph`]).
+//! links them (see [`crate::local::graph`]).
 //!
 //! They are written in the same atomic batch as the document blocks, so the stored
 //! graph is always the committed documents' graph; an open builds the graph from them

@@ -11,7 +11,7 @@
 //! ```
 
 use super::record::{self, DocRecord, StoredVectors};
-use crate::id::DocId;
+use crate::model::id::DocId;
 use crate::{Error, Result};
 
 /// log2 of the number of `DocId`s per block.
@@ -252,7 +252,7 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doc::{Chunk, Document};
+    use crate::model::doc::{Chunk, Document};
 
     #[test]
     fn blocks_round_trip_and_reject_damage() {

@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::doc::{Chunk, Document, Rule, Scope};
-use crate::time::Timestamp;
+use crate::model::doc::{Chunk, Document, Rule, Scope};
+use crate::model::time::Timestamp;
 use crate::{Error, Result};
 use crate::{Scenario, Step, Tool};
 
@@ -41,7 +41,7 @@ pub(crate) struct LinksRecord {
 }
 
 impl LinksRecord {
-    fn of(entities: &[String], relations: &[crate::doc::Relation]) -> Option<LinksRecord> {
+    fn of(entities: &[String], relations: &[crate::model::doc::Relation]) -> Option<LinksRecord> {
         (!entities.is_empty() || !relations.is_empty()).then(|| LinksRecord {
             entities: entities.to_vec(),
             relations: relations
@@ -51,10 +51,10 @@ impl LinksRecord {
         })
     }
 
-    fn relations(&self) -> Vec<crate::doc::Relation> {
+    fn relations(&self) -> Vec<crate::model::doc::Relation> {
         self.relations
             .iter()
-            .map(|(kind, target)| crate::doc::Relation::new(kind.clone(), target.clone()))
+            .map(|(kind, target)| crate::model::doc::Relation::new(kind.clone(), target.clone()))
             .collect()
     }
 }

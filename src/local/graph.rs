@@ -22,97 +22,13 @@ use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 use rustc_hash::FxHashMap;
-use serde::{Deserialize, Serialize};
 
-use crate::doc::Document;
-use crate::id::DocId;
-use crate::text::analyzer;
-use crate::{Error, Kind, Result};
-
-/// `[graph]`: the graph leg.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct GraphConfig {
-    /// Run the graph leg when the query names a known entity (default true). Queries
-    /// without entity mentions never run it.
-    pub enabled: bool,
-    /// The graph leg's weight against the two other legs' 1.0 (default 0.5: seed 004's
-    /// graph 0.8 against keyword 0.6 + semantic 1.0).
-    pub weight: f64,
-    /// How far paths go: 1 (documents that mention a query entity) or 2 (and the
-    /// documents that share an entity with those; default).
-    pub hops: u8,
-    /// What each hop beyond the first keeps of a path's weight (default 0.5).
-    pub decay: f64,
-    /// An entity mentioned by more documents than this is no bridge (default 50).
-    pub max_fanout: usize,
-}
-
-impl Default for GraphConfig {
-    fn default() -> GraphConfig {
-        GraphConfig {
-            enabled: true,
-            weight: 0.5,
-            hops: 2,
-            decay: 0.5,
-            max_fanout: 50,
-        }
-    }
-}
-
-impl GraphConfig {
-    pub(crate) fn validate(&self, key: &str) -> Result<()> {
-        if !self.weight.is_finite() || self.weight < 0.0 {
-            return Err(Error::invalid_config(
-                format!("{key}.weight"),
-                format!("must be a finite number >= 0, got {}", self.weight),
-            ));
-        }
-        if !(1..=2).contains(&self.hops) {
-            return Err(Error::invalid_config(
-                format!("{key}.hops"),
-                format!("must be 1 or 2, got {}", self.hops),
-            ));
-        }
-        if !(0.0..=1.0).contains(&self.decay) {
-            return Err(Error::invalid_config(
-                format!("{key}.decay"),
-                format!("must be in 0..=1, got {}", self.decay),
-            ));
-        }
-        if self.max_fanout == 0 || self.max_fanout > crate::rank::MAX_COUNT {
-            return Err(Error::invalid_config(
-                format!("{key}.max_fanout"),
-                format!(
-                    "must be between 1 and {}, got {}",
-                    crate::rank::MAX_COUNT,
-                    self.max_fanout
-                ),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// How the graph leg reached a hit: from a query entity, possibly through another
-/// document and the entity it shares with the hit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct GraphPath {
-    /// The entity of the query the path starts from.
-    pub entity: String,
-    /// Hop 2: the document that mentions the query entity, and the entity it shares
-    /// with the hit. `None` for hop 1 (the hit mentions the query entity itself).
-    pub via: Option<(String, String)>,
-}
-
-impl std::fmt::Display for GraphPath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.via {
-            None => write!(f, "{} → hit", self.entity),
-            Some((doc, shared)) => write!(f, "{} → {doc} → {shared} → hit", self.entity),
-        }
-    }
-}
+use crate::Kind;
+use crate::analysis::text as analyzer;
+use crate::config::GraphConfig;
+use crate::model::doc::Document;
+use crate::model::id::DocId;
+use crate::query::GraphPath;
 
 /// An entity as the graph keys it: trimmed, lowercased, inner whitespace collapsed.
 pub(crate) fn normalize(entity: &str) -> String {
@@ -151,7 +67,7 @@ pub(crate) fn without_own_id(mut list: Vec<String>, id: &str) -> Vec<String> {
 }
 
 static NONE: Vec<String> = Vec::new();
-static NO_LINKS: Vec<crate::doc::Relation> = Vec::new();
+static NO_LINKS: Vec<crate::model::doc::Relation> = Vec::new();
 
 /// The entities a document mentions, normalised, sorted, without repeats (its own id
 /// node is implicit: see [`id_node`]).
@@ -387,7 +303,7 @@ impl ScopeGraph {
 #[derive(Debug, Default)]
 pub(crate) struct EntityGraph {
     /// By kind (`Kind::index`), then tenant.
-    scopes: [crate::catalog::StrMap<ScopeGraph>; Kind::COUNT],
+    scopes: [crate::local::catalog::StrMap<ScopeGraph>; Kind::COUNT],
 }
 
 /// What the graph leg needs of the catalog about the scope it searches.
@@ -484,7 +400,7 @@ impl EntityGraph {
                 found.push(entity);
             }
         };
-        for code in crate::rank::query_codes(text) {
+        for code in crate::analysis::query_codes(text) {
             add(code);
         }
         let words: Vec<String> = text
@@ -615,7 +531,7 @@ impl EntityGraph {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doc::{Chunk, Rule};
+    use crate::model::doc::{Chunk, Rule};
 
     #[test]
     fn a_document_mentions_its_codes_context_entities_and_relation_targets() {

@@ -22,12 +22,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use crate::analysis::query_codes;
 use crate::analysis::{adapt, analyze};
 use crate::chunk::{ChunkSelector, ChunkWeights, importance_score};
 use crate::config::Config;
-use crate::doc::Document;
 use crate::fusion::RuleWeights;
 use crate::fusion::{Fused, FusionMethod, FusionWeights, LegFactors, LegScores, Legs, fuse};
+use crate::model::MAX_COUNT;
+use crate::model::doc::Document;
+use crate::model::metric;
+use crate::model::time::Timestamp;
 use crate::query::{
     FusionSummary, Hit, LegContributions, ScoreBreakdown, SearchRequest, SearchResponse,
     SelectionSummary, Timings,
@@ -38,8 +42,6 @@ use crate::relevance::{
 };
 use crate::retrieve::{RetrievalQuery, RetrievedDoc, Retriever};
 use crate::select::SelectionConfig;
-use crate::time::Timestamp;
-use crate::vector::metric;
 use crate::{Error, Kind, Result};
 
 /// How many results a search keeps.
@@ -869,80 +871,4 @@ pub(crate) fn validate(request: &SearchRequest) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// The largest `top_k`, `max_k`, `min_k` or `max_candidates` a search accepts (and the
-/// configuration): enough for any agent, small enough to allocate.
-pub(crate) const MAX_COUNT: usize = 1_000_000;
-
-/// The codes of a query text (identifiers such as `NW-15699`), lowercased, in order of
-/// appearance, without repeats.
-/// The query text the embedder reads: `text` without the words that are codes
-/// (`NW-15699`, `PAY_DECLINED_51`), when anything else is left; else `text` as it is.
-///
-/// A code names an instance, and the text leg matches it verbatim; embedded, its
-/// sub-word pieces only pull the query's vector away from what the query is about
-/// ("where is my order NW-15699?" is a question about an order, and rules, tools and
-/// notes about orders should be as close to it as to "where is my order?").
-/// [`Engine::search`](crate::Engine::search) embeds this; a retriever that embeds queries
-/// itself should too, to rank as the local index does.
-///
-/// ```
-/// assert_eq!(ruchedb::text_to_embed("where is my order NW-15699?"), "where is my order");
-/// assert_eq!(ruchedb::text_to_embed("where is my order?"), "where is my order?");
-/// ```
-pub fn text_to_embed(text: &str) -> std::borrow::Cow<'_, str> {
-    let mut ident = crate::text::analyzer::ident_analyzer();
-    let mut dropped = false;
-    let kept: Vec<&str> = text
-        .split_whitespace()
-        .filter(|word| {
-            let tokens = crate::text::analyzer::tokens(&mut ident, word);
-            let code =
-                !tokens.is_empty() && tokens.iter().all(|t| crate::text::analyzer::is_code(t));
-            dropped |= code;
-            !code
-        })
-        .collect();
-    let kept = kept.join(" ");
-    if dropped && kept.chars().any(char::is_alphanumeric) {
-        std::borrow::Cow::Owned(kept)
-    } else {
-        std::borrow::Cow::Borrowed(text)
-    }
-}
-
-pub(crate) fn query_codes(text: &str) -> Vec<String> {
-    let mut ident = crate::text::analyzer::ident_analyzer();
-    let mut codes: Vec<String> = Vec::new();
-    for token in crate::text::analyzer::tokens(&mut ident, text) {
-        if crate::text::analyzer::is_code(&token) && !codes.contains(&token) {
-            codes.push(token);
-        }
-    }
-    codes
-}
-
-#[cfg(test)]
-mod tests {
-    use super::text_to_embed;
-
-    #[test]
-    fn codes_are_left_out_of_what_is_embedded() {
-        assert_eq!(
-            text_to_embed("where is my order NW-15699?"),
-            "where is my order"
-        );
-        assert_eq!(
-            text_to_embed("checkout says PAY_DECLINED_51"),
-            "checkout says"
-        );
-        // Nothing to leave out, or nothing but codes: the text as it is.
-        assert_eq!(text_to_embed("where is my order?"), "where is my order?");
-        assert_eq!(text_to_embed("NW-15699"), "NW-15699");
-        // Quantities and gene names are words.
-        for text in ["HNF4A binds", "at 10am, 15kg"] {
-            assert_eq!(text_to_embed(text), text);
-        }
-    }
 }

@@ -40,8 +40,9 @@ use serde::{Deserialize, Serialize};
 use super::block::{self, BlockEntry, EntryRef};
 use super::record::{DocRecord, StoredVectors};
 use super::view::{PartHeader, Section, Sections};
-use crate::catalog::{CENTROID_ROW, DocRows};
-use crate::id::DocId;
+use crate::local::catalog::DocRows;
+use crate::model::id::CENTROID_ROW;
+use crate::model::id::DocId;
 use crate::{Error, Kind, Result};
 
 /// The bytes of a table record.
@@ -221,7 +222,7 @@ pub(crate) fn encode(
         })
         .collect::<Result<_>>()?;
     let mut names: Vec<String> = Vec::new();
-    let mut name_of: crate::catalog::StrMap<u32> = crate::catalog::StrMap::default();
+    let mut name_of: crate::local::catalog::StrMap<u32> = crate::local::catalog::StrMap::default();
     let mut intern = |name: &str| -> u32 {
         if let Some(&n) = name_of.get(name) {
             return n;
@@ -670,9 +671,9 @@ fn floats_of(bytes: &[u8]) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doc::{Chunk, Document, Rule, Scope};
-    use crate::store::view::{self, Part};
-    use crate::time::Timestamp;
+    use crate::local::store::view::{self, Part};
+    use crate::model::doc::{Chunk, Document, Rule, Scope};
+    use crate::model::time::Timestamp;
     use crate::{Scenario, Tool};
 
     const DIM: usize = 4;
@@ -901,7 +902,8 @@ mod tests {
     /// catalog.
     #[test]
     fn a_mapped_entry_is_admitted_as_its_document_matches() {
-        use crate::catalog::{Catalog, DocFilter, Entry};
+        use crate::local::catalog::{Catalog, Entry};
+        use crate::retrieve::DocFilter;
         let entries = entries();
         let encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -973,7 +975,7 @@ mod tests {
     /// live rows out of the base and lets it go.
     #[test]
     fn a_mapped_arena_keeps_every_live_documents_vectors_through_compactions() {
-        use crate::catalog::{Catalog, Entry, inverse_norm};
+        use crate::local::catalog::{Catalog, Entry, inverse_norm};
         use std::collections::BTreeMap;
         let mut random = crate::testing::Xorshift(0x9e37_79b9_7f4a_7c15);
         let vector = |random: &mut crate::testing::Xorshift| -> Vec<f32> {
@@ -1010,7 +1012,7 @@ mod tests {
                 let got = catalog.vectors(DocId::new(doc)).expect("live");
                 assert_eq!(got.data, v.as_slice(), "{doc}");
                 assert_eq!(got.inverse, [inverse_norm(v).unwrap()], "{doc}");
-                let key = crate::id::VectorKey::new(DocId::new(doc), 0);
+                let key = crate::model::id::VectorKey::new(DocId::new(doc), 0);
                 let row = catalog.arena_row(key).unwrap() as usize;
                 assert_eq!(catalog.arena(Kind::Chunk).row(row).unwrap().0, v.as_slice());
             }
@@ -1049,13 +1051,13 @@ mod tests {
         let query = vector(&mut random);
         let norm = inverse_norm(&query).unwrap();
         let query: Vec<f32> = query.iter().map(|x| x * norm).collect();
-        let coded = crate::vector::metric::QuantizedQuery::new(&query);
+        let coded = crate::model::metric::QuantizedQuery::new(&query);
         let (arena, quantized, spans) = catalog.scan_view(Kind::Chunk);
         let mut seen = 0;
         for (doc, start, rows) in spans {
             assert!(model.contains_key(&doc.as_u64()));
             let (block, inverse) = arena.rows(start, rows);
-            let exact = crate::vector::metric::dot(&query, block) * inverse[0];
+            let exact = crate::model::metric::dot(&query, block) * inverse[0];
             let (low, high) = quantized.bounds(&coded, start, DIM);
             assert!(low <= exact && exact <= high, "{low} {exact} {high}");
             seen += 1;

@@ -27,8 +27,8 @@ use hnsw_rs::prelude::Hnsw;
 use rustc_hash::FxHashMap;
 
 use super::Cosine;
-use super::metric;
-use crate::id::VectorKey;
+use crate::model::id::VectorKey;
+use crate::model::metric;
 use crate::{Error, Result};
 
 const VERSION: u32 = 1;
@@ -677,7 +677,7 @@ impl Visited {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vector::{Graph, HnswParams};
+    use crate::local::vector::{Graph, HnswParams};
     use rand_chacha::ChaCha8Rng;
     use rand_chacha::rand_core::{RngCore, SeedableRng};
 

@@ -586,7 +586,7 @@ mod tests {
                 if i == 5 {
                     v.iter_mut().for_each(|x| *x *= 1e-30);
                 }
-                inverse.push(crate::catalog::inverse_norm(&v).unwrap());
+                inverse.push(crate::local::catalog::inverse_norm(&v).unwrap());
                 rows.extend_from_slice(&v);
             }
             let all = Quantized::of(&rows, &inverse, dim);

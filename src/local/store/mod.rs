@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::id::DocId;
+use crate::model::id::DocId;
 use crate::{Error, ErrorKind, Kind, Result};
 
 pub(crate) use self::block::BlockEntry;
@@ -30,7 +30,7 @@ pub(crate) struct Change {
     pub(crate) seq: u64,
     /// The version written, with its vectors.
     pub(crate) written: Option<(DocId, DocRecord, StoredVectors)>,
-    /// The entities the version written mentions ([`crate::graph::entities_of`]).
+    /// The entities the version written mentions ([`crate::local::graph::entities_of`]).
     pub(crate) entities: Vec<String>,
     /// The version removed (replaced or deleted).
     pub(crate) removed: Option<DocId>,

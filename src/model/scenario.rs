@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::doc::{DEFAULT_TENANT, check_examples, check_name, check_text, check_vector};
+use crate::model::doc::{DEFAULT_TENANT, check_examples, check_name, check_text, check_vector};
 use crate::{Error, Result};
 
 /// One step of a scenario.

@@ -6,7 +6,6 @@
 //! the last change the index includes, which is how [`crate::Engine`] finds out on open
 //! that the index is behind the store and must catch up (or be rebuilt).
 
-pub(crate) mod analyzer;
 pub(crate) mod directory;
 
 use rustc_hash::FxHashMap;
@@ -31,7 +30,8 @@ use tantivy::{
 
 pub(crate) use self::directory::Protected;
 use self::directory::{SnapshotDirectory, WriterDirectory};
-use crate::id::DocId;
+use crate::analysis::text as analyzer;
+use crate::model::id::DocId;
 use crate::{Error, Result};
 
 /// Memory budget of the index writer.
@@ -1915,7 +1915,7 @@ mod tests {
             scope,
         );
         assert_eq!(
-            crate::rank::query_codes("refund order NW-15699"),
+            crate::analysis::query_codes("refund order NW-15699"),
             ["nw-15699"]
         );
         let all: Vec<DocId> = (0..docs.len() as u64).map(DocId::new).collect();
@@ -2516,7 +2516,7 @@ mod tests {
         let output = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "text::tests::panic_child",
+                "local::text::tests::panic_child",
                 "--nocapture",
                 "--test-threads=1",
             ])

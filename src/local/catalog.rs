@@ -17,12 +17,12 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
 use crate::Kind;
-use crate::doc::{Document, Scope};
-use crate::id::{DocId, VectorKey};
-use crate::store::StoredVectors;
-use crate::store::base::{BaseRows, MappedBase, Record};
-use crate::time::Timestamp;
-use crate::vector::metric;
+use crate::local::store::StoredVectors;
+use crate::local::store::base::{BaseRows, MappedBase, Record};
+use crate::model::doc::{Document, Scope};
+use crate::model::id::{CENTROID_ROW, DocId, VectorKey};
+use crate::model::metric;
+use crate::retrieve::DocFilter;
 
 /// A set of documents (hashed by their ids' bits, not SipHash: the hot path of every
 /// search looks documents up by id).
@@ -68,7 +68,7 @@ pub(crate) struct Entry {
     doc: Source,
     kind: Kind,
     /// Whether every search of its kind and tenant that asks for no context, tag or
-    /// metadata admits it (as [`crate::store::DocRecord::summary`] says of a record).
+    /// metadata admits it (as [`crate::local::store::DocRecord::summary`] says of a record).
     plain: bool,
     /// Its tenant's number in the catalog that holds it (see [`Catalog::admit`]), set
     /// when the catalog links it.
@@ -178,13 +178,13 @@ impl Entry {
     }
 }
 
-impl crate::text::UserId for Entry {
+impl crate::local::text::UserId for Entry {
     fn user_id(&self) -> &str {
         self.id()
     }
 }
 
-/// Whether `doc` is plain (as [`crate::store::DocRecord::summary`] says of its record):
+/// Whether `doc` is plain (as [`crate::local::store::DocRecord::summary`] says of its record):
 /// a rule enabled and global, a chunk that never expires, a scenario or tool enabled,
 /// and none of them restricted to an agent.
 fn is_plain(doc: &Document) -> bool {
@@ -199,10 +199,6 @@ fn is_plain(doc: &Document) -> bool {
     };
     plain && agent.is_none()
 }
-
-/// The row of a document's centroid (see [`DocRows::from_stored`]); patterns are rows
-/// `1..CENTROID_ROW`.
-pub(crate) const CENTROID_ROW: u16 = u16::MAX;
 
 /// A document's place in its kind's arena: its span (which records its rows, and which
 /// of its vectors each row is: 0 = main, 1.. = patterns, [`CENTROID_ROW`]).
@@ -716,99 +712,6 @@ impl Admit<'_> {
     }
 }
 
-/// What a search admits, checked against every candidate of both legs.
-#[derive(Debug, Clone)]
-pub(crate) struct DocFilter<'a> {
-    pub(crate) kind: Kind,
-    pub(crate) tenant: &'a str,
-    pub(crate) agent: Option<&'a str>,
-    pub(crate) scenario: Option<&'a str>,
-    pub(crate) step: Option<&'a str>,
-    pub(crate) context: Option<&'a str>,
-    pub(crate) tags: &'a [String],
-    pub(crate) metadata: &'a [(String, String)],
-    /// Chunks expired at this time are excluded.
-    pub(crate) now: Timestamp,
-}
-
-impl DocFilter<'_> {
-    pub(crate) fn matches(&self, doc: &Document) -> bool {
-        if doc.kind() != self.kind || doc.tenant_id() != self.tenant {
-            return false;
-        }
-        match doc {
-            Document::Rule(rule) => {
-                if !rule.enabled || !agent_matches(rule.agent_id.as_deref(), self.agent) {
-                    return false;
-                }
-                let in_scope = match &rule.scope {
-                    Scope::Global => true,
-                    Scope::Scenario { scenario_id } => self.scenario == Some(scenario_id),
-                    Scope::Step {
-                        scenario_id,
-                        step_id,
-                    } => self.scenario == Some(scenario_id) && self.step == Some(step_id),
-                };
-                in_scope && self.tags.iter().all(|tag| rule.tags.contains(tag))
-            }
-            Document::Chunk(chunk) => {
-                agent_matches(chunk.agent_id.as_deref(), self.agent)
-                    && self
-                        .context
-                        .is_none_or(|context| chunk.context_id.as_deref() == Some(context))
-                    && !chunk.is_expired(self.now)
-                    && self.tags.iter().all(|tag| chunk_has_tag(chunk, tag))
-                    && self.metadata.iter().all(|(key, value)| {
-                        chunk
-                            .metadata
-                            .get(key)
-                            .is_some_and(|found| json_equals(found, value))
-                    })
-            }
-            Document::Scenario(scenario) => {
-                scenario.enabled
-                    && agent_matches(scenario.agent_id.as_deref(), self.agent)
-                    && self.tags.iter().all(|tag| scenario.tags.contains(tag))
-            }
-            Document::Tool(tool) => {
-                tool.enabled
-                    && agent_matches(tool.agent_id.as_deref(), self.agent)
-                    && self.tags.iter().all(|tag| tool.tags.contains(tag))
-            }
-        }
-    }
-}
-
-/// A document without agent applies to every agent; a query without agent sees all.
-fn agent_matches(doc_agent: Option<&str>, query_agent: Option<&str>) -> bool {
-    match (doc_agent, query_agent) {
-        (None, _) | (_, None) => true,
-        (Some(doc), Some(query)) => doc == query,
-    }
-}
-
-/// A chunk's tags are its `tags` metadata entry: a string or an array of strings.
-fn chunk_has_tag(chunk: &crate::Chunk, tag: &str) -> bool {
-    match chunk.metadata.get("tags") {
-        Some(serde_json::Value::String(s)) => s == tag,
-        Some(serde_json::Value::Array(values)) => values.iter().any(|v| v.as_str() == Some(tag)),
-        _ => false,
-    }
-}
-
-/// Whether a metadata value equals a filter value given as text (`key=value`).
-fn json_equals(found: &serde_json::Value, wanted: &str) -> bool {
-    match found {
-        serde_json::Value::String(s) => s == wanted,
-        serde_json::Value::Array(values) => values.iter().any(|v| json_equals(v, wanted)),
-        // A number or a boolean matches its JSON text (`turn=3`, `done=true`).
-        other => {
-            let text = other.to_string();
-            text == wanted
-        }
-    }
-}
-
 /// Records `entry` as the live version of its id.
 fn add_id(ids: &mut IdMaps, doc: DocId, entry: &Entry) {
     let ids = &mut ids[entry.kind().index()];
@@ -845,7 +748,7 @@ type IdMaps = [StrMap<StrMap<DocId>>; Kind::COUNT];
 pub(crate) struct Catalog {
     entries: FxHashMap<DocId, Entry>,
     /// The entity graph of the live documents.
-    pub(crate) graph: crate::graph::EntityGraph,
+    pub(crate) graph: crate::local::graph::EntityGraph,
     /// Live documents by kind (index `Kind::as_u8`) and tenant.
     by_tenant: [StrMap<DocSet>; Kind::COUNT],
     /// Live chunks by tenant and context, in write order.
@@ -952,14 +855,14 @@ impl Catalog {
             }
         }
         let graph_of = || {
-            let mut graph = crate::graph::EntityGraph::default();
+            let mut graph = crate::local::graph::EntityGraph::default();
             let mut records = base.records().peekable();
             let remaining = entities.len();
             let linked = entities.into_iter().filter_map(|(doc, list)| {
                 let doc = DocId::new(doc);
                 while records.next_if(|record| record.doc < doc).is_some() {}
                 let record = records.next_if(|record| record.doc == doc)?;
-                let list = crate::graph::without_own_id(list, base.id(&record));
+                let list = crate::local::graph::without_own_id(list, base.id(&record));
                 Some((doc, record.kind, base.tenant(&record), list))
             });
             graph.insert_all(linked, remaining);
@@ -1030,8 +933,8 @@ impl Catalog {
 
     /// The BM25 statistics of one scope: live documents of `kind` in `tenant`, and
     /// their tokens.
-    pub(crate) fn scope_stats(&self, kind: Kind, tenant: &str) -> crate::text::ScopeStats {
-        crate::text::ScopeStats {
+    pub(crate) fn scope_stats(&self, kind: Kind, tenant: &str) -> crate::local::text::ScopeStats {
+        crate::local::text::ScopeStats {
             docs: self.tenant_count(kind, tenant) as u64,
             tokens: self.tokens[kind.index()]
                 .get(tenant)
@@ -1228,7 +1131,7 @@ impl Catalog {
     }
 
     /// Adds a live document version, with its vectors and the entities it mentions
-    /// (what [`crate::graph::entities_of`] gave when it was written).
+    /// (what [`crate::local::graph::entities_of`] gave when it was written).
     pub(crate) fn insert(
         &mut self,
         doc_id: DocId,
@@ -1482,6 +1385,7 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::time::Timestamp;
     use crate::{Chunk, Rule};
 
     fn filter<'a>(kind: Kind) -> DocFilter<'a> {

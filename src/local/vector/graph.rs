@@ -46,8 +46,8 @@ use hnsw_rs::hnswio::HnswIo;
 use hnsw_rs::prelude::Hnsw;
 use serde::{Deserialize, Serialize};
 
-use super::metric::{self, CodeDistance, CosineDistance};
-use crate::id::VectorKey;
+use crate::model::id::VectorKey;
+use crate::model::metric::{self, CodeDistance, CosineDistance};
 use crate::{Error, Result};
 use hnsw_rs::prelude::Distance;
 
@@ -55,50 +55,7 @@ use hnsw_rs::prelude::Distance;
 /// process that exits while a checkpoint loads leaves one behind in the index
 /// directory; the next open removes it.
 pub(crate) const SCRATCH_PREFIX: &str = ".graph-load-";
-/// The graph's construction and search parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct HnswParams {
-    /// Maximum connections per node and layer (`M`), 2..=256.
-    pub max_connections: usize,
-    /// Candidate list size while building (`ef_construction`).
-    pub ef_construction: usize,
-    /// Candidate list size while searching (`ef`); raised to `k` when `k` is larger.
-    pub ef_search: usize,
-}
-
-impl Default for HnswParams {
-    fn default() -> HnswParams {
-        HnswParams {
-            max_connections: 16,
-            ef_construction: 200,
-            ef_search: 128,
-        }
-    }
-}
-
-impl HnswParams {
-    pub(crate) fn validate(&self) -> Result<()> {
-        if !(2..=256).contains(&self.max_connections) {
-            return Err(Error::invalid_config(
-                "vector.max_connections",
-                format!("must be in 2..=256, got {}", self.max_connections),
-            ));
-        }
-        if self.ef_construction == 0 {
-            return Err(Error::invalid_config(
-                "vector.ef_construction",
-                "must be at least 1",
-            ));
-        }
-        if self.ef_search == 0 {
-            return Err(Error::invalid_config(
-                "vector.ef_search",
-                "must be at least 1",
-            ));
-        }
-        Ok(())
-    }
-}
+use crate::config::HnswParams;
 
 const MAX_LAYERS: usize = 16;
 

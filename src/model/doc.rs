@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::time::Timestamp;
+use crate::model::time::Timestamp;
 use crate::{Error, Kind, Result, Scenario, Tool};
 
 /// The tenant of documents and queries that name none.
@@ -277,7 +277,7 @@ impl Rule {
 
 /// The most patterns (or examples) a document may have: one vector key per example,
 /// the main embedding and the centroid must fit the graph's keys.
-pub(crate) const MAX_PATTERNS: usize = crate::id::VectorKey::MAX_VECTORS_PER_DOC - 2;
+pub(crate) const MAX_PATTERNS: usize = crate::model::id::VectorKey::MAX_VECTORS_PER_DOC - 2;
 
 /// Checks a document's example messages and their optional embeddings (`(field name,
 /// value)` pairs, for the messages).

@@ -17,6 +17,8 @@
 //! analysis is pure and deterministic; it has its own small tokeniser and does not depend
 //! on the text index's analyzer.
 
+pub(crate) mod text;
+
 use serde::Serialize;
 
 use crate::fusion::FusionWeights;
@@ -538,6 +540,53 @@ fn is_file_path(text: &str) -> bool {
         && extension.chars().any(|c| c.is_ascii_alphabetic())
 }
 
+/// The query text the embedder reads: `text` without the words that are codes
+/// (`NW-15699`, `PAY_DECLINED_51`), when anything else is left; else `text` as it is.
+///
+/// A code names an instance, and the text leg matches it verbatim; embedded, its
+/// sub-word pieces only pull the query's vector away from what the query is about
+/// ("where is my order NW-15699?" is a question about an order, and rules, tools and
+/// notes about orders should be as close to it as to "where is my order?").
+/// [`Engine::search`](crate::Engine::search) embeds this; a retriever that embeds queries
+/// itself should too, to rank as the local index does.
+///
+/// ```
+/// assert_eq!(ruchedb::text_to_embed("where is my order NW-15699?"), "where is my order");
+/// assert_eq!(ruchedb::text_to_embed("where is my order?"), "where is my order?");
+/// ```
+pub fn text_to_embed(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut ident = text::ident_analyzer();
+    let mut dropped = false;
+    let kept: Vec<&str> = text
+        .split_whitespace()
+        .filter(|word| {
+            let tokens = text::tokens(&mut ident, word);
+            let code = !tokens.is_empty() && tokens.iter().all(|t| text::is_code(t));
+            dropped |= code;
+            !code
+        })
+        .collect();
+    let kept = kept.join(" ");
+    if dropped && kept.chars().any(char::is_alphanumeric) {
+        std::borrow::Cow::Owned(kept)
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// The codes of a query text (identifiers such as `NW-15699`), lowercased, in order of
+/// appearance, without repeats.
+pub(crate) fn query_codes(text: &str) -> Vec<String> {
+    let mut ident = text::ident_analyzer();
+    let mut codes: Vec<String> = Vec::new();
+    for token in text::tokens(&mut ident, text) {
+        if text::is_code(&token) && !codes.contains(&token) {
+            codes.push(token);
+        }
+    }
+    codes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -864,6 +913,25 @@ mod tests {
             }
             if vector == 0.0 { prop_assert_eq!(got.vector_weight, 0.0); }
             if textw == 0.0 { prop_assert_eq!(got.text_weight, 0.0); }
+        }
+    }
+
+    #[test]
+    fn codes_are_left_out_of_what_is_embedded() {
+        assert_eq!(
+            text_to_embed("where is my order NW-15699?"),
+            "where is my order"
+        );
+        assert_eq!(
+            text_to_embed("checkout says PAY_DECLINED_51"),
+            "checkout says"
+        );
+        // Nothing to leave out, or nothing but codes: the text as it is.
+        assert_eq!(text_to_embed("where is my order?"), "where is my order?");
+        assert_eq!(text_to_embed("NW-15699"), "NW-15699");
+        // Quantities and gene names are words.
+        for text in ["HNF4A binds", "at 10am, 15kg"] {
+            assert_eq!(text_to_embed(text), text);
         }
     }
 }

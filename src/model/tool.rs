@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::doc::DEFAULT_TENANT;
-use crate::scenario::{Common, check_common};
+use crate::model::doc::DEFAULT_TENANT;
+use crate::model::scenario::{Common, check_common};
 
 /// A tool an agent can call, such as "track an order".
 ///

@@ -24,8 +24,8 @@
 //! part    = section 0: bincode PartHeader, section 1: entries in the block encoding
 //! base    = a part (written by earlier versions), or the sections of [`super::base`]
 //! graph   = section 0: the checkpoint's manifest, section 1: the graph's edges
-//!           ([`crate::vector::FlatGraph`]; readers search them over their own vectors),
-//!           section 2: its nodes' vectors in 8 bits ([`crate::vector::NodeCodes`], which
+//!           ([`crate::local::vector::FlatGraph`]; readers search them over their own vectors),
+//!           section 2: its nodes' vectors in 8 bits ([`crate::local::vector::NodeCodes`], which
 //!           the walk reads; earlier versions wrote no section 2, and readers then make
 //!           the codes from their vectors).
 //!           Earlier versions published hnsw_rs's dump instead, raw, beside a graph file
@@ -44,7 +44,7 @@ use super::base::MappedBase;
 use super::block::{self, BlockEntry};
 use super::meta::Meta;
 use crate::feedback::FeedbackEntry;
-use crate::id::DocId;
+use crate::model::id::DocId;
 use crate::{Error, Kind, Result};
 
 /// The directory of the published files, in the index directory.
@@ -84,8 +84,8 @@ pub(crate) enum PublishedGraph {
     /// nodes' codes (which earlier versions did not publish).
     Flat {
         manifest: Vec<u8>,
-        flat: crate::vector::FlatGraph,
-        codes: Option<crate::vector::NodeCodes>,
+        flat: crate::local::vector::FlatGraph,
+        codes: Option<crate::local::vector::NodeCodes>,
     },
     /// The checkpoint's manifest, and where hnsw_rs's dump lies (`dir/basename.hnsw.*`),
     /// as earlier versions published it.
@@ -936,13 +936,17 @@ impl Published {
         let damaged = |err: Error| Error::corrupt(format!("{}: {err}", path().display()));
         match (sections.len(), graph.files.is_empty()) {
             (2 | 3, true) => {
-                let flat = crate::vector::FlatGraph::decode(sections.get(1)).map_err(damaged)?;
+                let flat =
+                    crate::local::vector::FlatGraph::decode(sections.get(1)).map_err(damaged)?;
                 let manifest = sections.get(0).to_vec();
                 let codes = if sections.len() == 3 {
                     let section = MappedSection { sections, index: 2 };
                     Some(
-                        crate::vector::NodeCodes::decode_in_place(Arc::new(section), flat.len())
-                            .map_err(damaged)?,
+                        crate::local::vector::NodeCodes::decode_in_place(
+                            Arc::new(section),
+                            flat.len(),
+                        )
+                        .map_err(damaged)?,
                     )
                 } else {
                     None

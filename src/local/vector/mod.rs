@@ -11,18 +11,18 @@
 
 mod flat;
 mod graph;
-pub(crate) mod metric;
 
+use crate::config::HnswParams;
+use crate::model::metric;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::Kind;
-use crate::catalog::{Admit, Catalog};
-use crate::id::{DocId, VectorKey};
+use crate::local::catalog::{Admit, Catalog};
+use crate::model::id::{DocId, VectorKey};
 
 pub(crate) use self::flat::{FlatGraph, NodeCodes};
-pub use self::graph::HnswParams;
 #[cfg(test)]
 pub(crate) use self::graph::hnsw_graph_file;
 #[cfg(test)]
@@ -519,13 +519,17 @@ fn scan_arena(
 }
 
 /// The vector `key` names, normalised as a graph holds it (see
-/// [`crate::catalog::VectorsRef::normalised`]), if it is a live document's.
+/// [`crate::local::catalog::VectorsRef::normalised`]), if it is a live document's.
 pub(crate) fn catalog_vector(catalog: &Catalog, kind: Kind, key: VectorKey) -> Option<Vec<f32>> {
     if catalog.get(key.doc())?.kind() != kind {
         return None;
     }
     let (row, inverse) = catalog.arena(kind).row(catalog.arena_row(key)? as usize)?;
-    Some(crate::catalog::normalised_rows(row, &[inverse], row.len()))
+    Some(crate::local::catalog::normalised_rows(
+        row,
+        &[inverse],
+        row.len(),
+    ))
 }
 
 /// A cosine (or a distance) ordered by `total_cmp`, for heaps.

@@ -1,0 +1,9 @@
+//! The local index: where candidates come from on one machine. The only place that
+//! names sled (the store, the source of truth), tantivy (the text leg) and hnsw_rs (the
+//! vector leg's graph builder); none of their types leaves this module.
+
+pub(crate) mod catalog;
+pub(crate) mod graph;
+pub(crate) mod store;
+pub(crate) mod text;
+pub(crate) mod vector;
