@@ -26,7 +26,7 @@
 use std::sync::Arc;
 
 use crate::analysis::is_stop_word;
-use crate::analysis::text as analyzer;
+use crate::analysis::text::{self as analyzer, Analysis};
 use crate::model::doc::{Document, Scope};
 use crate::model::time::Timestamp;
 use crate::query::{FoundBy, SearchRequest, VectorMatch};
@@ -278,17 +278,17 @@ pub fn indexed_text(document: &Document, patterns_in_text: bool) -> String {
 /// assert_eq!((other.codes, other.words), (0, 1.0));
 /// ```
 pub fn coverage(query: &str, document: &str, idf: &dyn Fn(&str) -> f64) -> Coverage {
-    let mut words = analyzer::words_analyzer();
-    let mut ident = analyzer::ident_analyzer();
-    let doc_words: std::collections::HashSet<String> =
-        analyzer::tokens(&mut words, document).into_iter().collect();
-    let doc_ident: std::collections::HashSet<String> =
-        analyzer::tokens(&mut ident, document).into_iter().collect();
+    let doc_words: std::collections::HashSet<String> = analyzer::tokens(Analysis::Words, document)
+        .into_iter()
+        .collect();
+    let doc_ident: std::collections::HashSet<String> = analyzer::tokens(Analysis::Ident, document)
+        .into_iter()
+        .collect();
     let mut seen: Vec<String> = Vec::new();
     let (mut held, mut total) = (0.0f64, 0.0f64);
     let mut matched = 0u64;
-    let mut of_codes = analyzer::words_of_codes(&mut words, &mut ident, query);
-    for (token, source) in analyzer::tokens_with_source(&mut words, query) {
+    let mut of_codes = analyzer::words_of_codes(query);
+    for (token, source) in analyzer::tokens_with_source(Analysis::Words, query) {
         let in_code = analyzer::take_one(&mut of_codes, &token);
         if in_code || is_stop_word(&source.to_lowercase()) || seen.contains(&token) {
             continue;
@@ -303,7 +303,7 @@ pub fn coverage(query: &str, document: &str, idf: &dyn Fn(&str) -> f64) -> Cover
         }
         seen.push(token);
     }
-    let mut codes: Vec<String> = analyzer::tokens(&mut ident, query)
+    let mut codes: Vec<String> = analyzer::tokens(Analysis::Ident, query)
         .into_iter()
         .filter(|token| analyzer::is_code(token))
         .collect();

@@ -555,12 +555,11 @@ fn is_file_path(text: &str) -> bool {
 /// assert_eq!(ruchedb::text_to_embed("where is my order?"), "where is my order?");
 /// ```
 pub fn text_to_embed(text: &str) -> std::borrow::Cow<'_, str> {
-    let mut ident = text::ident_analyzer();
     let mut dropped = false;
     let kept: Vec<&str> = text
         .split_whitespace()
         .filter(|word| {
-            let tokens = text::tokens(&mut ident, word);
+            let tokens = text::tokens(text::Analysis::Ident, word);
             let code = !tokens.is_empty() && tokens.iter().all(|t| text::is_code(t));
             dropped |= code;
             !code
@@ -577,9 +576,8 @@ pub fn text_to_embed(text: &str) -> std::borrow::Cow<'_, str> {
 /// The codes of a query text (identifiers such as `NW-15699`), lowercased, in order of
 /// appearance, without repeats.
 pub(crate) fn query_codes(text: &str) -> Vec<String> {
-    let mut ident = text::ident_analyzer();
     let mut codes: Vec<String> = Vec::new();
-    for token in text::tokens(&mut ident, text) {
+    for token in text::tokens(text::Analysis::Ident, text) {
         if text::is_code(&token) && !codes.contains(&token) {
             codes.push(token);
         }

@@ -21,7 +21,7 @@ use crate::local::store::StoredVectors;
 use crate::local::store::base::{BaseRows, MappedBase, Record};
 use crate::model::doc::{Document, Scope};
 use crate::model::id::{CENTROID_ROW, DocId, VectorKey};
-use crate::model::metric;
+use crate::model::metric::{self, inverse_norm};
 use crate::retrieve::DocFilter;
 
 /// A set of documents (hashed by their ids' bits, not SipHash: the hot path of every
@@ -205,19 +205,6 @@ fn is_plain(doc: &Document) -> bool {
 #[derive(Debug)]
 pub(crate) struct Vectors {
     slot: u32,
-}
-
-/// The inverse of the norm of `v` as a factor that turns `dot(q, v)` into a cosine, or
-/// `None` for a vector that has no direction (zero, not finite, or so large or small
-/// that its inverse norm is not a normal `f32`).
-pub(crate) fn inverse_norm(v: &[f32]) -> Option<f32> {
-    let norm = v
-        .iter()
-        .map(|x| f64::from(*x) * f64::from(*x))
-        .sum::<f64>()
-        .sqrt();
-    let inverse = (1.0 / norm) as f32;
-    (norm > 0.0 && norm.is_finite() && inverse.is_normal()).then_some(inverse)
 }
 
 /// A document's vectors as its kind's arena keeps them: each row as stored (a rule's

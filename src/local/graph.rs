@@ -24,7 +24,7 @@ use std::hash::BuildHasher;
 use rustc_hash::FxHashMap;
 
 use crate::Kind;
-use crate::analysis::text as analyzer;
+use crate::analysis::text::{self as analyzer, Analysis};
 use crate::config::GraphConfig;
 use crate::model::doc::Document;
 use crate::model::id::DocId;
@@ -98,17 +98,15 @@ pub(crate) fn entities_of(doc: &Document) -> Vec<String> {
             (doc.indexed_text(true).into(), &NONE, &NO_LINKS)
         }
     };
-    // The identifier analyzer reads each whitespace-separated word on its own, and a
+    // The identifier analysis reads each whitespace-separated word on its own, and a
     // code has at least two digits: only the words that have them are analysed (every
-    // document is read at open), by an analyzer made for the first of them.
-    let mut ident = None;
+    // document is read at open).
     for word in text
         .split(char::is_whitespace)
         .filter(|word| word.bytes().filter(u8::is_ascii_digit).nth(1).is_some())
     {
-        let ident = ident.get_or_insert_with(analyzer::ident_analyzer);
         out.extend(
-            analyzer::tokens(ident, word)
+            analyzer::tokens(Analysis::Ident, word)
                 .into_iter()
                 .filter(|token| analyzer::is_code(token)),
         );
@@ -591,7 +589,7 @@ mod tests {
                 text.push_str(word);
                 text.push_str(sep);
             }
-            let mut whole: Vec<String> = analyzer::tokens(&mut analyzer::ident_analyzer(), &text)
+            let mut whole: Vec<String> = analyzer::tokens(Analysis::Ident, &text)
                 .into_iter()
                 .filter(|token| analyzer::is_code(token))
                 .collect();

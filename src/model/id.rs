@@ -140,6 +140,10 @@ impl VectorKey {
     }
 }
 
+/// The row of a document's centroid (the normalised mean of its vectors); patterns are rows
+/// `1..CENTROID_ROW`.
+pub(crate) const CENTROID_ROW: u16 = u16::MAX;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,7 +171,3 @@ mod tests {
         }
     }
 }
-
-/// The row of a document's centroid (the normalised mean of its vectors); patterns are rows
-/// `1..CENTROID_ROW`.
-pub(crate) const CENTROID_ROW: u16 = u16::MAX;

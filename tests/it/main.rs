@@ -8,6 +8,7 @@ mod engine;
 mod feedback;
 mod graph;
 mod kinds;
+mod layers;
 mod persistence;
 mod ranking;
 mod readers;

@@ -975,7 +975,8 @@ mod tests {
     /// live rows out of the base and lets it go.
     #[test]
     fn a_mapped_arena_keeps_every_live_documents_vectors_through_compactions() {
-        use crate::local::catalog::{Catalog, Entry, inverse_norm};
+        use crate::local::catalog::{Catalog, Entry};
+        use crate::model::metric::inverse_norm;
         use std::collections::BTreeMap;
         let mut random = crate::testing::Xorshift(0x9e37_79b9_7f4a_7c15);
         let vector = |random: &mut crate::testing::Xorshift| -> Vec<f32> {

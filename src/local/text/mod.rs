@@ -7,6 +7,7 @@
 //! that the index is behind the store and must catch up (or be rebuilt).
 
 pub(crate) mod directory;
+mod tokenizer;
 
 use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
@@ -23,14 +24,14 @@ use tantivy::query::{
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, Schema, TextFieldIndexing, TextOptions,
 };
-use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{
     DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TERMINATED, TantivyDocument, Term,
 };
 
 pub(crate) use self::directory::Protected;
 use self::directory::{SnapshotDirectory, WriterDirectory};
-use crate::analysis::text as analyzer;
+use self::tokenizer::{IDENT, PreAnalyzed, WORDS};
+use crate::analysis::text::{self as analyzer, Analysis};
 use crate::model::id::DocId;
 use crate::{Error, Result};
 
@@ -46,8 +47,6 @@ pub(crate) struct TextIndex {
     protected: Option<Protected>,
     reader: IndexReader,
     fields: Fields,
-    words: TextAnalyzer,
-    ident: TextAnalyzer,
     /// Whether a rule's patterns are indexed with its condition and action.
     patterns_in_text: bool,
     /// Each segment's ids, by segment doc, when they ascend (what commits write:
@@ -164,8 +163,8 @@ fn schema() -> (Schema, Fields) {
                 .set_index_option(IndexRecordOption::WithFreqs),
         )
     };
-    let words = builder.add_text_field("words", text_options(analyzer::WORDS));
-    let ident = builder.add_text_field("ident", text_options(analyzer::IDENT));
+    let words = builder.add_text_field("words", text_options(WORDS));
+    let ident = builder.add_text_field("ident", text_options(IDENT));
     let tokens = builder.add_u64_field("tokens", FAST);
     (
         builder.build(),
@@ -616,16 +615,10 @@ impl TextIndex {
         patterns_in_text: bool,
         protected: Option<&Protected>,
     ) -> Result<TextIndex> {
-        let words = analyzer::words_analyzer();
-        let ident = analyzer::ident_analyzer();
         // Documents are analysed before they reach tantivy (`TextIndex::prepare`); the
         // fields' tokenizers read what that wrote.
-        index
-            .tokenizers()
-            .register(analyzer::WORDS, analyzer::PreAnalyzed);
-        index
-            .tokenizers()
-            .register(analyzer::IDENT, analyzer::PreAnalyzed);
+        index.tokenizers().register(WORDS, PreAnalyzed);
+        index.tokenizers().register(IDENT, PreAnalyzed);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
         let writer = if protected.is_some() {
             let writer = index
@@ -646,8 +639,6 @@ impl TextIndex {
             protected: protected.cloned(),
             reader,
             fields,
-            words,
-            ident,
             patterns_in_text,
             ascending_ids: Remembered::new(256),
             live_freqs: LiveFreqs::default(),
@@ -666,12 +657,10 @@ impl TextIndex {
         let prefix = scope_prefix(kind, tenant);
         let scoped =
             |field: Field, token: &str| Term::from_field_text(field, &format!("{prefix}{token}"));
-        let mut words_analyzer = self.words.clone();
-        let mut ident_analyzer = self.ident.clone();
         let mut terms: Vec<Term> = Vec::new();
         let mut words: Vec<Term> = Vec::new();
-        let mut of_codes = analyzer::words_of_codes(&mut words_analyzer, &mut ident_analyzer, text);
-        for (token, source) in analyzer::tokens_with_source(&mut words_analyzer, text) {
+        let mut of_codes = analyzer::words_of_codes(text);
+        for (token, source) in analyzer::tokens_with_source(Analysis::Words, text) {
             let term = scoped(self.fields.words, &token);
             let function_word = crate::analysis::is_stop_word(&source.to_lowercase());
             let in_code = analyzer::take_one(&mut of_codes, &token);
@@ -681,7 +670,7 @@ impl TextIndex {
             terms.push(term);
         }
         let mut codes: Vec<Term> = Vec::new();
-        for token in analyzer::tokens(&mut ident_analyzer, text) {
+        for token in analyzer::tokens(Analysis::Ident, text) {
             let term = scoped(self.fields.ident, &token);
             if analyzer::is_code(&token) && !codes.contains(&term) {
                 codes.push(term.clone());
@@ -717,8 +706,8 @@ impl TextIndex {
         let mut words = String::new();
         let mut ident = String::new();
         let counts = [
-            analyzer::encode_analyzed(&mut self.words.clone(), &prefix, &text, &mut words),
-            analyzer::encode_analyzed(&mut self.ident.clone(), &prefix, &text, &mut ident),
+            analyzer::encode_analyzed(Analysis::Words, &prefix, &text, &mut words),
+            analyzer::encode_analyzed(Analysis::Ident, &prefix, &text, &mut ident),
         ];
         let mut entry = TantivyDocument::default();
         entry.add_u64(self.fields.doc_id, doc.as_u64());
@@ -1868,6 +1857,84 @@ impl Ord for HeapEntry<'_> {
 mod tests {
     use super::*;
 
+    /// The analysis as tantivy's own filters make it (its tokenizer made of the analysis's
+    /// spans): what `analysis::text` must give, token for token.
+    fn tantivy_analyzer(analysis: Analysis) -> tantivy::tokenizer::TextAnalyzer {
+        use tantivy::tokenizer::{
+            Language, LowerCaser, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer, Token,
+            TokenStream, Tokenizer,
+        };
+        #[derive(Clone)]
+        struct Spans(fn(&str) -> Vec<(usize, usize)>);
+        struct Stream<'a> {
+            text: &'a str,
+            spans: std::vec::IntoIter<(usize, usize)>,
+            token: Token,
+        }
+        impl Tokenizer for Spans {
+            type TokenStream<'a> = Stream<'a>;
+            fn token_stream<'a>(&'a mut self, text: &'a str) -> Stream<'a> {
+                Stream {
+                    text,
+                    spans: (self.0)(text).into_iter(),
+                    token: Token::default(),
+                }
+            }
+        }
+        impl TokenStream for Stream<'_> {
+            fn advance(&mut self) -> bool {
+                let Some((from, to)) = self.spans.next() else {
+                    return false;
+                };
+                // `Token::default()` starts at `usize::MAX`: the first token is at 0.
+                self.token.position = self.token.position.wrapping_add(1);
+                self.token.position_length = 1;
+                self.token.text = self.text[from..to].to_string();
+                self.token.offset_from = from;
+                self.token.offset_to = to;
+                true
+            }
+            fn token(&self) -> &Token {
+                &self.token
+            }
+            fn token_mut(&mut self) -> &mut Token {
+                &mut self.token
+            }
+        }
+        let limit = RemoveLongFilter::limit(analyzer::MAX_TOKEN_BYTES);
+        match analysis {
+            Analysis::Words => TextAnalyzer::builder(Spans(analyzer::word_spans))
+                .filter(limit)
+                .filter(LowerCaser)
+                .filter(StopWordFilter::new(Language::English).unwrap())
+                .filter(Stemmer::new(Language::English))
+                .build(),
+            Analysis::Ident => TextAnalyzer::builder(Spans(analyzer::ident_spans))
+                .filter(limit)
+                .filter(LowerCaser)
+                .build(),
+        }
+    }
+
+    proptest::proptest! {
+        /// The analysis gives tantivy's own filters' tokens, whatever the text: ASCII,
+        /// accents, capitals (camelCase, `ΣΑΣ`), identifiers, long runs.
+        #[test]
+        fn the_analysis_is_tantivys_filters(
+            text in "[a-zA-Z0-9 _./:@#-]{0,60}|[a-zA-Zéßİ ΣΑςσ0-9]{0,40}|(the|a|Running|APIs|entityStore|NW-15699|x{70}| ){0,12}",
+        ) {
+            for analysis in [Analysis::Words, Analysis::Ident] {
+                let mut theirs = tantivy_analyzer(analysis);
+                let mut stream = theirs.token_stream(&text);
+                let mut expected = Vec::new();
+                while let Some(token) = stream.next() {
+                    expected.push(token.text.clone());
+                }
+                proptest::prop_assert_eq!(analyzer::tokens(analysis, &text), expected);
+            }
+        }
+    }
+
     thread_local! {
         /// Makes the text leg walk every posting (`Some(true)`) or let WAND skip
         /// (`Some(false)`) whatever the query, on this thread.
@@ -2269,7 +2336,7 @@ mod tests {
             // tantivy's pre-tokenized values, analysed by the same analyzers.
             let text = document.indexed_text(false);
             let prefix = scope_prefix(document.kind(), document.tenant_id());
-            let tokenized = |analyzer: &TextAnalyzer| {
+            let tokenized = |analyzer: &tantivy::tokenizer::TextAnalyzer| {
                 let mut analyzer = analyzer.clone();
                 let mut stream = analyzer.token_stream(&text);
                 let mut tokens = Vec::new();
@@ -2283,7 +2350,10 @@ mod tests {
                     tokens,
                 }
             };
-            let (words, ident) = (tokenized(&theirs.words), tokenized(&theirs.ident));
+            let (words, ident) = (
+                tokenized(&tantivy_analyzer(Analysis::Words)),
+                tokenized(&tantivy_analyzer(Analysis::Ident)),
+            );
             assert_eq!(
                 counts,
                 [words.tokens.len() as u32, ident.tokens.len() as u32]
@@ -2321,7 +2391,7 @@ mod tests {
     fn the_fields_tokenizer_reads_its_encoding_and_survives_anything_else() {
         use tantivy::tokenizer::{TokenStream as _, Tokenizer as _};
         let read = |text: &str| {
-            let mut tokenizer = analyzer::PreAnalyzed;
+            let mut tokenizer = PreAnalyzed;
             let mut stream = tokenizer.token_stream(text);
             let mut out = Vec::new();
             while let Some(token) = stream.next() {

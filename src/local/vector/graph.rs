@@ -11,7 +11,7 @@
 //! flat lists, the neighbours' distances computed again from the nodes' codes
 //! ([`hnsw_graph_file`]), byte for byte the dump hnsw_rs would have written.
 //!
-//! The graph is built on each vector's 8-bit code ([`metric::graph_code`], compared by
+//! The graph is built on each vector's 8-bit code ([`super::distance::graph_code`], compared by
 //! [`CodeDistance`]): hnsw_rs keeps a copy of every point it holds and compares each
 //! insertion with a few thousand of them, and codes are a quarter of the bytes. Searches
 //! score what they return exactly.
@@ -46,8 +46,9 @@ use hnsw_rs::hnswio::HnswIo;
 use hnsw_rs::prelude::Hnsw;
 use serde::{Deserialize, Serialize};
 
+use super::distance::{CodeDistance, CosineDistance};
 use crate::model::id::VectorKey;
-use crate::model::metric::{self, CodeDistance, CosineDistance};
+use crate::model::metric;
 use crate::{Error, Result};
 use hnsw_rs::prelude::Distance;
 
@@ -60,7 +61,7 @@ use crate::config::HnswParams;
 const MAX_LAYERS: usize = 16;
 
 /// An HNSW graph over normalised vectors keyed by [`VectorKey`], built on their 8-bit
-/// codes ([`metric::graph_code`], compared by [`CodeDistance`]): hnsw_rs keeps a copy of
+/// codes ([`super::distance::graph_code`], compared by [`CodeDistance`]): hnsw_rs keeps a copy of
 /// every vector it holds, a quarter of the bytes this way, and compares them a few
 /// thousand times per insertion.
 pub(crate) struct Graph {
@@ -102,7 +103,7 @@ impl Graph {
             .iter()
             .map(|(v, _)| {
                 let start = codes.len();
-                metric::graph_code(v, &mut codes);
+                super::distance::graph_code(v, &mut codes);
                 start
             })
             .collect();
@@ -110,7 +111,7 @@ impl Graph {
             .iter()
             .zip(starts)
             .map(|((v, key), start)| {
-                let code = &codes[start..start + metric::graph_code_len(v.len())];
+                let code = &codes[start..start + super::distance::graph_code_len(v.len())];
                 (code, key.as_u64() as usize)
             })
             .collect();
@@ -135,8 +136,8 @@ impl Graph {
             return Vec::new();
         }
         let ef = self.params.ef_search.max(k);
-        let mut code = Vec::with_capacity(metric::graph_code_len(query.len()));
-        metric::graph_code(query, &mut code);
+        let mut code = Vec::with_capacity(super::distance::graph_code_len(query.len()));
+        super::distance::graph_code(query, &mut code);
         let neighbours = match accept {
             None => self.hnsw.search(&code, k, ef),
             Some(accept) => {
@@ -168,7 +169,7 @@ impl Graph {
             .hnsw
             .get_point_indexation()
             .get_data_dimension()
-            .saturating_sub(metric::graph_code_len(0));
+            .saturating_sub(super::distance::graph_code_len(0));
         checkpoint_files_of(
             &self.hnsw,
             dim,
@@ -287,10 +288,12 @@ impl Graph {
                 let Ok(earlier) = load_dump::<f32, CosineDistance>(dir, basename) else {
                     return Err(err);
                 };
-                let (files, _) =
-                    checkpoint_files_of(&earlier, manifest.dimensions, metric::graph_code, |_| {
-                        None
-                    });
+                let (files, _) = checkpoint_files_of(
+                    &earlier,
+                    manifest.dimensions,
+                    super::distance::graph_code,
+                    |_| None,
+                );
                 drop(earlier);
                 let (data, _) = unkey_data(&files[1], manifest.dimensions, |_| None)?;
                 let graph = hnsw_graph_file(&files[0], &data)?;
@@ -318,7 +321,7 @@ impl Graph {
 }
 
 /// [`Graph::checkpoint_files`] of a graph of `dim`-dimensional vectors whose nodes hold
-/// `T`s, `code` appending the [`metric::graph_code`] of a node's: the graph this version
+/// `T`s, `code` appending the [`super::distance::graph_code`] of a node's: the graph this version
 /// builds (its nodes hold codes), or one an earlier version built (they hold vectors).
 fn checkpoint_files_of<T, D>(
     hnsw: &Hnsw<'_, T, D>,
@@ -337,7 +340,7 @@ where
         level_scale: indexation.get_level_scale(),
         max_layer: hnsw.get_max_level(),
         ef_construction: hnsw.get_ef_construction(),
-        dimension: metric::graph_code_len(dim),
+        dimension: super::distance::graph_code_len(dim),
     };
     let header = bincode::serialize(&header).expect("a header serialises");
     let encoded = flat.encode();
@@ -375,14 +378,14 @@ where
             code(point.get_v(), &mut ours);
             theirs.clear();
             if let Some(row) = row(key).filter(|row| row.len() == dim) {
-                metric::graph_code(&row, &mut theirs);
+                super::distance::graph_code(&row, &mut theirs);
             }
-            if ours.len() == metric::graph_code_len(dim) && ours == theirs {
+            if ours.len() == super::distance::graph_code_len(dim) && ours == theirs {
                 keyed.push(0);
             } else {
                 // Whole: the code of a vector the catalog no longer has (or has
                 // changed).
-                ours.resize(metric::graph_code_len(dim), 0);
+                ours.resize(super::distance::graph_code_len(dim), 0);
                 keyed.push(1);
                 keyed.extend(ours.iter().map(|&c| c as u8));
             }
@@ -439,7 +442,7 @@ where
     }
 }
 
-/// The magic of a keyed data file whose whole nodes are codes ([`metric::graph_code`]).
+/// The magic of a keyed data file whose whole nodes are codes ([`super::distance::graph_code`]).
 const KEYED_MAGIC: &[u8; 8] = b"RUCHEKV2";
 /// The magic of a keyed data file an earlier version wrote: its whole nodes are vectors
 /// (`dim` `f32`s).
@@ -520,7 +523,10 @@ pub(crate) fn hnsw_graph_file(flat_file: &[u8], data: &[u8]) -> Result<Vec<u8>> 
     // built on vectors, the code length of the vectors' dimension the header records.
     let dim = usize::try_from(reader.u64_le()?).map_err(|_| damaged("bad dimension"))?;
     if dim != header.dimension
-        && Some(dim) != header.dimension.checked_add(metric::graph_code_len(0))
+        && Some(dim)
+            != header
+                .dimension
+                .checked_add(super::distance::graph_code_len(0))
     {
         return Err(damaged("data file of another graph"));
     }
@@ -617,7 +623,7 @@ pub(crate) fn key_data(
     }
     let vector_bytes = reader.u64_le()? as usize;
     let dim = vector_bytes
-        .checked_sub(metric::graph_code_len(0))
+        .checked_sub(super::distance::graph_code_len(0))
         .ok_or_else(|| damaged("bad dimension"))?;
     let mut points = Vec::new();
     while !reader.is_empty() {
@@ -640,7 +646,7 @@ pub(crate) fn key_data(
         out.extend_from_slice(&key.to_le_bytes());
         code.clear();
         if let Some(row) = row(VectorKey::from_u64(key)).filter(|row| row.len() == dim) {
-            metric::graph_code(&row, &mut code);
+            super::distance::graph_code(&row, &mut code);
         }
         let same = super::flat::as_codes(bytes) == code.as_slice();
         if same {
@@ -659,7 +665,7 @@ pub(crate) fn is_keyed(data: &[u8]) -> bool {
     data.starts_with(KEYED_MAGIC) || data.starts_with(KEYED_MAGIC_V1)
 }
 
-/// hnsw_rs's data file of a keyed one: each key's code is the [`metric::graph_code`] of
+/// hnsw_rs's data file of a keyed one: each key's code is the [`super::distance::graph_code`] of
 /// what `row` gives, or zeros when it gives none (a document deleted since the
 /// checkpoint: its node is dead, and a zero norm puts it at distance 1 of everyone).
 /// Returns the file and the number of such keys. Vectors have `dim` dimensions: a file
@@ -681,7 +687,7 @@ pub(crate) fn unkey_data(
         return Err(damaged("vectors of another dimension"));
     }
     let points = reader.u64_le()?;
-    let vector_bytes = metric::graph_code_len(dim);
+    let vector_bytes = super::distance::graph_code_len(dim);
     let whole_bytes = if of_vectors { dim * 4 } else { vector_bytes };
     let mut code = Vec::with_capacity(vector_bytes);
     let mut vector = Vec::with_capacity(dim);
@@ -702,7 +708,7 @@ pub(crate) fn unkey_data(
         code.clear();
         match reader.take(1)?[0] {
             0 => match row(VectorKey::from_u64(key)).filter(|row| row.len() == dim) {
-                Some(row) => metric::graph_code(&row, &mut code),
+                Some(row) => super::distance::graph_code(&row, &mut code),
                 None => {
                     missing += 1;
                     code.resize(vector_bytes, 0);
@@ -716,7 +722,7 @@ pub(crate) fn unkey_data(
                         .chunks_exact(4)
                         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
                 );
-                metric::graph_code(&vector, &mut code);
+                super::distance::graph_code(&vector, &mut code);
             }
             1 => code.extend_from_slice(super::flat::as_codes(reader.take(whole_bytes)?)),
             _ => return Err(damaged("bad point tag")),
@@ -906,7 +912,7 @@ mod tests {
         let keyed = key_data(data, at_checkpoint).unwrap();
         assert!(is_keyed(&keyed));
         assert!(!is_keyed(data));
-        let code_len = metric::graph_code_len(DIM);
+        let code_len = super::super::distance::graph_code_len(DIM);
         assert_eq!(keyed.len(), 24 + 60 * 9 + 6 * code_len);
 
         // Unkeyed with the same rows: hnsw_rs's file, byte for byte.

@@ -9,6 +9,7 @@
 //! A filtered candidate set below the exact-scan threshold is scanned exactly (recall
 //! 1.0, and faster than a graph search at that size).
 
+mod distance;
 mod flat;
 mod graph;
 
