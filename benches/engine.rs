@@ -276,12 +276,7 @@ fn search_chunks(n: usize, path: &std::path::Path) {
     }
 
     // Recall of the graph against an exact scan, on the same index.
-    let relevance_only = ruchedb::ChunkWeights {
-        relevance_weight: 1.0,
-        importance_weight: 0.0,
-        recency_weight: 0.0,
-        ..ruchedb::ChunkWeights::default()
-    };
+    let relevance_only = ruchedb::chunk::ChunkWeights::new(1.0, 0.0, 0.0);
     let probe: Vec<SearchRequest> = model
         .vectors(15, 200)
         .into_iter()

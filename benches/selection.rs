@@ -9,7 +9,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ruchedb::{SelectionConfig, SelectionStrategy};
+use ruchedb::select::{SelectionConfig, SelectionStrategy};
 use serde_json::Map;
 
 /// Thirty candidate scores as a hybrid search returns them: a clear head, a middle band

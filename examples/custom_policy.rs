@@ -3,9 +3,10 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use ruchedb::{
-    ActionSelectionPolicy, Candidate, Error, ErrorKind, GreedyPolicy, PolicyContext, PolicyRegistry,
+use ruchedb::policy::{
+    ActionSelectionPolicy, Candidate, GreedyPolicy, PolicyContext, PolicyRegistry,
 };
+use ruchedb::{Error, ErrorKind};
 use serde_json::{Map, Value, json};
 
 // # Step 1: the policy, whose state (the current epsilon) belongs to whoever holds it

@@ -4,16 +4,18 @@
 //! score for the text leg and exact cosines for the vector leg). Implementing
 //! [`Retriever`] is all it takes to get ruchedb's fusion, relevance gate, priority and
 //! scope weighting, tiebreak, k-selection and explain on them: [`search_with`] runs the
-//! pipeline, and [`rank`] alone ranks candidates you already have.
+//! pipeline (with vectors the request carries, or an embedder of yours).
 //!
 //! Run with `cargo run --example custom_retriever`.
 
 use std::sync::Arc;
 
-use ruchedb::{
-    Config, Document, EmbedderFamily, LegsRan, PerLeg, RankPlan, RetrievalQuery, Retrieved,
-    RetrievedDoc, Retriever, Rule, Scope, SearchRequest, coverage, indexed_text, rank, search_with,
+use ruchedb::rank::search_with;
+use ruchedb::relevance::LegsRan;
+use ruchedb::retrieve::{
+    RetrievalQuery, Retrieved, RetrievedDoc, Retriever, coverage, indexed_text,
 };
+use ruchedb::{Config, Document, PerLeg, Rule, Scope, SearchRequest};
 
 /// Documents with their vectors, kept in memory.
 struct InMemory {
@@ -52,6 +54,10 @@ impl InMemory {
 }
 
 impl Retriever for InMemory {
+    fn dimensions(&self) -> Option<usize> {
+        Some(3)
+    }
+
     fn retrieve(&self, query: &RetrievalQuery<'_>) -> ruchedb::Result<Retrieved> {
         let text = query.request.text();
         // Each leg: its best `limit` documents.
@@ -94,6 +100,7 @@ impl Retriever for InMemory {
         let counts = PerLeg {
             text: by_text.len(),
             vector: by_vector.len(),
+            graph: 0,
         };
         Ok(Retrieved::new(candidates, legs, counts))
     }
@@ -156,13 +163,12 @@ fn main() -> ruchedb::Result<()> {
         ],
     };
     let config = Config::default();
-    // Supplied vectors: ruchedb assumes a sentence-transformers (MiniLM) scale.
-    let family = EmbedderFamily::of(None);
 
-    // The whole pipeline over the custom retriever.
-    let request = SearchRequest::rules("customer wants a refund for the order");
-    let query_vector = [0.95, 0.2, 0.0];
-    let response = search_with(&store, &config, &request, Some(&query_vector), family, None)?;
+    // The whole pipeline over the custom retriever; the request carries its vector (no
+    // embedder), which ruchedb takes to be on a sentence-transformers (MiniLM) scale.
+    let request = SearchRequest::rules("customer wants a refund for the order")
+        .embedding(vec![0.95, 0.2, 0.0]);
+    let response = search_with(&store, &config, &request, None, None)?;
     println!("search_with: {} hit(s)", response.hits.len());
     for hit in &response.hits {
         let b = &hit.breakdown;
@@ -180,35 +186,9 @@ fn main() -> ruchedb::Result<()> {
     // drops it, priority never lifts it.
     assert!(response.hits.iter().all(|h| h.id != "weather"));
 
-    // `rank` alone, on candidates you already hold (no I/O).
-    let query = RetrievalQuery::new(&request, Some(&query_vector), 10, ruchedb::Timestamp::now());
-    let retrieved = store.candidates(&query)?;
-    let plan = RankPlan::new(&config, &request, retrieved.legs, family, None)?;
-    let ranked = rank(retrieved.candidates, &plan)?;
-    let ids: Vec<&str> = ranked.hits.iter().map(|h| h.id.as_str()).collect();
-    println!(
-        "rank: {ids:?} (gate passed {}, rejected {})",
-        ranked.gate.passed, ranked.gate.rejected
-    );
-    assert_eq!(
-        ids,
-        response
-            .hits
-            .iter()
-            .map(|h| h.id.as_str())
-            .collect::<Vec<_>>()
-    );
-
     // Nothing about the query: the answer is "nothing matches".
-    let off_topic = SearchRequest::rules("xyzzy plugh");
-    let none = search_with(
-        &store,
-        &config,
-        &off_topic,
-        Some(&[0.0, -1.0, 0.0]),
-        family,
-        None,
-    )?;
+    let off_topic = SearchRequest::rules("xyzzy plugh").embedding(vec![0.0, -1.0, 0.0]);
+    let none = search_with(&store, &config, &off_topic, None, None)?;
     println!(
         "off-topic: {} hit(s): {}",
         none.hits.len(),

@@ -26,9 +26,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
-use ruchedb::NormalizationKind::{FixedBounds, MinMax, ZScore};
 use ruchedb::eval::{Qrels, ndcg_at, recall_at, reciprocal_rank_at};
-use ruchedb::{Chunk, Config, Embedder, Engine, FusionKind, FusionSpec, Kind, NormalizationKind};
+use ruchedb::fusion::Normalization::{FixedBounds, MinMax, ZScore};
+use ruchedb::fusion::{FusionMethod, FusionSpec, Normalization};
+use ruchedb::{Chunk, Config, Embedder, Engine, Kind};
 use ruchedb::{Rule, SearchRequest, StaticEmbedder};
 
 #[path = "common/data.rs"]
@@ -54,24 +55,23 @@ fn shipped(kind: Kind) -> (FusionSpec, bool, bool, usize) {
 
 // # The fusion settings compared
 
-fn weighted(text: NormalizationKind, vector: NormalizationKind, vw: f64, upper: f64) -> FusionSpec {
-    FusionSpec {
-        method: FusionKind::Weighted,
-        text_normalization: text,
-        vector_normalization: vector,
-        vector_weight: vw,
-        text_weight: 1.0 - vw,
-        text_bounds: [0.0, upper],
-        vector_bounds: [0.0, 1.0],
-        rrf_k: 60.0,
-    }
+fn weighted(text: Normalization, vector: Normalization, vw: f64, upper: f64) -> FusionSpec {
+    let mut spec = FusionSpec::default();
+    spec.method = FusionMethod::Weighted;
+    spec.text_normalization = text;
+    spec.vector_normalization = vector;
+    spec.vector_weight = vw;
+    spec.text_weight = 1.0 - vw;
+    spec.text_bounds = [0.0, upper];
+    spec.vector_bounds = [0.0, 1.0];
+    spec.rrf_k = 60.0;
+    spec
 }
 
 fn rrf(vw: f64) -> FusionSpec {
-    FusionSpec {
-        method: FusionKind::Rrf,
-        ..weighted(MinMax, FixedBounds, vw, 10.0)
-    }
+    let mut spec = weighted(MinMax, FixedBounds, vw, 10.0);
+    spec.method = FusionMethod::Rrf;
+    spec
 }
 
 /// The two legs alone, then each fusion. `uppers`: text bounds for `fixed_bounds`.

@@ -4,10 +4,9 @@
 //!
 //! Run with `cargo run --example memory`.
 
-use ruchedb::{
-    Chunk, ChunkQuery, ChunkSelector, ChunkWeights, Engine, SearchRequest, SelectionConfig,
-    Timestamp,
-};
+use ruchedb::chunk::{ChunkQuery, ChunkSelector, ChunkWeights};
+use ruchedb::select::SelectionConfig;
+use ruchedb::{Chunk, Engine, SearchRequest, Timestamp};
 
 /// A memory of the user `u42`, made on day `day` of November 2026 at `hour` o'clock UTC.
 fn memory(id: &str, content: &str, importance: u8, day: u8, hour: u8) -> ruchedb::Result<Chunk> {
@@ -20,12 +19,9 @@ fn memory(id: &str, content: &str, importance: u8, day: u8, hour: u8) -> ruchedb
 
 /// Seed 001's weights: relevance, importance, recency, and the recency half-life in hours.
 fn weights(relevance: f64, importance: f64, recency: f64, decay_hours: f64) -> ChunkWeights {
-    ChunkWeights {
-        relevance_weight: relevance,
-        importance_weight: importance,
-        recency_weight: recency,
-        recency_decay_hours: decay_hours,
-    }
+    let mut weights = ChunkWeights::new(relevance, importance, recency);
+    weights.recency_decay_hours = decay_hours;
+    weights
 }
 
 /// Prints one result: its final score and the three components it is made of.

@@ -4,7 +4,8 @@
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use ruchedb::{Candidate, EmbedderSpec, Engine, PolicyContext, PolicyRegistry, SearchRequest};
+use ruchedb::policy::{Candidate, PolicyContext, PolicyRegistry};
+use ruchedb::{EmbedderSpec, Engine, SearchRequest};
 use serde_json::{Map, json};
 
 /// The agent's rules, one JSON object per line as `ruche index --rules` reads them; the

@@ -19,7 +19,8 @@
 //! cargo run --release --example recall [N]     # N vectors, default 20,000
 //! ```
 
-use ruchedb::{Chunk, ChunkWeights, Config, Engine, SearchRequest};
+use ruchedb::chunk::ChunkWeights;
+use ruchedb::{Chunk, Config, Engine, SearchRequest};
 
 const DIM: usize = 128;
 
@@ -61,12 +62,7 @@ fn vectors(seed: u64, n: usize, isotropic: bool) -> Vec<Vec<f32>> {
 
 fn top10(engine: &Engine, query: &[f32]) -> ruchedb::Result<Vec<String>> {
     // # Relevance alone: a chunk's score is its cosine to the query.
-    let weights = ChunkWeights {
-        relevance_weight: 1.0,
-        importance_weight: 0.0,
-        recency_weight: 0.0,
-        ..ChunkWeights::default()
-    };
+    let weights = ChunkWeights::new(1.0, 0.0, 0.0);
     // The relevance gate off: this measures retrieval, and random vectors are far from
     // what the gate's calibration calls relevant (with it on, most queries return
     // nothing, whatever the graph finds).

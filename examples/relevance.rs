@@ -557,7 +557,7 @@ fn identifiers_bench(setup: &Setup, n: usize) -> Res<()> {
     // As before the relevance gate: seed 001's weights over every candidate, no gate, no
     // code boost.
     let mut before = Config::default();
-    before.scoring.chunks = ruchedb::ChunkWeights::default();
+    before.scoring.chunks = ruchedb::chunk::ChunkWeights::default();
     before.relevance.chunks.min_relevance = 0.0;
     before.relevance.code_boost = 0.0;
     let before = build(before)?;

@@ -6,13 +6,13 @@
 //!
 //! Run with `cargo run --example selection`.
 
-use ruchedb::{SelectionConfig, SelectionStrategy, SelectionStrategyExt};
+use ruchedb::select::{SelectionConfig, SelectionStrategy, SelectionStrategyExt};
 use serde_json::{Map, Value, json};
 
 fn main() -> ruchedb::Result<()> {
     // # Step 1: the candidates, sorted by score descending
     //
-    // Any type that implements `ruchedb::Scored` can be selected; `(item, score)` pairs do.
+    // Any type that implements `ruchedb::select::Scored` can be selected; `(item, score)` pairs do.
     let candidates = vec![
         ("Customer wants refund", 0.92),
         ("Customer asks about return", 0.89),

@@ -29,6 +29,7 @@ use crate::{Error, Result};
 /// of 168 hours (one week).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct ChunkWeights {
     /// Weight of relevance to the query.
     pub relevance_weight: f64,
@@ -52,6 +53,23 @@ impl Default for ChunkWeights {
 }
 
 impl ChunkWeights {
+    /// These three weights, with the default decay (168 hours).
+    ///
+    /// ```
+    /// use ruchedb::chunk::ChunkWeights;
+    ///
+    /// let relevance_only = ChunkWeights::new(1.0, 0.0, 0.0);
+    /// assert_eq!(relevance_only.recency_decay_hours, 168.0);
+    /// ```
+    pub fn new(relevance_weight: f64, importance_weight: f64, recency_weight: f64) -> ChunkWeights {
+        ChunkWeights {
+            relevance_weight,
+            importance_weight,
+            recency_weight,
+            ..ChunkWeights::default()
+        }
+    }
+
     /// Checks the weights and the decay; `key` prefixes the names in errors.
     ///
     /// # Errors
@@ -134,6 +152,7 @@ pub struct Memory {
 
 /// A chunk with its score components, as [`ChunkSelector::select_chunks`] returns it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ScoredChunk {
     /// The chunk.
     pub chunk: Chunk,
@@ -181,7 +200,8 @@ impl<'a> ChunkQuery<'a> {
 /// # Example
 ///
 /// ```
-/// use ruchedb::{Chunk, ChunkQuery, ChunkSelector, Timestamp};
+/// use ruchedb::{Chunk, Timestamp};
+/// use ruchedb::chunk::{ChunkQuery, ChunkSelector};
 ///
 /// let now: Timestamp = "2026-11-21T12:00:00Z".parse()?;
 /// let chunks = [

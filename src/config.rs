@@ -90,6 +90,7 @@ const SECTIONS: [&str; 6] = [
 /// The whole configuration of an engine. [`Default`] is the documented defaults.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct Config {
     /// Retrieval sizes and k-selection.
     pub pipeline: PipelineConfig,
@@ -108,6 +109,7 @@ pub struct Config {
 /// `[pipeline]`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct PipelineConfig {
     /// `[pipeline.retrieval]`.
     pub retrieval: RetrievalConfig,
@@ -116,6 +118,7 @@ pub struct PipelineConfig {
 /// `[pipeline.retrieval]`: how many candidates and results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct RetrievalConfig {
     /// The most hits returned (default 30).
     pub max_k: usize,
@@ -124,9 +127,9 @@ pub struct RetrievalConfig {
     /// Candidates each leg fetches before fusion (default 30).
     pub max_candidates: usize,
     /// Filtered candidate sets up to this size are scanned exactly instead of searched
-    /// in the graph (default 6,000, where the two cost about the same: measured with
-    /// 384-d vectors, the 8-bit scan takes 0.24-0.30 ms at 5,183 and 0.43-0.46 ms at
-    /// 10,000, a graph search 0.31-0.37 and 0.26-0.29 ms; the scan's recall is 1.0).
+    /// in the graph (default 6,000: about where, for 384-d vectors, the 8-bit exact scan
+    /// and a graph search cost the same; below it the scan is as fast and its recall is
+    /// 1.0, above it the graph is faster).
     pub exact_scan_threshold: usize,
     /// `[pipeline.retrieval.rule_selection]`: how many rules a search returns (default
     /// `adaptive_k`, as seed 000 recommends).
@@ -205,6 +208,7 @@ impl Default for RetrievalConfig {
 /// 0.3 * min_max(bm25)`, query-adaptive weights off.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct FusionConfig {
     /// Adapt the leg weights to the query (seed 004: identifiers favour the text leg,
     /// questions the vector leg). Overridable per request.
@@ -255,7 +259,7 @@ impl Default for FusionConfig {
             // 1 however weak; BM25 over fixed bounds [0, 10] keeps its level (CLINC150 val
             // with domains as scenarios: 0.846-0.858 first right, against 0.834-0.854).
             scenarios: FusionSpec {
-                text_normalization: crate::fusion::NormalizationKind::FixedBounds,
+                text_normalization: crate::fusion::Normalization::FixedBounds,
                 ..rules
             },
             tools: rules,
@@ -275,6 +279,7 @@ impl Default for FusionConfig {
 /// messages; these weights keep 83%. Every hit passed the relevance gate first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct ScoringConfig {
     /// `[scoring.rules]`: priority and scope weighting.
     pub rules: RuleWeights,
@@ -312,6 +317,7 @@ impl Default for ScoringConfig {
 /// `[vector]`: the HNSW graph and its maintenance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct VectorConfig {
     /// Maximum connections per node and layer (`M`, default 16, at most 256).
     pub max_connections: usize,
@@ -720,6 +726,7 @@ min_score = 0.4
 /// `[graph]`: the graph leg.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct GraphConfig {
     /// Run the graph leg when the query names a known entity (default true). Queries
     /// without entity mentions never run it.
@@ -784,6 +791,7 @@ impl GraphConfig {
 
 /// The graph's construction and search parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct HnswParams {
     /// Maximum connections per node and layer (`M`), 2..=256.
     pub max_connections: usize,

@@ -17,6 +17,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 ///
 /// Use [`Error::kind`] to find out what went wrong. The underlying cause, when there is
 /// one (an I/O error, a storage error), is available through `source()`.
+#[non_exhaustive]
 pub struct Error {
     kind: ErrorKind,
     source: Option<BoxError>,

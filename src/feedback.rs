@@ -9,11 +9,11 @@
 //! This module is pure: the engine persists [`FeedbackWindow::entries`] and restores them
 //! with [`FeedbackWindow::from_entries`].
 //!
-//! [`FusionWeights::in_use`]: crate::FusionWeights::in_use
+//! [`FusionWeights::in_use`]: crate::fusion::FusionWeights::in_use
 
 use serde::{Deserialize, Serialize};
 
-use crate::fusion::{LegFactors, Legs};
+use crate::model::leg::PerLeg;
 
 /// One of the two legs of a search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -70,11 +70,12 @@ impl LegFeedback {
 /// # Example
 ///
 /// ```
-/// use ruchedb::{FeedbackWindow, Legs};
+/// use ruchedb::PerLeg;
+/// use ruchedb::feedback::FeedbackWindow;
 ///
 /// let mut feedback = FeedbackWindow::new();
 /// for _ in 0..20 {
-///     feedback.record(Legs::TEXT, true); // only BM25 found the top hit, and it helped
+///     feedback.record(PerLeg::TEXT, true); // only BM25 found the top hit, and it helped
 /// }
 /// let factors = feedback.factors();
 /// assert!((factors.text - 1.8).abs() < 1e-12);
@@ -114,7 +115,7 @@ impl FeedbackWindow {
     ///
     /// Returns how many records were added (0 when `found_by` is empty: a hit found by
     /// neither leg tells nothing about them).
-    pub fn record(&mut self, found_by: Legs, useful: bool) -> usize {
+    pub fn record(&mut self, found_by: PerLeg<bool>, useful: bool) -> usize {
         let before = self.entries.len();
         for (found, leg) in [
             (found_by.text, Leg::Text),
@@ -162,9 +163,9 @@ impl FeedbackWindow {
     }
 
     /// Each leg's weight factor (see [`LegFeedback::factor`]), for
-    /// [`FusionWeights::in_use`](crate::FusionWeights::in_use).
-    pub fn factors(&self) -> LegFactors {
-        LegFactors {
+    /// [`FusionWeights::in_use`](crate::fusion::FusionWeights::in_use).
+    pub fn factors(&self) -> PerLeg<f64> {
+        PerLeg {
             vector: self.stats(Leg::Vector).factor(),
             text: self.stats(Leg::Text).factor(),
             graph: self.stats(Leg::Graph).factor(),
@@ -198,7 +199,7 @@ mod tests {
 
     /// Records `(legs, useful, times)` in order and checks the factors `(vector, text)`.
     #[track_caller]
-    fn check(records: &[(Legs, bool, usize)], expected: (f64, f64)) {
+    fn check(records: &[(PerLeg<bool>, bool, usize)], expected: (f64, f64)) {
         let mut window = FeedbackWindow::new();
         for &(legs, useful, times) in records {
             for _ in 0..times {
@@ -217,23 +218,23 @@ mod tests {
     #[test]
     fn useful_keyword_hits_raise_the_keyword_factor() {
         // Seed 004's test: 20 useful records for the keyword leg alone.
-        check(&[(Legs::TEXT, true, 20)], (1.0, 1.8));
-        check(&[(Legs::VECTOR, false, 20)], (0.2, 1.0));
+        check(&[(PerLeg::TEXT, true, 20)], (1.0, 1.8));
+        check(&[(PerLeg::VECTOR, false, 20)], (0.2, 1.0));
     }
 
     #[test]
     fn fewer_than_ten_records_change_nothing() {
         check(&[], (1.0, 1.0));
-        check(&[(Legs::TEXT, false, 9)], (1.0, 1.0));
+        check(&[(PerLeg::TEXT, false, 9)], (1.0, 1.0));
         check(
-            &[(Legs::TEXT, true, 9), (Legs::VECTOR, false, 9)],
+            &[(PerLeg::TEXT, true, 9), (PerLeg::VECTOR, false, 9)],
             (1.0, 1.0),
         );
         // The tenth record counts.
-        check(&[(Legs::TEXT, false, 10)], (1.0, 0.2));
+        check(&[(PerLeg::TEXT, false, 10)], (1.0, 0.2));
         // One leg can have enough while the other has not.
         check(
-            &[(Legs::TEXT, true, 10), (Legs::VECTOR, true, 9)],
+            &[(PerLeg::TEXT, true, 10), (PerLeg::VECTOR, true, 9)],
             (1.0, 1.8),
         );
     }
@@ -242,55 +243,55 @@ mod tests {
     fn mixed_rates() {
         check(
             &[
-                (Legs::TEXT, true, 15),
-                (Legs::TEXT, false, 5),
-                (Legs::VECTOR, true, 5),
-                (Legs::VECTOR, false, 15),
+                (PerLeg::TEXT, true, 15),
+                (PerLeg::TEXT, false, 5),
+                (PerLeg::VECTOR, true, 5),
+                (PerLeg::VECTOR, false, 15),
             ],
             (0.2 + 0.25 * 1.6, 0.2 + 0.75 * 1.6),
         );
         // A top hit both legs found counts for both.
         check(
-            &[(Legs::BOTH, true, 6), (Legs::BOTH, false, 4)],
+            &[(PerLeg::BOTH, true, 6), (PerLeg::BOTH, false, 4)],
             (1.16, 1.16),
         );
         check(
-            &[(Legs::BOTH, true, 10), (Legs::TEXT, false, 10)],
+            &[(PerLeg::BOTH, true, 10), (PerLeg::TEXT, false, 10)],
             (1.8, 1.0),
         );
         // A hit neither leg found records nothing.
-        check(&[(Legs::NONE, false, 50)], (1.0, 1.0));
+        check(&[(PerLeg::NONE, false, 50)], (1.0, 1.0));
     }
 
     #[test]
     fn the_window_keeps_the_last_hundred_records() {
         // 100 useless, then 100 useful: only the useful ones remain.
         check(
-            &[(Legs::TEXT, false, 100), (Legs::TEXT, true, 100)],
+            &[(PerLeg::TEXT, false, 100), (PerLeg::TEXT, true, 100)],
             (1.0, 1.8),
         );
         // 60 useless, then 50 useful: 50 and 50 remain.
         check(
-            &[(Legs::TEXT, false, 60), (Legs::TEXT, true, 50)],
+            &[(PerLeg::TEXT, false, 60), (PerLeg::TEXT, true, 50)],
             (1.0, 1.0),
         );
         // Records of both legs share the window: 95 old vector records push out.
         check(
-            &[(Legs::VECTOR, true, 95), (Legs::TEXT, false, 100)],
+            &[(PerLeg::VECTOR, true, 95), (PerLeg::TEXT, false, 100)],
             (1.0, 0.2),
         );
         check(
-            &[(Legs::VECTOR, true, 10), (Legs::TEXT, false, 90)],
+            &[(PerLeg::VECTOR, true, 10), (PerLeg::TEXT, false, 90)],
             (1.8, 0.2),
         );
         // One more text record pushes a vector record out, below the minimum of 10.
         check(
-            &[(Legs::VECTOR, true, 10), (Legs::TEXT, false, 91)],
+            &[(PerLeg::VECTOR, true, 10), (PerLeg::TEXT, false, 91)],
             (1.0, 0.2),
         );
         let mut window = FeedbackWindow::new();
         for _ in 0..70 {
-            window.record(Legs::BOTH, true);
+            window.record(PerLeg::BOTH, true);
         }
         assert_eq!(window.len(), 100);
         assert_eq!(
@@ -305,9 +306,9 @@ mod tests {
     #[test]
     fn record_reports_what_it_added() {
         let mut window = FeedbackWindow::new();
-        assert_eq!(window.record(Legs::BOTH, true), 2);
-        assert_eq!(window.record(Legs::VECTOR, false), 1);
-        assert_eq!(window.record(Legs::NONE, true), 0);
+        assert_eq!(window.record(PerLeg::BOTH, true), 2);
+        assert_eq!(window.record(PerLeg::VECTOR, false), 1);
+        assert_eq!(window.record(PerLeg::NONE, true), 0);
         assert_eq!(
             window.entries(),
             [
@@ -338,19 +339,26 @@ mod tests {
     fn reset_forgets_everything() {
         let mut window = FeedbackWindow::new();
         for _ in 0..30 {
-            window.record(Legs::TEXT, true);
+            window.record(PerLeg::TEXT, true);
         }
-        assert_ne!(window.factors(), LegFactors::default());
+        assert_ne!(window.factors(), PerLeg::ONES);
         window.reset();
         assert!(window.is_empty());
-        assert_eq!(window.factors(), LegFactors::default());
+        assert_eq!(window.factors(), PerLeg::ONES);
     }
 
     #[test]
     fn entries_restore_the_window() {
         let mut window = FeedbackWindow::new();
         for i in 0..130 {
-            window.record(if i % 3 == 0 { Legs::BOTH } else { Legs::TEXT }, i % 2 == 0);
+            window.record(
+                if i % 3 == 0 {
+                    PerLeg::BOTH
+                } else {
+                    PerLeg::TEXT
+                },
+                i % 2 == 0,
+            );
         }
         let restored = FeedbackWindow::from_entries(window.entries().to_vec());
         assert_eq!(restored, window);
@@ -393,22 +401,22 @@ mod tests {
     fn factors_feed_the_weights_in_use() {
         let mut window = FeedbackWindow::new();
         for _ in 0..20 {
-            window.record(Legs::TEXT, true);
+            window.record(PerLeg::TEXT, true);
         }
         let weights = FusionWeights::default()
-            .in_use(Legs::BOTH, window.factors())
+            .in_use(PerLeg::BOTH, window.factors())
             .unwrap();
         // 0.7 * 1.0 and 0.3 * 1.8, renormalised.
         assert!((weights.text_weight - 0.54 / 1.24).abs() < 1e-12);
         assert!(weights.text_weight > FusionWeights::default().text_weight);
     }
 
-    fn arb_legs() -> impl Strategy<Value = Legs> {
+    fn arb_legs() -> impl Strategy<Value = PerLeg<bool>> {
         prop_oneof![
-            Just(Legs::TEXT),
-            Just(Legs::VECTOR),
-            Just(Legs::BOTH),
-            Just(Legs::NONE)
+            Just(PerLeg::TEXT),
+            Just(PerLeg::VECTOR),
+            Just(PerLeg::BOTH),
+            Just(PerLeg::NONE)
         ]
     }
 

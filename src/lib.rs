@@ -52,16 +52,20 @@
 //!   `upsert_chunks`, `delete`, `commit`, `search`, `get`, `export`, `stats`, `feedback`.
 //! - [`Rule`], [`Chunk`], [`Scope`] are the documents; their serde form is the JSONL
 //!   record format of the `ruche` command.
-//! - [`SearchRequest`] → [`SearchResponse`]: hits with their [`ScoreBreakdown`], the
-//!   [`SelectionSummary`], the [`FusionSummary`] and [`Timings`].
-//! - [`Config`]: every weight and threshold, from TOML and `RUCHE_*` variables.
-//! - Pure building blocks, usable without an index: [`fuse`] and [`FusionSpec`] (score
-//!   fusion), [`RuleWeights`], [`ChunkSelector`] (relevance, importance, recency),
-//!   [`SelectionStrategy`] and [`SelectionConfig`] (dynamic k-selection),
-//!   [`ActionSelectionPolicy`] and [`PolicyRegistry`] (greedy, sampling, beam search,
-//!   MCTS), [`analyze`] and [`adapt`] (query-adaptive weights), [`eval`] (metrics).
+//! - [`SearchRequest`] → [`SearchResponse`]: hits with their [`ScoreBreakdown`]; the
+//!   rest of a response (selection, fusion, gate, timings) is in [`query`].
+//! - [`Config`]: every weight and threshold, from TOML and `RUCHE_*` variables; its
+//!   sections are in [`config`].
 //! - [`Embedder`] turns text into vectors: [`StaticEmbedder`] (bundled), `BertEmbedder`
 //!   (feature `bert`), or your own.
+//!
+//! For advanced use, each stage is a module of pure building blocks, usable without an
+//! index: [`fusion`] (score fusion), [`select`] (dynamic k-selection), [`relevance`]
+//! (the relevance gate), [`chunk`] (relevance, importance, recency), [`policy`] (greedy,
+//! sampling, beam search, MCTS), [`analysis`] (query analysis and adaptive weights),
+//! [`feedback`], [`eval`] (metrics). [`retrieve`] is the seam for a retriever of your
+//! own, and [`rank::search_with`] runs ruchedb's ranking over it; [`engine`] holds the
+//! reports of maintenance.
 //!
 //! # Crate features
 //!
@@ -84,78 +88,39 @@
 //!   [`ErrorKind::Locked`].
 #![doc(test(attr(deny(warnings))))]
 
-mod analysis;
-mod chunk;
-mod config;
+pub mod analysis;
+pub mod chunk;
+pub mod config;
 mod crash;
 mod embed;
-mod engine;
+pub mod engine;
 mod error;
 pub mod eval;
-mod feedback;
-mod fusion;
+pub mod feedback;
+pub mod fusion;
 mod local;
 mod model;
-mod policy;
-mod query;
-mod rank;
-mod relevance;
-mod retrieve;
-mod select;
+pub mod policy;
+pub mod query;
+pub mod rank;
+pub mod relevance;
+pub mod retrieve;
+pub mod select;
 #[cfg(test)]
 mod testing;
 mod tokens;
 
-pub use crate::analysis::text_to_embed;
-pub use crate::analysis::{Entity, EntityKind, QueryAnalysis, adapt, analyze};
-pub use crate::chunk::{
-    ChunkQuery, ChunkSelector, ChunkWeights, Memory, MemoryType, ScoredChunk, importance_score,
-    lexical_similarity,
-};
-pub use crate::config::GraphConfig;
-pub use crate::config::HnswParams;
-pub use crate::config::{
-    Config, FusionConfig, PipelineConfig, RetrievalConfig, ScoringConfig, VectorConfig,
-};
+pub use crate::config::Config;
 #[cfg(feature = "bert")]
 pub use crate::embed::BertEmbedder;
 pub use crate::embed::{Embedder, EmbedderSpec, StaticEmbedder};
-pub use crate::engine::{
-    CheckReport, CounterStats, Damage, Engine, EngineBuilder, GraphStats, RepairReport, Stats,
-    VectorRows, document_vectors,
-};
+pub use crate::engine::{Engine, EngineBuilder, Stats};
 pub use crate::error::{Error, ErrorKind, Result};
-pub use crate::feedback::{FeedbackEntry, FeedbackWindow, Leg, LegFeedback};
-pub use crate::fusion::{
-    Fused, FusionKind, FusionMethod, FusionSpec, FusionWeights, LegFactors, LegScores, Legs,
-    Normalization, NormalizationKind, RuleScore, RuleWeights, fuse, min_max,
-};
 pub use crate::model::doc::{Chunk, DEFAULT_TENANT, Document, Relation, Rule, Scope};
 pub use crate::model::id::Kind;
+pub use crate::model::leg::PerLeg;
 pub use crate::model::scenario::{Scenario, Step};
 pub use crate::model::time::Timestamp;
 pub use crate::model::tool::Tool;
-pub use crate::policy::{
-    ActionSelectionPolicy, BeamSearchPolicy, BeamSearchPolicyBuilder, Candidate, GreedyPolicy,
-    MctsPolicy, MctsPolicyBuilder, PolicyContext, PolicyRegistry, SamplingPolicy,
-    SamplingPolicyBuilder,
-};
-pub use crate::query::GraphPath;
-pub use crate::query::{
-    FoundBy, FusionSummary, Hit, LegContributions, ScoreBreakdown, SearchRequest, SearchResponse,
-    SelectionSummary, Timings, VectorMatch,
-};
-pub use crate::rank::{RankPlan, Ranked, Selection, rank, search_with};
-pub use crate::relevance::{
-    Calibration, EmbedderFamily, GateDecision, GateSummary, KindRelevance, LegsRan,
-    RelevanceConfig, background_of,
-};
-pub use crate::retrieve::{
-    Coverage, PerLeg, RetrievalQuery, Retrieved, RetrievedDoc, Retriever, coverage, indexed_text,
-};
-pub use crate::select::{
-    AdaptiveKSelection, AutocutSelection, BandSelection, ClusteringSelection, ElbowSelection,
-    EntropySelection, FixedKSelection, Scored, SelectionConfig, SelectionInput, SelectionResult,
-    SelectionStrategy, SelectionStrategyExt,
-};
+pub use crate::query::{Hit, ScoreBreakdown, SearchRequest, SearchResponse};
 pub use crate::tokens::{TOKENIZER, count_tokens};

@@ -9,6 +9,7 @@ use crate::analysis::QueryAnalysis;
 use crate::chunk::ChunkWeights;
 use crate::fusion::FusionSpec;
 use crate::model::doc::{DEFAULT_TENANT, Document};
+use crate::model::leg::PerLeg;
 use crate::model::time::Timestamp;
 use crate::relevance::{GateDecision, GateSummary};
 use crate::select::SelectionConfig;
@@ -75,7 +76,7 @@ impl SearchRequest {
     }
 
     /// A search among tools: which tools fit a message, for a policy to choose among
-    /// ([`Candidate::from_hit`](crate::Candidate::from_hit)).
+    /// ([`Candidate::from_hit`](crate::policy::Candidate::from_hit)).
     pub fn tools(text: impl Into<String>) -> SearchRequest {
         SearchRequest::new(Kind::Tool, text)
     }
@@ -306,19 +307,9 @@ impl SearchRequest {
     }
 }
 
-/// Which legs found a hit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct FoundBy {
-    /// The BM25 leg returned it among its candidates.
-    pub text: bool,
-    /// The vector leg returned it among its candidates.
-    pub vector: bool,
-    /// The graph leg reached it from an entity of the query.
-    pub graph: bool,
-}
-
 /// How a hit's score was made. Every score is higher-is-better.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ScoreBreakdown {
     /// `max(0, cosine)` of the query and the document (best over a rule's patterns);
     /// `None` when the vector leg did not run or the document has no vector.
@@ -347,7 +338,7 @@ pub struct ScoreBreakdown {
     /// Rules: `scope_weight * scope weight`.
     pub scope_term: Option<f64>,
     /// How likely the document is about the query, in `[0, 1]`: the relevance gate's
-    /// measure (see [`Calibration`](crate::Calibration)); `None` without query.
+    /// measure (see [`Calibration`](crate::relevance::Calibration)); `None` without query.
     pub relevance: Option<f64>,
     /// Why the hit passed the relevance gate.
     pub gate: GateDecision,
@@ -356,7 +347,7 @@ pub struct ScoreBreakdown {
     /// Chunks: recency in `[0, 1]`.
     pub recency: Option<f64>,
     /// Which legs found the document.
-    pub found_by: FoundBy,
+    pub found_by: PerLeg<bool>,
     /// The graph leg's score (the weights of the paths that reached it); `None` when it
     /// did not reach the document.
     pub graph: Option<f64>,
@@ -366,7 +357,7 @@ pub struct ScoreBreakdown {
     pub graph_path: Option<crate::query::GraphPath>,
     /// The cosine of the query and the document's centroid, when its relevance was
     /// judged against its catalog (a rule or tool with examples; see
-    /// [`GateSummary::background`](crate::GateSummary::background)).
+    /// [`GateSummary::background`](crate::relevance::GateSummary::background)).
     pub centroid: Option<f64>,
     /// What a conversation turn's neighbouring turns lent its hybrid score (included in
     /// `hybrid`, which is at least `neighbour_weight` times its best neighbour's).
@@ -397,6 +388,7 @@ impl VectorMatch {
 
 /// One result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Hit {
     /// The user id.
     pub id: String,
@@ -410,6 +402,7 @@ pub struct Hit {
 
 /// Time spent in each stage of a search, in microseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[non_exhaustive]
 pub struct Timings {
     /// Embedding the query.
     pub embed_us: u64,
@@ -427,6 +420,7 @@ pub struct Timings {
 
 /// How many results were kept, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SelectionSummary {
     /// The strategy (`top_k` when the request asked for exactly k).
     pub strategy: String,
@@ -442,6 +436,7 @@ pub struct SelectionSummary {
 
 /// How the two legs were fused for one search.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct FusionSummary {
     /// The method, e.g. `weighted (text: min_max, vector: fixed_bounds [0, 1])`.
     pub method: String,
@@ -462,6 +457,7 @@ pub struct FusionSummary {
 
 /// How many hits each leg found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[non_exhaustive]
 pub struct LegContributions {
     /// Hits only the text leg found.
     pub text_only: usize,
@@ -473,6 +469,7 @@ pub struct LegContributions {
 
 /// The result of [`Engine::search`](crate::Engine::search).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SearchResponse {
     /// A unique id of this search (for feedback and logs).
     pub query_id: String,
@@ -500,6 +497,7 @@ pub struct SearchResponse {
 /// How the graph leg reached a hit: from a query entity, possibly through another
 /// document and the entity it shares with the hit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct GraphPath {
     /// The entity of the query the path starts from.
     pub entity: String,

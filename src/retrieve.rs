@@ -3,20 +3,20 @@
 //! A [`Retriever`] runs the two legs of a search (BM25 and vector) over some store of
 //! documents and returns [`RetrievedDoc`]s: each document with each leg's raw score, how
 //! much of the query text it contains, and the document itself (its priority, scope,
-//! importance and timestamps are what ranking weighs). [`rank`](crate::rank()) then does
+//! importance and timestamps are what ranking weighs). [`rank`](crate::rank::search_with) then does
 //! everything else, without I/O: fusion, the relevance gate, priority and scope or
 //! importance and recency, the deterministic tiebreak, k-selection and explain.
 //!
 //! The local index ([`Engine`](crate::Engine)) is one retriever; the `ruchedb-milvus`
 //! crate is another; a user can write their own and call
-//! [`search_with`](crate::search_with) or [`rank`](crate::rank()) on what it returns.
+//! [`search_with`](crate::rank::search_with) or [`rank`](crate::rank::search_with) on what it returns.
 //!
 //! # The contract
 //!
 //! - Candidates are filtered: every one is of the query's kind and tenant and passes
 //!   every filter of the request ([`SearchRequest`]) at [`RetrievalQuery::now`].
 //! - Each leg returns at most [`RetrievalQuery::limit`] candidates, its best ones.
-//! - [`Retriever::retrieve`] marks which legs found each candidate ([`FoundBy`]) and
+//! - [`Retriever::retrieve`] marks which legs found each candidate ([`PerLeg<bool>`]) and
 //!   gives at least those legs' scores; [`Retriever::fill`] then gives every candidate
 //!   the score of the leg that did not find it (a BM25 score of 0 or `None` means the
 //!   text does not match), its [`Coverage`] and its best [`VectorMatch`].
@@ -28,19 +28,11 @@ use std::sync::Arc;
 use crate::analysis::is_stop_word;
 use crate::analysis::text::{self as analyzer, Analysis};
 use crate::model::doc::{Document, Scope};
+use crate::model::leg::PerLeg;
 use crate::model::time::Timestamp;
-use crate::query::{FoundBy, SearchRequest, VectorMatch};
+use crate::query::{SearchRequest, VectorMatch};
 use crate::relevance::LegsRan;
 use crate::{Kind, Result};
-
-/// One value per leg: named, never an array by convention.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-pub struct PerLeg<T> {
-    /// The BM25 (text) leg.
-    pub text: T,
-    /// The vector leg.
-    pub vector: T,
-}
 
 /// What a retriever is asked for: the request (kind, tenant, filters, text) and what the
 /// pipeline decided around it.
@@ -135,14 +127,14 @@ pub struct RetrievedDoc {
     /// Which of the document's vectors gave `cosine`.
     pub vector_match: Option<VectorMatch>,
     /// Which legs returned it among their best.
-    pub found_by: FoundBy,
+    pub found_by: PerLeg<bool>,
     /// The graph leg's score; `None` when it did not reach the document.
     pub graph: Option<f64>,
     /// The strongest path that reached it.
     pub graph_path: Option<crate::query::GraphPath>,
     /// For a turn of a conversation (a chunk of a context), the ids of the turns written
     /// just before and just after it, when the retriever knows them: ranking lends a
-    /// turn part of its neighbours' relevance ([`crate::ScoringConfig::neighbour_weight`]).
+    /// turn part of its neighbours' relevance ([`crate::config::ScoringConfig::neighbour_weight`]).
     /// A retriever that knows them also returns a candidate's neighbours as candidates.
     pub neighbours: [Option<String>; 2],
     /// The cosine of the query vector and the document's centroid (the normalised mean
@@ -161,7 +153,7 @@ impl RetrievedDoc {
             cosine: None,
             coverage: Coverage::default(),
             vector_match: None,
-            found_by: FoundBy::default(),
+            found_by: PerLeg::NONE,
             graph: None,
             graph_path: None,
             neighbours: [None, None],
@@ -185,7 +177,7 @@ pub struct Retrieved {
     pub legs: Option<LegsRan>,
     /// How many candidates each leg returned.
     pub leg_candidates: PerLeg<usize>,
-    /// Time each leg took, in microseconds (for [`Timings`](crate::Timings)).
+    /// Time each leg took, in microseconds (for [`Timings`](crate::query::Timings)).
     pub micros: PerLeg<u64>,
     /// Time [`Retriever::fill`] took, in microseconds.
     pub fill_micros: u64,
@@ -193,7 +185,7 @@ pub struct Retrieved {
     /// query names no entity the graph knows, or the retriever has no graph).
     pub graph_entities: Vec<String>,
     /// The dot product of the query vector with the mean direction of the searched
-    /// kind's documents of the tenant (see [`crate::background_of`]), when the
+    /// kind's documents of the tenant (see [`background_of`](crate::relevance::background_of)), when the
     /// retriever knows it; `None` keeps the relevance of rules and tools to its
     /// two-term form.
     pub background: Option<f64>,
@@ -220,6 +212,11 @@ impl Retrieved {
 
 /// Where candidates come from: the local index, a distributed engine, or your own.
 pub trait Retriever {
+    /// The dimension of the document vectors the retriever searches; `None` when it holds
+    /// none (the vector leg then does not run). A query vector of another dimension is
+    /// refused before any leg runs.
+    fn dimensions(&self) -> Option<usize>;
+
     /// Runs both legs (those that can run) and returns their candidates, each with the
     /// scores of the legs that found it.
     ///
@@ -270,11 +267,11 @@ pub fn indexed_text(document: &Document, patterns_in_text: bool) -> String {
 /// # Example
 ///
 /// ```
-/// let c = ruchedb::coverage("order NW-15699 is late", "Order NW-15699 shipped", &|_| 1.0);
+/// let c = ruchedb::retrieve::coverage("order NW-15699 is late", "Order NW-15699 shipped", &|_| 1.0);
 /// assert_eq!(c.codes, 1);
 /// assert_eq!(c.words, 0.5); // `order` of `order` and `late`: the code counts apart
 /// // Another order's note covers the words as well: the code is not a word it lacks.
-/// let other = ruchedb::coverage("order NW-15699 is late", "Order NW-20000 is late", &|_| 1.0);
+/// let other = ruchedb::retrieve::coverage("order NW-15699 is late", "Order NW-20000 is late", &|_| 1.0);
 /// assert_eq!((other.codes, other.words), (0, 1.0));
 /// ```
 pub fn coverage(query: &str, document: &str, idf: &dyn Fn(&str) -> f64) -> Coverage {

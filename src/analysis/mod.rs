@@ -25,6 +25,7 @@ use crate::fusion::FusionWeights;
 
 /// What [`analyze`] found in a query.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[non_exhaustive]
 pub struct QueryAnalysis {
     /// The query's words, lowercased, without stop words and without repeats, in order.
     ///
@@ -261,7 +262,7 @@ const STOP_WORDS: &[&str] = &[
 /// # Example
 ///
 /// ```
-/// use ruchedb::{analyze, EntityKind};
+/// use ruchedb::analysis::{EntityKind, analyze};
 ///
 /// let analysis = analyze("where is `EntityStore` defined?");
 /// assert_eq!(analysis.keywords, ["entitystore", "defined"]);
@@ -313,12 +314,13 @@ pub fn analyze(text: &str) -> QueryAnalysis {
 /// falsy-value artefact). With both base weights 0, `base` is returned.
 ///
 /// The result goes through [`FusionWeights::in_use`] (feedback factors, legs that did
-/// not run, sum 1) before [`fuse`](crate::fuse).
+/// not run, sum 1) before [`fuse`](crate::fusion::fuse).
 ///
 /// # Example
 ///
 /// ```
-/// use ruchedb::{adapt, analyze, FusionWeights};
+/// use ruchedb::analysis::{adapt, analyze};
+/// use ruchedb::fusion::FusionWeights;
 ///
 /// let base = FusionWeights { vector_weight: 0.7, text_weight: 0.3 };
 /// let name = adapt(&analyze("EntityStore"), base);
@@ -547,14 +549,9 @@ fn is_file_path(text: &str) -> bool {
 /// sub-word pieces only pull the query's vector away from what the query is about
 /// ("where is my order NW-15699?" is a question about an order, and rules, tools and
 /// notes about orders should be as close to it as to "where is my order?").
-/// [`Engine::search`](crate::Engine::search) embeds this; a retriever that embeds queries
-/// itself should too, to rank as the local index does.
-///
-/// ```
-/// assert_eq!(ruchedb::text_to_embed("where is my order NW-15699?"), "where is my order");
-/// assert_eq!(ruchedb::text_to_embed("where is my order?"), "where is my order?");
-/// ```
-pub fn text_to_embed(text: &str) -> std::borrow::Cow<'_, str> {
+/// Every search embeds this (see [`search_with`](crate::rank::search_with)):
+/// `where is my order NW-15699?` is embedded as `where is my order`.
+pub(crate) fn text_to_embed(text: &str) -> std::borrow::Cow<'_, str> {
     let mut dropped = false;
     let kept: Vec<&str> = text
         .split_whitespace()

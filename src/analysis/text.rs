@@ -1,7 +1,7 @@
 //! The analysis both legs share: how a text becomes the terms the text leg indexes and
 //! matches, and the words coverage counts. No index is named here: the local index
 //! registers these analyses with its text engine (`local::text`), and other backends use
-//! them through [`crate::coverage`].
+//! them through [`crate::retrieve::coverage`].
 //!
 //! - `words`: English prose. Splits on anything that is not a letter or a digit and at
 //!   camelCase boundaries (`EntityStore` gives `entity` and `store`), drops tokens of 64

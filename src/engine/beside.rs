@@ -3,9 +3,9 @@
 //!
 //! A search's two legs take a few hundred microseconds each. Handing both to a pool (the
 //! caller injects a job, one worker wakes for it, a second wakes to steal the other half,
-//! the caller wakes at the end) costs three thread wake-ups, and on a virtual machine a
-//! wake-up can take 20 to 500 µs: when the second worker woke late, the legs ran one
-//! after the other. Here the caller runs its leg at once; the helper, still polling
+//! the caller wakes at the end) costs three thread wake-ups, each of which can take
+//! tens to hundreds of microseconds (more on a virtual machine): when the second worker
+//! wakes late, the legs run one after the other. Here the caller runs its leg at once; the helper, still polling
 //! after the last search most of the time, starts the other at once too; and when the
 //! helper has not started it by the time the caller is done with its own, the caller
 //! takes it back and runs it itself, so a late wake-up never costs more than running
@@ -17,13 +17,12 @@
 //! posted closure by moving the state from `POSTED` to `RUNNING`, the caller can only
 //! take it back by moving it from `POSTED` to `CLAIMED`, and one of the two wins.
 //!
-//! The helper only helps from another CPU than the caller's. On a virtual machine whose
-//! CPUs share no cache in the scheduler's eyes (this 2-vCPU VM's), Linux wakes a thread
-//! on the CPU it last ran on or on its waker's, never on an idle third choice, so a
-//! helper placed on its caller's CPU stayed there, waiting for the caller's time slice,
-//! until the periodic balancing moved it: the first 3 to 24 searches of a fresh process
-//! ran their legs one after the other (in 8 of 12 processes at 10,000 chunks). A caller
-//! that takes its closure back therefore leaves its CPU's number, and a helper that
+//! The helper only helps from another CPU than the caller's. When the scheduler sees
+//! CPUs that share no cache (as on many virtual machines), Linux wakes a thread on the
+//! CPU it last ran on or on its waker's, never on an idle third one, so a helper placed
+//! on its caller's CPU stays there, waiting for the caller's time slice, until the
+//! periodic balancing moves it, and the first searches of a process run their legs one
+//! after the other. A caller that takes its closure back therefore leaves its CPU's number, and a helper that
 //! finds itself on that CPU moves off it (`cpu::move_off`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -49,9 +48,8 @@ const DONE: u8 = 4;
 ///
 /// Between polls the thread yields its CPU: when the scheduler has put the caller and
 /// the helper on one CPU (the other one busy with another process), a poll that spun
-/// would hold the CPU the other thread needs to finish, for a whole time slice. Seen
-/// on the 2-vCPU machine: streaks of 20 to 30 searches (20 to 40 ms) whose vector leg
-/// took 2 to 3 times as long, the two threads taking turns on one CPU.
+/// would hold the CPU the other thread needs to finish, for a whole time slice, and the
+/// two threads would take turns on one CPU for a whole run of searches.
 const SPIN: Duration = Duration::from_micros(200);
 
 /// How many closures the helper ran and how many their callers took back (for the

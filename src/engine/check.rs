@@ -25,6 +25,7 @@ use crate::{Error, ErrorKind, Kind, Result};
 
 /// One damaged part of an index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Damage {
     /// The part: `store/db`, `text/`, `MANIFEST`, `graph checkpoint (rules)`, ...
     pub part: String,
@@ -36,6 +37,7 @@ pub struct Damage {
 
 /// What [`Engine::check`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CheckReport {
     /// The parts verified and found intact, one line each.
     pub intact: Vec<String>,
@@ -118,6 +120,7 @@ fn check_view(dir: &Path, seq: u64, report: &mut CheckReport) {
 
 /// What [`Engine::repair`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct RepairReport {
     /// What was rebuilt or rewritten, one line each.
     pub repaired: Vec<String>,

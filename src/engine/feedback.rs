@@ -2,8 +2,8 @@
 
 use super::{Engine, Inner};
 use crate::feedback::FeedbackWindow;
-use crate::fusion::{LegFactors, Legs};
-use crate::query::{FoundBy, Hit};
+use crate::model::leg::PerLeg;
+use crate::query::Hit;
 use crate::{Error, ErrorKind, Kind, Result};
 
 /// Feedback marks kept (query ids that were given feedback); an id older than the
@@ -129,7 +129,7 @@ impl Engine {
                 if given { "useful" } else { "not useful" }
             )));
         }
-        let found_by = Legs {
+        let found_by = PerLeg {
             text: legs & TEXT_BIT != 0,
             vector: legs & VECTOR_BIT != 0,
             graph: legs & GRAPH_BIT != 0,
@@ -228,11 +228,11 @@ impl Inner {
         self.feedback.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn feedback_factors(&self, tenant: &str, kind: Kind) -> LegFactors {
+    pub(crate) fn feedback_factors(&self, tenant: &str, kind: Kind) -> PerLeg<f64> {
         self.lock_feedback()
             .get(&window_key(tenant, kind))
             .map(FeedbackWindow::factors)
-            .unwrap_or_default()
+            .unwrap_or(PerLeg::ONES)
     }
 
     /// The tenant whose name hashes to `hash`: one with documents, or with a window.
@@ -290,7 +290,13 @@ const SIGNED_LEN: usize = 2 + 16 + 16;
 
 impl SignedId {
     /// The id of a search whose top hit `found_by` found.
-    fn sign(key: &[u8; 32], base: &str, tenant: &str, kind: Kind, found_by: FoundBy) -> String {
+    fn sign(
+        key: &[u8; 32],
+        base: &str,
+        tenant: &str,
+        kind: Kind,
+        found_by: PerLeg<bool>,
+    ) -> String {
         let legs = (u8::from(found_by.text) * TEXT_BIT)
             | (u8::from(found_by.vector) * VECTOR_BIT)
             | (u8::from(found_by.graph) * GRAPH_BIT)
@@ -335,7 +341,7 @@ mod tests {
 
     #[test]
     fn ids_carry_legs_kind_and_tenant_and_refuse_alteration() {
-        let found_by = FoundBy {
+        let found_by = PerLeg {
             text: true,
             vector: false,
             graph: true,

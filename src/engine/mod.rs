@@ -1,9 +1,10 @@
-//! [`Engine`]: open an index directory, write documents, search them.
+//! [`Engine`]: open an index directory, write documents, search them; and the reports
+//! of its maintenance ([`CheckReport`], [`RepairReport`]) and statistics.
 //!
 //! The engine ties the stores together. sled (`store/`) is the source of truth; the
 //! tantivy index (`text/`) and the HNSW graphs (`vector/`) are derived from it, caught up
 //! from the change log when they are behind and rebuilt when they are missing. The
-//! in-memory [`Catalog`] holds the live documents that filters check.
+//! in-memory catalog holds the live documents that filters check.
 
 mod beside;
 mod builder;
@@ -55,7 +56,7 @@ pub use self::check::{CheckReport, Damage, RepairReport};
 /// durable and visible at once; commits are serialised. One background thread builds
 /// the HNSW graph. A second `Engine` on the same directory, in this process or another,
 /// waits for the first ([`EngineBuilder::wait`]) or fails with
-/// [`ErrorKind::Locked`](crate::ErrorKind::Locked).
+/// [`ErrorKind::Locked`].
 ///
 /// Dropping an engine stops its background graph builder and stores a graph checkpoint;
 /// [`Engine::close`] does the same and also finishes the graph first, reporting errors.

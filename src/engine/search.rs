@@ -6,15 +6,15 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use super::{Engine, Inner};
+use crate::Result;
 use crate::local::catalog::Catalog;
 use crate::local::text::TextMatch;
 use crate::model::id::DocId;
-use crate::model::metric;
+use crate::model::leg::PerLeg;
 use crate::query::{SearchRequest, SearchResponse, VectorMatch};
-use crate::rank::{search_with_id, validate};
+use crate::rank::search_with_id;
 use crate::relevance::{EmbedderFamily, LegsRan};
-use crate::retrieve::{PerLeg, RetrievalQuery, Retrieved, RetrievedDoc, Retriever};
-use crate::{Error, ErrorKind, Result};
+use crate::retrieve::{RetrievalQuery, Retrieved, RetrievedDoc, Retriever};
 
 impl Engine {
     /// Runs a search.
@@ -38,6 +38,10 @@ impl Engine {
 /// `retrieve` already fills every candidate (under one catalog snapshot, the text leg
 /// scoring the vector leg's candidates in its own pass), so `candidates` is `retrieve`.
 impl Retriever for Engine {
+    fn dimensions(&self) -> Option<usize> {
+        self.inner.store.dimensions()
+    }
+
     fn retrieve(&self, query: &RetrievalQuery<'_>) -> Result<Retrieved> {
         self.inner.retrieve(query)
     }
@@ -52,6 +56,10 @@ impl Retriever for Engine {
 }
 
 impl Retriever for Inner {
+    fn dimensions(&self) -> Option<usize> {
+        self.store.dimensions()
+    }
+
     fn retrieve(&self, query: &RetrievalQuery<'_>) -> Result<Retrieved> {
         self.retrieve_local(query)
     }
@@ -83,13 +91,10 @@ pub(super) fn start_helper_for(catalog: &Catalog) {
 
 impl Inner {
     fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
-        let started = Instant::now();
-        validate(request)?;
-        let text_present = !request.text.trim().is_empty();
-        let stage = Instant::now();
-        let (query_vector, vector_skipped) = self.query_vector(request, text_present)?;
-        let embed_us = micros(stage);
-        let family = EmbedderFamily::of(self.embedder().as_ref().map(|e| e.model_id()));
+        let embedder = self.embedder();
+        if request.embedding.is_none() && embedder.is_some() && !request.text.trim().is_empty() {
+            self.counters.embedded_texts.fetch_add(1, Ordering::Relaxed);
+        }
         let factors = self
             .config
             .fusion
@@ -99,19 +104,14 @@ impl Inner {
         let query_id = |base: String, top: Option<&crate::query::Hit>| {
             super::feedback::query_id(&self.id_key, base, &request.tenant_id, request.kind, top)
         };
-        let mut response = search_with_id(
+        search_with_id(
             self,
             &self.config,
             request,
-            query_vector.as_deref(),
-            family,
+            embedder.as_deref(),
             factors,
             &query_id,
-        )?;
-        response.vector_leg_skipped = vector_skipped;
-        response.timings.embed_us = embed_us;
-        response.timings.total_us = micros(started);
-        Ok(response)
+        )
     }
 
     /// Both legs, each filtered before its top-k cut, and every candidate's missing
@@ -172,7 +172,7 @@ impl Inner {
             let _ = vector_docs
                 .docs
                 .set(hits.iter().map(|(doc, _)| *doc).collect());
-            let scored = text_plan_made.get().map(|plan| -> Result<Scored> {
+            let scored = text_plan_made.get().map(|plan| -> Result<TextScored> {
                 let found = text_found.get();
                 let docs: Vec<DocId> = hits
                     .iter()
@@ -180,7 +180,7 @@ impl Inner {
                     .filter(|doc| found.is_none_or(|found| !found.contains(doc)))
                     .collect();
                 let matches = self.text.score_docs(plan, &docs)?;
-                Ok(Scored {
+                Ok(TextScored {
                     docs: docs.into_iter().collect(),
                     matches,
                 })
@@ -371,11 +371,13 @@ impl Inner {
             PerLeg {
                 text: text_hits.len(),
                 vector: vector_hits.len(),
+                graph: 0,
             },
         );
         retrieved.micros = PerLeg {
             text: text_us,
             vector: vector_us,
+            graph: 0,
         };
         retrieved.fill_micros = fill_us;
         retrieved.graph_entities = graph_entities;
@@ -494,58 +496,6 @@ impl Inner {
         }
         Ok(())
     }
-
-    /// The normalised query vector, or why there is none.
-    fn query_vector(
-        &self,
-        request: &SearchRequest,
-        text_present: bool,
-    ) -> Result<(Option<Vec<f32>>, Option<String>)> {
-        let dimensions = self.store.dimensions();
-        let embedder = self.embedder();
-        let mut vector = match (&request.embedding, &embedder) {
-            (Some(given), _) => {
-                if given.iter().any(|x| !x.is_finite()) {
-                    return Err(Error::new(ErrorKind::NonFiniteScore {
-                        context: "the query embedding".to_string(),
-                    }));
-                }
-                if let Some(expected) = dimensions
-                    && given.len() != expected
-                {
-                    return Err(Error::new(ErrorKind::DimensionMismatch {
-                        expected,
-                        got: given.len(),
-                    }));
-                }
-                given.clone()
-            }
-            (None, Some(embedder)) if text_present => {
-                self.counters.embedded_texts.fetch_add(1, Ordering::Relaxed);
-                let text = crate::analysis::text_to_embed(&request.text);
-                embedder
-                    .embed_batch(&[text.as_ref()])?
-                    .pop()
-                    .unwrap_or_default()
-            }
-            (None, Some(_)) => return Ok((None, Some("the query has no text".to_string()))),
-            (None, None) => {
-                let reason = if dimensions.is_some() {
-                    "the query has no vector and the engine has no embedder"
-                } else {
-                    "the index has no vectors"
-                };
-                return Ok((None, Some(reason.to_string())));
-            }
-        };
-        if dimensions.is_none() {
-            return Ok((None, Some("the index has no vectors".to_string())));
-        }
-        if !metric::normalize(&mut vector) {
-            return Ok((None, Some("the query vector is zero".to_string())));
-        }
-        Ok((Some(vector), None))
-    }
 }
 
 /// What each leg measured of its own hits for the fill, on its own thread.
@@ -553,12 +503,12 @@ struct Measured {
     /// The best cosine and row of each text hit that has vectors (`VectorsRef::best`).
     cosines: FxHashMap<DocId, (f32, u16)>,
     /// The vector hits' BM25 and coverage, when the text plan was ready in time.
-    scored: Option<Scored>,
+    scored: Option<TextScored>,
 }
 
 /// Documents scored against the text plan, and the matches among them (a document
 /// that matches no term is scored, and absent from `matches`).
-struct Scored {
+struct TextScored {
     docs: FxHashSet<DocId>,
     matches: FxHashMap<DocId, TextMatch>,
 }

@@ -25,10 +25,10 @@ impl Engine {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid rule,
-    /// [`ErrorKind::DuplicateId`](crate::ErrorKind::DuplicateId) when two rules of the
+    /// [`ErrorKind::InvalidInput`] for an invalid rule,
+    /// [`ErrorKind::DuplicateId`] when two rules of the
     /// call share a tenant and id,
-    /// [`ErrorKind::DimensionMismatch`](crate::ErrorKind::DimensionMismatch) for vectors
+    /// [`ErrorKind::DimensionMismatch`] for vectors
     /// of another dimension than the index's, embedder errors. Nothing of the call is
     /// buffered when it fails.
     pub fn upsert_rules(&self, rules: impl IntoIterator<Item = Rule>) -> Result<()> {
@@ -619,16 +619,16 @@ pub(crate) fn split_vectors(
 }
 
 /// A document's normalised vectors, each with the part of the document it embeds.
-pub type VectorRows = Vec<(crate::VectorMatch, Vec<f32>)>;
+pub type VectorRows = Vec<(crate::query::VectorMatch, Vec<f32>)>;
 
 /// The vectors the local index keeps for each document, for a backend that stores them
 /// elsewhere: the vectors a document carries (taken out of it), or its texts embedded by
 /// `embedder`; each normalised, with a rule's centroid when it has several (see
-/// [`VectorMatch`](crate::VectorMatch)). A document with no vector gets none.
+/// [`VectorMatch`](crate::query::VectorMatch)). A document with no vector gets none.
 ///
 /// # Errors
 ///
-/// [`ErrorKind::DimensionMismatch`](crate::ErrorKind::DimensionMismatch) when vectors of
+/// [`ErrorKind::DimensionMismatch`] when vectors of
 /// different dimensions meet, and the embedder's errors.
 pub fn document_vectors(
     docs: &mut [Document],
@@ -679,7 +679,7 @@ pub fn document_vectors(
                     .rows
                     .iter()
                     .zip(normalised.data.chunks_exact(dim))
-                    .map(|(&row, v)| (crate::VectorMatch::from_row(row), v.to_vec()))
+                    .map(|(&row, v)| (crate::query::VectorMatch::from_row(row), v.to_vec()))
                     .collect()
             }
             None => Vec::new(),

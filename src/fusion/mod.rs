@@ -14,12 +14,13 @@
 //! - [`FusionSpec`] is the configuration of one kind's fusion (`[fusion.rules]`): the
 //!   method, each leg's normalisation, the weights, the bounds and the RRF constant. Its
 //!   default is seed 003's `0.7 * vector + 0.3 * min_max(bm25)`.
-//! - [`FusionSpec::method`] resolves it into a [`FusionMethod`]: `weighted` with a
-//!   [`Normalization`] per leg (`min_max`, `fixed_bounds`, `z_score`), or `rrf`.
+//!   [`FusionMethod`] is `weighted`, with a [`Normalization`] per leg (`min_max`,
+//!   `fixed_bounds`, `z_score`), or `rrf`.
 //! - [`FusionWeights::in_use`] turns the configured weights into the weights a query
-//!   actually uses: multiplied by per-leg factors ([`LegFactors`], from feedback), a leg
+//!   actually uses: multiplied by per-leg factors ([`PerLeg<f64>`], from feedback), a leg
 //!   that did not run gives its weight to the other, and the two sum to 1.
-//! - [`fuse`] scores a candidate list ([`LegScores`] per candidate) into [`Fused`]
+//! - [`fuse`] scores a candidate list (each candidate's raw scores, a
+//!   [`PerLeg<Option<f64>>`]) into [`Fused`]
 //!   values: the hybrid score in `[0, 1]` and each leg's normalised score, for explain.
 //!
 //! # Missing legs
@@ -35,6 +36,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::leg::PerLeg;
 use crate::{Error, ErrorKind, Result};
 
 /// Min-max normalisation of `scores` into `[0, 1]`.
@@ -43,14 +45,9 @@ use crate::{Error, ErrorKind, Result};
 /// the score is above 0 and to 0.0 otherwise, so a lone weak match is not inflated from
 /// nothing and a list of zeros stays zero.
 ///
-/// # Example
-///
-/// ```
-/// assert_eq!(ruchedb::min_max(&[2.0, 1.0, 0.0]), vec![1.0, 0.5, 0.0]);
-/// assert_eq!(ruchedb::min_max(&[3.0]), vec![1.0]);
-/// assert_eq!(ruchedb::min_max(&[0.0, 0.0]), vec![0.0, 0.0]);
-/// ```
-pub fn min_max(scores: &[f64]) -> Vec<f64> {
+/// `[2, 1, 0]` gives `[1, 0.5, 0]`, `[3]` gives `[1]` and `[0, 0]` stays `[0, 0]`.
+#[cfg(test)]
+pub(crate) fn min_max(scores: &[f64]) -> Vec<f64> {
     let (min, max) = scores
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &s| {
@@ -103,7 +100,7 @@ impl FusionWeights {
     /// The weights a query actually uses, for [`fuse`] and for explain.
     ///
     /// Each weight is multiplied by its leg's factor (`factors`, from query adaptation
-    /// or feedback; [`LegFactors::default`] is 1.0 for both), then:
+    /// or feedback; [`PerLeg::ONES`] leaves them as they are), then:
     ///
     /// - both legs ran: the two products are renormalised to sum to 1 (both 0: 0.5 each);
     /// - one leg ran: it gets weight 1.0 and the other 0.0 (a leg that did not run gives
@@ -119,17 +116,18 @@ impl FusionWeights {
     /// # Example
     ///
     /// ```
-    /// use ruchedb::{FusionWeights, LegFactors, Legs};
+    /// use ruchedb::PerLeg;
+    /// use ruchedb::fusion::FusionWeights;
     ///
     /// let configured = FusionWeights { vector_weight: 0.7, text_weight: 0.3 };
-    /// let only_text = configured.in_use(Legs::TEXT, LegFactors::default())?;
+    /// let only_text = configured.in_use(PerLeg::TEXT, PerLeg::ONES)?;
     /// assert_eq!((only_text.vector_weight, only_text.text_weight), (0.0, 1.0));
     ///
-    /// let boosted = configured.in_use(Legs::BOTH, LegFactors { vector: 1.0, text: 1.8, graph: 1.0 })?;
+    /// let boosted = configured.in_use(PerLeg::BOTH, PerLeg { text: 1.8, ..PerLeg::ONES })?;
     /// assert!((boosted.text_weight - 0.54 / 1.24).abs() < 1e-12);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn in_use(&self, ran: Legs, factors: LegFactors) -> Result<FusionWeights> {
+    pub fn in_use(&self, ran: PerLeg<bool>, factors: PerLeg<f64>) -> Result<FusionWeights> {
         for (what, value) in [
             ("vector_weight", self.vector_weight),
             ("text_weight", self.text_weight),
@@ -178,82 +176,13 @@ fn relative_weights(vector: f64, text: f64) -> Option<(f64, f64)> {
     Some((vector / total, text / total))
 }
 
-/// A set of legs: which legs ran for a query, or which legs found a hit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Legs {
-    /// The text (BM25) leg.
-    pub text: bool,
-    /// The vector leg.
-    pub vector: bool,
-    /// The graph leg (never part of [`FusionWeights::in_use`]: the graph is fused after
-    /// the two others, see [`rank`](crate::rank())).
-    pub graph: bool,
-}
-
-impl Legs {
-    /// Both legs.
-    pub const BOTH: Legs = Legs {
-        text: true,
-        vector: true,
-        graph: false,
-    };
-    /// The text leg alone.
-    pub const TEXT: Legs = Legs {
-        text: true,
-        vector: false,
-        graph: false,
-    };
-    /// The vector leg alone.
-    pub const VECTOR: Legs = Legs {
-        text: false,
-        vector: true,
-        graph: false,
-    };
-    /// No leg.
-    pub const NONE: Legs = Legs {
-        text: false,
-        vector: false,
-        graph: false,
-    };
-}
-
-/// Per-leg factors that multiply the configured weights before they are renormalised
-/// (see [`FusionWeights::in_use`]); the feedback window gives them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LegFactors {
-    /// The factor of the vector leg's weight.
-    pub vector: f64,
-    /// The factor of the text leg's weight.
-    pub text: f64,
-    /// The factor of the graph leg's weight.
-    #[serde(default = "one")]
-    pub graph: f64,
-}
-
-fn one() -> f64 {
-    1.0
-}
-
-impl Default for LegFactors {
-    /// 1.0 for both legs: the configured weights unchanged.
-    fn default() -> LegFactors {
-        LegFactors {
-            vector: 1.0,
-            text: 1.0,
-            graph: 1.0,
-        }
-    }
-}
-
 /// How one leg's scores are mapped onto `[0, 1]` by the weighted method.
 ///
 /// Statistics are taken over the candidates present in the leg; a missing candidate
 /// gets 0.0 (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Normalization {
+pub(crate) enum Norm {
     /// `(s - min) / (max - min)` over the present scores.
     ///
     /// When some candidates are missing from the leg, the lower end is `min(min, 0)`:
@@ -285,27 +214,15 @@ pub enum Normalization {
     ZScore,
 }
 
-impl Normalization {
+impl Norm {
     /// Normalises one leg's scores (`None`: the candidate is missing from the leg).
     ///
     /// # Errors
     ///
     /// [`ErrorKind::NonFiniteScore`] if a score is NaN or infinite;
     /// [`ErrorKind::InvalidInput`] if fixed bounds are not finite with `lower < upper`.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use ruchedb::Normalization;
-    ///
-    /// let bounds = Normalization::FixedBounds { lower: 0.0, upper: 10.0 };
-    /// assert_eq!(bounds.apply(&[Some(2.0), None, Some(15.0)])?, vec![0.2, 0.0, 1.0]);
-    /// let min_max = Normalization::MinMax.apply(&[Some(2.0), None, Some(4.0)])?;
-    /// assert_eq!(min_max, vec![0.5, 0.0, 1.0]);
-    /// assert_eq!(Normalization::ZScore.apply(&[Some(3.0), None])?, vec![0.5, 0.0]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn apply(&self, scores: &[Option<f64>]) -> Result<Vec<f64>> {
+    #[cfg(test)]
+    pub(crate) fn apply(&self, scores: &[Option<f64>]) -> Result<Vec<f64>> {
         self.validate()?;
         check_finite(scores, "leg")?;
         Ok(self.normalize(scores))
@@ -314,34 +231,34 @@ impl Normalization {
     /// Checks fixed bounds: finite, `lower < upper`, finite width.
     fn validate(&self) -> Result<()> {
         match *self {
-            Normalization::FixedBounds { lower, upper } => {
+            Norm::FixedBounds { lower, upper } => {
                 check_bounds(lower, upper).map_err(Error::invalid_input)
             }
-            Normalization::MinMax | Normalization::ZScore => Ok(()),
+            Norm::MinMax | Norm::ZScore => Ok(()),
         }
     }
 
     /// Normalises checked (finite) scores.
     fn normalize(&self, scores: &[Option<f64>]) -> Vec<f64> {
         match *self {
-            Normalization::MinMax => min_max_leg(scores),
-            Normalization::FixedBounds { lower, upper } => scores
+            Norm::MinMax => min_max_leg(scores),
+            Norm::FixedBounds { lower, upper } => scores
                 .iter()
                 .map(|score| score.map_or(0.0, |s| ((s - lower) / (upper - lower)).clamp(0.0, 1.0)))
                 .collect(),
-            Normalization::ZScore => z_score_leg(scores),
+            Norm::ZScore => z_score_leg(scores),
         }
     }
 }
 
-impl fmt::Display for Normalization {
+impl fmt::Display for Norm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Normalization::MinMax => f.write_str("min_max"),
-            Normalization::FixedBounds { lower, upper } => {
+            Norm::MinMax => f.write_str("min_max"),
+            Norm::FixedBounds { lower, upper } => {
                 write!(f, "fixed_bounds [{lower}, {upper}]")
             }
-            Normalization::ZScore => f.write_str("z_score"),
+            Norm::ZScore => f.write_str("z_score"),
         }
     }
 }
@@ -354,7 +271,7 @@ fn present_range(scores: &[Option<f64>]) -> Option<(f64, f64)> {
     })
 }
 
-/// [`Normalization::MinMax`] over finite scores.
+/// [`Norm::MinMax`] over finite scores.
 fn min_max_leg(scores: &[Option<f64>]) -> Vec<f64> {
     let Some((mut lo, hi)) = present_range(scores) else {
         return vec![0.0; scores.len()];
@@ -383,7 +300,7 @@ fn min_max_leg(scores: &[Option<f64>]) -> Vec<f64> {
         .collect()
 }
 
-/// [`Normalization::ZScore`] over finite scores.
+/// [`Norm::ZScore`] over finite scores.
 fn z_score_leg(scores: &[Option<f64>]) -> Vec<f64> {
     let Some((lo, hi)) = present_range(scores) else {
         return vec![0.0; scores.len()];
@@ -436,13 +353,13 @@ fn rrf_leg(scores: &[Option<f64>], k: f64) -> Vec<f64> {
 /// How the two legs are fused, resolved from a [`FusionSpec`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "method", rename_all = "snake_case")]
-pub enum FusionMethod {
+pub(crate) enum Method {
     /// Each leg normalised onto `[0, 1]`, then the weighted mean of the two.
     Weighted {
         /// The normalisation of the text (BM25) leg.
-        text: Normalization,
+        text: Norm,
         /// The normalisation of the vector leg.
-        vector: Normalization,
+        vector: Norm,
     },
     /// Reciprocal rank fusion: `Σ w_leg / (k + rank_leg)` divided by its maximum
     /// `Σ w_leg / (k + 1)`, so the result lies in `[0, 1]` and can be combined with
@@ -459,47 +376,37 @@ pub enum FusionMethod {
     },
 }
 
-impl FusionMethod {
+impl Method {
     /// Checks the method's parameters: `k` finite and > 0, fixed bounds finite and
     /// increasing.
     fn validate(&self) -> Result<()> {
         match *self {
-            FusionMethod::Weighted { text, vector } => {
+            Method::Weighted { text, vector } => {
                 text.validate()?;
                 vector.validate()
             }
-            FusionMethod::Rrf { k } if k.is_finite() && k > 0.0 => Ok(()),
-            FusionMethod::Rrf { k } => Err(Error::invalid_input(format!(
+            Method::Rrf { k } if k.is_finite() && k > 0.0 => Ok(()),
+            Method::Rrf { k } => Err(Error::invalid_input(format!(
                 "the RRF constant k must be a finite number > 0, got {k}"
             ))),
         }
     }
 }
 
-impl fmt::Display for FusionMethod {
+impl fmt::Display for Method {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FusionMethod::Weighted { text, vector } => {
+            Method::Weighted { text, vector } => {
                 write!(f, "weighted (text: {text}, vector: {vector})")
             }
-            FusionMethod::Rrf { k } => write!(f, "rrf (k = {k})"),
+            Method::Rrf { k } => write!(f, "rrf (k = {k})"),
         }
     }
 }
 
-/// The raw scores of one candidate, as [`fuse`] takes them.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct LegScores {
-    /// The BM25 score; `None` when the document does not match the query text at all
-    /// (or the text leg did not run).
-    pub text: Option<f64>,
-    /// The vector score `max(0, cosine)`; `None` when the document has no vector (or the
-    /// vector leg did not run).
-    pub vector: Option<f64>,
-}
-
 /// The fused score of one candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[non_exhaustive]
 pub struct Fused {
     /// The weighted mean of the two normalised leg scores, in `[0, 1]`.
     pub hybrid: f64,
@@ -527,24 +434,35 @@ pub struct Fused {
 /// # Example
 ///
 /// ```
-/// use ruchedb::{fuse, FusionSpec, LegFactors, LegScores, Legs};
+/// use ruchedb::PerLeg;
+/// use ruchedb::fusion::{fuse, FusionSpec};
 ///
 /// let spec = FusionSpec::default(); // 0.7 * vector + 0.3 * min_max(bm25)
-/// let weights = spec.weights().in_use(Legs::BOTH, LegFactors::default())?;
+/// let weights = spec.weights().in_use(PerLeg::BOTH, PerLeg::ONES)?;
+/// let scores = |text, vector| PerLeg { text, vector, graph: None };
 /// let candidates = [
-///     LegScores { text: Some(8.0), vector: Some(0.6) },
-///     LegScores { text: None, vector: Some(0.7) },  // no BM25 match
-///     LegScores { text: Some(4.0), vector: None },  // no vector
+///     scores(Some(8.0), Some(0.6)),
+///     scores(None, Some(0.7)), // no BM25 match
+///     scores(Some(4.0), None), // no vector
 /// ];
-/// let fused = fuse(&candidates, &spec.method(), weights)?;
+/// let fused = fuse(&candidates, &spec, weights)?;
 /// assert!((fused[0].hybrid - (0.7 * 0.6 + 0.3 * 1.0)).abs() < 1e-12);
 /// assert_eq!(fused[1].text_normalized, 0.0);
 /// assert!((fused[2].hybrid - 0.3 * 0.5).abs() < 1e-12);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn fuse(
-    candidates: &[LegScores],
-    method: &FusionMethod,
+    candidates: &[PerLeg<Option<f64>>],
+    spec: &FusionSpec,
+    weights: FusionWeights,
+) -> Result<Vec<Fused>> {
+    fuse_with(candidates, &spec.method(), weights)
+}
+
+/// [`fuse`] with the method resolved from its spec.
+pub(crate) fn fuse_with(
+    candidates: &[PerLeg<Option<f64>>],
+    method: &Method,
     weights: FusionWeights,
 ) -> Result<Vec<Fused>> {
     method.validate()?;
@@ -563,11 +481,11 @@ pub fn fuse(
     check_finite(&text, "text")?;
     check_finite(&vector, "vector")?;
     let (text_normalized, vector_normalized) = match *method {
-        FusionMethod::Weighted {
+        Method::Weighted {
             text: text_norm,
             vector: vector_norm,
         } => (text_norm.normalize(&text), vector_norm.normalize(&vector)),
-        FusionMethod::Rrf { k } => (rrf_leg(&text, k), rrf_leg(&vector, k)),
+        Method::Rrf { k } => (rrf_leg(&text, k), rrf_leg(&vector, k)),
     };
     let relative = relative_weights(weights.vector_weight, weights.text_weight);
     Ok(text_normalized
@@ -620,7 +538,7 @@ mod spec;
 mod tests;
 
 pub use self::rule::{RuleScore, RuleWeights};
-pub use self::spec::{FusionKind, FusionSpec, NormalizationKind};
+pub use self::spec::{FusionMethod, FusionSpec, Normalization};
 
 /// Checks a weight: finite and not negative.
 pub(crate) fn check_weight(key: &str, value: f64) -> Result<()> {

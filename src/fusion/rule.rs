@@ -9,6 +9,7 @@ use crate::{Error, Result};
 /// The weights of a rule's final score (seed 003, DESIGN.md 3.5).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct RuleWeights {
     /// Weight of the hybrid score (default 0.6).
     pub hybrid_weight: f64,
@@ -45,6 +46,7 @@ impl Default for RuleWeights {
 
 /// The parts of a rule's final score.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct RuleScore {
     /// `priority_weight * norm(priority)`.
     pub priority_term: f64,
@@ -98,7 +100,8 @@ impl RuleWeights {
     /// # Example
     ///
     /// ```
-    /// use ruchedb::{RuleWeights, Scope};
+    /// use ruchedb::Scope;
+    /// use ruchedb::fusion::RuleWeights;
     ///
     /// let score = RuleWeights::default().score(0.8, 50, &Scope::Global);
     /// assert!((score.final_score - (0.6 * 0.8 + 0.3 * 0.5 + 0.1 * 1.0)).abs() < 1e-12);

@@ -3,29 +3,43 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{FusionMethod, FusionWeights, Normalization, check_bounds, check_weight};
+use super::{FusionWeights, Method, Norm, check_bounds, check_weight};
 use crate::{Error, Result};
 
-/// A fusion method's name, as the `method` key of [`FusionSpec`] spells it.
+/// How the two legs are fused: the `method` key of [`FusionSpec`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FusionKind {
-    /// [`FusionMethod::Weighted`] (the default).
+pub enum FusionMethod {
+    /// Each leg normalised onto `[0, 1]` (see [`Normalization`]), then the weighted mean
+    /// of the two (the default).
     #[default]
     Weighted,
-    /// [`FusionMethod::Rrf`].
+    /// Reciprocal rank fusion: `Σ w_leg / (k + rank_leg)` divided by its maximum
+    /// `Σ w_leg / (k + 1)`, so the result lies in `[0, 1]`. Ranks are 1-based by the
+    /// leg's score, equal scores sharing the best rank of their group (scores 9, 7, 7, 5
+    /// rank 1, 2, 2, 4); a candidate missing from a leg gets 0 for it. `k` is
+    /// [`FusionSpec::rrf_k`].
     Rrf,
 }
 
-/// A normalisation's name, as the `*_normalization` keys of [`FusionSpec`] spell it.
+/// How the weighted method maps one leg's scores onto `[0, 1]`: the
+/// `*_normalization` keys of [`FusionSpec`].
+///
+/// Statistics are taken over the candidates present in the leg; a candidate missing from
+/// the leg gets 0.0, and a present one never less.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum NormalizationKind {
-    /// [`Normalization::MinMax`].
+pub enum Normalization {
+    /// `(s - min) / (max - min)` over the present scores, the lower end `min(min, 0)`
+    /// when some candidates are missing (so the weakest BM25 match keeps credit). With no
+    /// range, a score above 0 maps to 1.0 and any other to 0.0.
     MinMax,
-    /// [`Normalization::FixedBounds`], with the leg's `*_bounds`.
+    /// `(s - lower) / (upper - lower)` clamped to `[0, 1]`, with the leg's `*_bounds`:
+    /// absolute, so a single weak BM25 hit does not become 1.0; `[0, 1]` keeps a cosine
+    /// as is.
     FixedBounds,
-    /// [`Normalization::ZScore`].
+    /// Qdrant's distribution-based fusion (DBSF): `(s - (mean - 3σ)) / 6σ` clamped to
+    /// `[0, 1]`, with the population deviation; with no spread every score maps to 0.5.
     ZScore,
 }
 
@@ -47,19 +61,20 @@ pub enum NormalizationKind {
 ///
 /// `FusionSpec::default()` is seed 003's fusion: `0.7 * vector + 0.3 * min_max(bm25)`,
 /// the vector score kept as is (`fixed_bounds` over `[0, 1]`); it is the chunks default,
-/// and rules default to weights 0.8 and 0.2 (see [`FusionConfig`](crate::FusionConfig)). The text bounds `[0, 10]` only
+/// and rules default to weights 0.8 and 0.2 (see [`FusionConfig`](crate::config::FusionConfig)). The text bounds `[0, 10]` only
 /// matter with `text_normalization = "fixed_bounds"`, and `rrf_k` (60) only with
 /// `method = "rrf"`. Weights are relative: they need not sum to 1, but not both be 0.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct FusionSpec {
     /// `weighted` (default) or `rrf`.
-    pub method: FusionKind,
+    pub method: FusionMethod,
     /// How the weighted method normalises BM25 scores (default `min_max`).
-    pub text_normalization: NormalizationKind,
+    pub text_normalization: Normalization,
     /// How the weighted method normalises vector scores (default `fixed_bounds`, which
     /// with the default `vector_bounds` keeps the score as is).
-    pub vector_normalization: NormalizationKind,
+    pub vector_normalization: Normalization,
     /// Weight of the vector leg (default 0.7; 0.8 in the rules configuration).
     pub vector_weight: f64,
     /// Weight of the text leg (default 0.3; 0.2 in the rules configuration).
@@ -75,9 +90,9 @@ pub struct FusionSpec {
 impl Default for FusionSpec {
     fn default() -> FusionSpec {
         FusionSpec {
-            method: FusionKind::Weighted,
-            text_normalization: NormalizationKind::MinMax,
-            vector_normalization: NormalizationKind::FixedBounds,
+            method: FusionMethod::Weighted,
+            text_normalization: Normalization::MinMax,
+            vector_normalization: Normalization::FixedBounds,
             vector_weight: 0.7,
             text_weight: 0.3,
             text_bounds: [0.0, 10.0],
@@ -108,19 +123,19 @@ impl FusionSpec {
         }
     }
 
-    /// The method this spec describes, for [`fuse`](crate::fuse).
-    pub fn method(&self) -> FusionMethod {
+    /// The method this spec describes, resolved with its parameters.
+    pub(crate) fn method(&self) -> Method {
         let normalization = |kind, [lower, upper]: [f64; 2]| match kind {
-            NormalizationKind::MinMax => Normalization::MinMax,
-            NormalizationKind::FixedBounds => Normalization::FixedBounds { lower, upper },
-            NormalizationKind::ZScore => Normalization::ZScore,
+            Normalization::MinMax => Norm::MinMax,
+            Normalization::FixedBounds => Norm::FixedBounds { lower, upper },
+            Normalization::ZScore => Norm::ZScore,
         };
         match self.method {
-            FusionKind::Weighted => FusionMethod::Weighted {
+            FusionMethod::Weighted => Method::Weighted {
                 text: normalization(self.text_normalization, self.text_bounds),
                 vector: normalization(self.vector_normalization, self.vector_bounds),
             },
-            FusionKind::Rrf => FusionMethod::Rrf { k: self.rrf_k },
+            FusionMethod::Rrf => Method::Rrf { k: self.rrf_k },
         }
     }
 
@@ -138,9 +153,11 @@ impl FusionSpec {
     /// # Example
     ///
     /// ```
-    /// use ruchedb::{ErrorKind, FusionSpec};
+    /// use ruchedb::ErrorKind;
+    /// use ruchedb::fusion::FusionSpec;
     ///
-    /// let spec = FusionSpec { rrf_k: 0.0, ..FusionSpec::default() };
+    /// let mut spec = FusionSpec::default();
+    /// spec.rrf_k = 0.0;
     /// let err = spec.validate("fusion.rules").unwrap_err();
     /// let ErrorKind::InvalidConfig { key, .. } = err.kind() else { panic!("{err}") };
     /// assert_eq!(key, "fusion.rules.rrf_k");
@@ -188,11 +205,12 @@ impl FusionSpec {
     /// # Example
     ///
     /// ```
-    /// use ruchedb::{ErrorKind, FusionMethod, FusionSpec};
+    /// use ruchedb::ErrorKind;
+    /// use ruchedb::fusion::{FusionMethod, FusionSpec};
     ///
     /// let params = serde_json::json!({"rrf_k": "20", "text_weight": 0.5});
     /// let spec = FusionSpec::from_params("rrf", params.as_object().unwrap())?;
-    /// assert_eq!(spec.method(), FusionMethod::Rrf { k: 20.0 });
+    /// assert_eq!((spec.method, spec.rrf_k), (FusionMethod::Rrf, 20.0));
     /// assert_eq!(spec.text_weight, 0.5);
     ///
     /// let err = FusionSpec::from_params("borda", &serde_json::Map::new()).unwrap_err();
@@ -203,14 +221,14 @@ impl FusionSpec {
         let mut spec = FusionSpec::default();
         match name {
             "weighted" => {}
-            "min_max" => spec.text_normalization = NormalizationKind::MinMax,
-            "fixed_bounds" => spec.text_normalization = NormalizationKind::FixedBounds,
-            "z_score" => spec.text_normalization = NormalizationKind::ZScore,
+            "min_max" => spec.text_normalization = Normalization::MinMax,
+            "fixed_bounds" => spec.text_normalization = Normalization::FixedBounds,
+            "z_score" => spec.text_normalization = Normalization::ZScore,
             "dbsf" => {
-                spec.text_normalization = NormalizationKind::ZScore;
-                spec.vector_normalization = NormalizationKind::ZScore;
+                spec.text_normalization = Normalization::ZScore;
+                spec.vector_normalization = Normalization::ZScore;
             }
-            "rrf" => spec.method = FusionKind::Rrf,
+            "rrf" => spec.method = FusionMethod::Rrf,
             _ => return Err(Error::unknown_name("fusion method", name)),
         }
         spec.with_params(params)
@@ -227,15 +245,15 @@ impl FusionSpec {
     /// # Example
     ///
     /// ```
-    /// use ruchedb::{FusionSpec, Normalization, FusionMethod};
+    /// use ruchedb::fusion::{FusionSpec, Normalization};
     ///
     /// let params = serde_json::json!({
     ///     "text_normalization": "fixed_bounds",
     ///     "text_bounds": "0,12",
     /// });
     /// let spec = FusionSpec::default().with_params(params.as_object().unwrap())?;
-    /// let FusionMethod::Weighted { text, .. } = spec.method() else { unreachable!() };
-    /// assert_eq!(text, Normalization::FixedBounds { lower: 0.0, upper: 12.0 });
+    /// assert_eq!(spec.text_normalization, Normalization::FixedBounds);
+    /// assert_eq!(spec.text_bounds, [0.0, 12.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_params(&self, params: &Map<String, Value>) -> Result<FusionSpec> {

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::model::doc::Scope;
+use crate::model::leg::PerLeg;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
@@ -15,50 +16,58 @@ fn assert_close(got: &[f64], expected: &[f64]) {
     }
 }
 
-fn weighted(normalization: Normalization) -> FusionMethod {
-    FusionMethod::Weighted {
+fn weighted(normalization: Norm) -> Method {
+    Method::Weighted {
         text: normalization,
         vector: normalization,
     }
 }
 
-fn text_scores(scores: &[Option<f64>]) -> Vec<LegScores> {
+fn text_scores(scores: &[Option<f64>]) -> Vec<PerLeg<Option<f64>>> {
     scores
         .iter()
-        .map(|&text| LegScores { text, vector: None })
+        .map(|&text| PerLeg {
+            text,
+            vector: None,
+            graph: None,
+        })
         .collect()
 }
 
 /// Checks one leg's normalised scores: on the text leg alone, then on the vector leg
 /// alone (the method mirrored), where the hybrid score must equal the leg's score.
 #[track_caller]
-fn check(method: FusionMethod, scores: &[Option<f64>], expected: &[f64]) {
+fn check(method: Method, scores: &[Option<f64>], expected: &[f64]) {
     let text_only = FusionWeights {
         vector_weight: 0.0,
         text_weight: 1.0,
     };
-    let fused = fuse(&text_scores(scores), &method, text_only).unwrap();
+    let fused = fuse_with(&text_scores(scores), &method, text_only).unwrap();
     let normalized: Vec<f64> = fused.iter().map(|f| f.text_normalized).collect();
     assert_close(&normalized, expected);
     let hybrid: Vec<f64> = fused.iter().map(|f| f.hybrid).collect();
     assert_close(&hybrid, expected);
 
     let mirrored = match method {
-        FusionMethod::Weighted { text, vector } => FusionMethod::Weighted {
+        Method::Weighted { text, vector } => Method::Weighted {
             text: vector,
             vector: text,
         },
-        rrf @ FusionMethod::Rrf { .. } => rrf,
+        rrf @ Method::Rrf { .. } => rrf,
     };
-    let candidates: Vec<LegScores> = scores
+    let candidates: Vec<PerLeg<Option<f64>>> = scores
         .iter()
-        .map(|&vector| LegScores { text: None, vector })
+        .map(|&vector| PerLeg {
+            text: None,
+            vector,
+            graph: None,
+        })
         .collect();
     let vector_only = FusionWeights {
         vector_weight: 1.0,
         text_weight: 0.0,
     };
-    let fused = fuse(&candidates, &mirrored, vector_only).unwrap();
+    let fused = fuse_with(&candidates, &mirrored, vector_only).unwrap();
     let normalized: Vec<f64> = fused.iter().map(|f| f.vector_normalized).collect();
     assert_close(&normalized, expected);
 }
@@ -66,20 +75,24 @@ fn check(method: FusionMethod, scores: &[Option<f64>], expected: &[f64]) {
 /// Checks the hybrid scores of whole candidates `(text, vector)`.
 #[track_caller]
 fn check_fused(
-    method: FusionMethod,
+    method: Method,
     (vector_weight, text_weight): (f64, f64),
     candidates: &[(Option<f64>, Option<f64>)],
     expected: &[f64],
 ) {
-    let candidates: Vec<LegScores> = candidates
+    let candidates: Vec<PerLeg<Option<f64>>> = candidates
         .iter()
-        .map(|&(text, vector)| LegScores { text, vector })
+        .map(|&(text, vector)| PerLeg {
+            text,
+            vector,
+            graph: None,
+        })
         .collect();
     let weights = FusionWeights {
         vector_weight,
         text_weight,
     };
-    let fused = fuse(&candidates, &method, weights).unwrap();
+    let fused = fuse_with(&candidates, &method, weights).unwrap();
     let hybrid: Vec<f64> = fused.iter().map(|f| f.hybrid).collect();
     assert_close(&hybrid, expected);
 }
@@ -96,7 +109,7 @@ fn min_max_edge_cases() {
 
 #[test]
 fn min_max_leg() {
-    let method = weighted(Normalization::MinMax);
+    let method = weighted(Norm::MinMax);
     check(method, &[], &[]);
     check(method, &[None, None], &[0.0, 0.0]);
     // One candidate, all equal.
@@ -121,7 +134,7 @@ fn min_max_leg() {
 
 #[test]
 fn fixed_bounds_leg() {
-    let method = weighted(Normalization::FixedBounds {
+    let method = weighted(Norm::FixedBounds {
         lower: 0.0,
         upper: 10.0,
     });
@@ -134,7 +147,7 @@ fn fixed_bounds_leg() {
         &[Some(2.0), None, Some(15.0), Some(-1.0)],
         &[0.2, 0.0, 1.0, 0.0],
     );
-    let method = weighted(Normalization::FixedBounds {
+    let method = weighted(Norm::FixedBounds {
         lower: -5.0,
         upper: 5.0,
     });
@@ -144,7 +157,7 @@ fn fixed_bounds_leg() {
 
 #[test]
 fn z_score_leg() {
-    let method = weighted(Normalization::ZScore);
+    let method = weighted(Norm::ZScore);
     let third = 1.0 / 3.0;
     check(method, &[], &[]);
     check(method, &[None], &[0.0]);
@@ -183,7 +196,7 @@ fn z_score_leg() {
 
 #[test]
 fn rrf_leg() {
-    let method = FusionMethod::Rrf { k: 60.0 };
+    let method = Method::Rrf { k: 60.0 };
     check(method, &[], &[]);
     check(method, &[Some(0.3)], &[1.0]);
     check(method, &[None, Some(1.0)], &[0.0, 1.0]);
@@ -200,7 +213,7 @@ fn rrf_leg() {
     );
     check(method, &[Some(-1.0), Some(-2.0)], &[1.0, 61.0 / 62.0]);
     check(method, &[Some(2.0); 3], &[1.0; 3]);
-    let method = FusionMethod::Rrf { k: 1.0 };
+    let method = Method::Rrf { k: 1.0 };
     check(
         method,
         &[Some(3.0), Some(2.0), Some(1.0)],
@@ -231,7 +244,7 @@ fn weighted_fusion_of_both_legs() {
     );
     // No weight at all: nothing to rank by.
     check_fused(seed, (0.0, 0.0), &[(Some(8.0), Some(0.6))], &[0.0]);
-    let dbsf = weighted(Normalization::ZScore);
+    let dbsf = weighted(Norm::ZScore);
     check_fused(
         dbsf,
         (0.5, 0.5),
@@ -242,7 +255,7 @@ fn weighted_fusion_of_both_legs() {
 
 #[test]
 fn rrf_fusion_of_both_legs() {
-    let method = FusionMethod::Rrf { k: 60.0 };
+    let method = Method::Rrf { k: 60.0 };
     // Text ranks a: 1, b: missing, c: 2; vector ranks a: 2, b: 1, c: missing.
     check_fused(
         method,
@@ -263,9 +276,7 @@ fn rrf_fusion_of_both_legs() {
 #[test]
 fn a_leg_that_did_not_run_gives_its_weight_to_the_other() {
     let configured = FusionWeights::default();
-    let in_use = configured
-        .in_use(Legs::VECTOR, LegFactors::default())
-        .unwrap();
+    let in_use = configured.in_use(PerLeg::VECTOR, PerLeg::ONES).unwrap();
     assert_eq!(
         in_use,
         FusionWeights {
@@ -280,9 +291,7 @@ fn a_leg_that_did_not_run_gives_its_weight_to_the_other() {
         &[(None, Some(0.8)), (None, Some(0.2))],
         &[0.8, 0.2],
     );
-    let in_use = configured
-        .in_use(Legs::TEXT, LegFactors::default())
-        .unwrap();
+    let in_use = configured.in_use(PerLeg::TEXT, PerLeg::ONES).unwrap();
     assert_eq!(
         in_use,
         FusionWeights {
@@ -303,7 +312,7 @@ fn weights_in_use() {
     #[track_caller]
     fn check_in_use(
         (vector_weight, text_weight): (f64, f64),
-        ran: Legs,
+        ran: PerLeg<bool>,
         (vector, text): (f64, f64),
         expected: (f64, f64),
     ) {
@@ -314,7 +323,7 @@ fn weights_in_use() {
         let got = weights
             .in_use(
                 ran,
-                LegFactors {
+                PerLeg {
                     vector,
                     text,
                     graph: 1.0,
@@ -326,27 +335,27 @@ fn weights_in_use() {
             &[expected.0, expected.1],
         );
     }
-    check_in_use((0.7, 0.3), Legs::BOTH, (1.0, 1.0), (0.7, 0.3));
-    check_in_use((2.0, 3.0), Legs::BOTH, (1.0, 1.0), (0.4, 0.6));
+    check_in_use((0.7, 0.3), PerLeg::BOTH, (1.0, 1.0), (0.7, 0.3));
+    check_in_use((2.0, 3.0), PerLeg::BOTH, (1.0, 1.0), (0.4, 0.6));
     check_in_use(
         (0.7, 0.3),
-        Legs::BOTH,
+        PerLeg::BOTH,
         (1.0, 1.8),
         (0.7 / 1.24, 0.54 / 1.24),
     );
     check_in_use(
         (0.7, 0.3),
-        Legs::BOTH,
+        PerLeg::BOTH,
         (0.2, 1.8),
         (0.14 / 0.68, 0.54 / 0.68),
     );
-    check_in_use((0.0, 0.0), Legs::BOTH, (1.0, 1.0), (0.5, 0.5));
-    check_in_use((0.7, 0.3), Legs::BOTH, (0.0, 0.0), (0.5, 0.5));
-    check_in_use((1e300, 1e300), Legs::BOTH, (1.0, 1.0), (0.5, 0.5));
+    check_in_use((0.0, 0.0), PerLeg::BOTH, (1.0, 1.0), (0.5, 0.5));
+    check_in_use((0.7, 0.3), PerLeg::BOTH, (0.0, 0.0), (0.5, 0.5));
+    check_in_use((1e300, 1e300), PerLeg::BOTH, (1.0, 1.0), (0.5, 0.5));
     // A leg that did not run gives its weight to the other, whatever the weights.
-    check_in_use((0.0, 1.0), Legs::VECTOR, (1.0, 1.0), (1.0, 0.0));
-    check_in_use((0.7, 0.3), Legs::TEXT, (0.2, 0.2), (0.0, 1.0));
-    check_in_use((0.7, 0.3), Legs::NONE, (1.0, 1.0), (0.0, 0.0));
+    check_in_use((0.0, 1.0), PerLeg::VECTOR, (1.0, 1.0), (1.0, 0.0));
+    check_in_use((0.7, 0.3), PerLeg::TEXT, (0.2, 0.2), (0.0, 1.0));
+    check_in_use((0.7, 0.3), PerLeg::NONE, (1.0, 1.0), (0.0, 0.0));
 
     for (weights, factors) in [
         ((-0.1, 0.3), (1.0, 1.0)),
@@ -359,12 +368,12 @@ fn weights_in_use() {
             vector_weight: weights.0,
             text_weight: weights.1,
         };
-        let factors = LegFactors {
+        let factors = PerLeg {
             vector: factors.0,
             text: factors.1,
             graph: 1.0,
         };
-        let err = weights.in_use(Legs::BOTH, factors).unwrap_err();
+        let err = weights.in_use(PerLeg::BOTH, factors).unwrap_err();
         assert!(
             matches!(err.kind(), ErrorKind::InvalidInput { .. }),
             "{err}"
@@ -378,29 +387,32 @@ fn bad_input_is_an_error_not_a_panic() {
     let weights = FusionWeights::default();
     for (candidate, context) in [
         (
-            LegScores {
+            PerLeg {
                 text: Some(f64::NAN),
                 vector: None,
+                graph: None,
             },
             "the text score of candidate 1",
         ),
         (
-            LegScores {
+            PerLeg {
                 text: None,
                 vector: Some(f64::INFINITY),
+                graph: None,
             },
             "the vector score of candidate 1",
         ),
         (
-            LegScores {
+            PerLeg {
                 text: Some(f64::NEG_INFINITY),
                 vector: Some(0.5),
+                graph: None,
             },
             "the text score of candidate 1",
         ),
     ] {
-        let candidates = [LegScores::default(), candidate];
-        let err = fuse(&candidates, &method, weights).unwrap_err();
+        let candidates = [PerLeg::default(), candidate];
+        let err = fuse_with(&candidates, &method, weights).unwrap_err();
         assert_eq!(
             err.kind(),
             &ErrorKind::NonFiniteScore {
@@ -408,7 +420,7 @@ fn bad_input_is_an_error_not_a_panic() {
             }
         );
     }
-    let err = Normalization::ZScore.apply(&[Some(f64::NAN)]).unwrap_err();
+    let err = Norm::ZScore.apply(&[Some(f64::NAN)]).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::NonFiniteScore { .. }),
         "{err}"
@@ -429,37 +441,37 @@ fn bad_input_is_an_error_not_a_panic() {
                 text_weight: f64::NAN,
             },
         ),
-        (FusionMethod::Rrf { k: 0.0 }, weights),
-        (FusionMethod::Rrf { k: f64::NAN }, weights),
+        (Method::Rrf { k: 0.0 }, weights),
+        (Method::Rrf { k: f64::NAN }, weights),
         (
-            weighted(Normalization::FixedBounds {
+            weighted(Norm::FixedBounds {
                 lower: 1.0,
                 upper: 1.0,
             }),
             weights,
         ),
         (
-            weighted(Normalization::FixedBounds {
+            weighted(Norm::FixedBounds {
                 lower: 0.0,
                 upper: f64::INFINITY,
             }),
             weights,
         ),
         (
-            weighted(Normalization::FixedBounds {
+            weighted(Norm::FixedBounds {
                 lower: -f64::MAX,
                 upper: f64::MAX,
             }),
             weights,
         ),
     ] {
-        let err = fuse(&[LegScores::default()], &method, weights).unwrap_err();
+        let err = fuse_with(&[PerLeg::default()], &method, weights).unwrap_err();
         assert!(
             matches!(err.kind(), ErrorKind::InvalidInput { .. }),
             "{err}"
         );
     }
-    let bounds = Normalization::FixedBounds {
+    let bounds = Norm::FixedBounds {
         lower: 2.0,
         upper: 1.0,
     };
@@ -472,9 +484,9 @@ fn the_default_spec_is_seed_003() {
     assert_eq!(spec.weights(), FusionWeights::default());
     assert_eq!(
         spec.method(),
-        FusionMethod::Weighted {
-            text: Normalization::MinMax,
-            vector: Normalization::FixedBounds {
+        Method::Weighted {
+            text: Norm::MinMax,
+            vector: Norm::FixedBounds {
                 lower: 0.0,
                 upper: 1.0
             },
@@ -485,7 +497,7 @@ fn the_default_spec_is_seed_003() {
         spec.method().to_string(),
         "weighted (text: min_max, vector: fixed_bounds [0, 1])"
     );
-    assert_eq!(FusionMethod::Rrf { k: 60.0 }.to_string(), "rrf (k = 60)");
+    assert_eq!(Method::Rrf { k: 60.0 }.to_string(), "rrf (k = 60)");
 }
 
 #[test]
@@ -506,9 +518,9 @@ fn spec_from_toml() {
     assert_eq!(
         spec,
         FusionSpec {
-            method: FusionKind::Rrf,
-            text_normalization: NormalizationKind::ZScore,
-            vector_normalization: NormalizationKind::MinMax,
+            method: FusionMethod::Rrf,
+            text_normalization: Normalization::ZScore,
+            vector_normalization: Normalization::MinMax,
             vector_weight: 1.0,
             text_weight: 2.0,
             text_bounds: [0.0, 12.0],
@@ -519,12 +531,12 @@ fn spec_from_toml() {
     let partial: FusionSpec = toml::from_str("text_normalization = \"fixed_bounds\"").unwrap();
     assert_eq!(
         partial.method(),
-        FusionMethod::Weighted {
-            text: Normalization::FixedBounds {
+        Method::Weighted {
+            text: Norm::FixedBounds {
                 lower: 0.0,
                 upper: 10.0
             },
-            vector: Normalization::FixedBounds {
+            vector: Norm::FixedBounds {
                 lower: 0.0,
                 upper: 1.0
             },
@@ -630,7 +642,7 @@ fn spec_from_params() {
         "min_max",
         none.clone(),
         FusionSpec {
-            text_normalization: NormalizationKind::MinMax,
+            text_normalization: Normalization::MinMax,
             ..default
         },
     );
@@ -638,7 +650,7 @@ fn spec_from_params() {
         "fixed_bounds",
         serde_json::json!({"text_bounds": "[0, 12.5]"}),
         FusionSpec {
-            text_normalization: NormalizationKind::FixedBounds,
+            text_normalization: Normalization::FixedBounds,
             text_bounds: [0.0, 12.5],
             ..default
         },
@@ -647,7 +659,7 @@ fn spec_from_params() {
         "z_score",
         none.clone(),
         FusionSpec {
-            text_normalization: NormalizationKind::ZScore,
+            text_normalization: Normalization::ZScore,
             ..default
         },
     );
@@ -655,8 +667,8 @@ fn spec_from_params() {
         "dbsf",
         serde_json::json!({"vector_weight": "0.5", "text_weight": "0.5"}),
         FusionSpec {
-            text_normalization: NormalizationKind::ZScore,
-            vector_normalization: NormalizationKind::ZScore,
+            text_normalization: Normalization::ZScore,
+            vector_normalization: Normalization::ZScore,
             vector_weight: 0.5,
             text_weight: 0.5,
             ..default
@@ -666,7 +678,7 @@ fn spec_from_params() {
         "rrf",
         serde_json::json!({"rrf_k": 10, "vector_bounds": [0.1, 0.9]}),
         FusionSpec {
-            method: FusionKind::Rrf,
+            method: FusionMethod::Rrf,
             rrf_k: 10.0,
             vector_bounds: [0.1, 0.9],
             ..default
@@ -676,8 +688,8 @@ fn spec_from_params() {
         "weighted",
         serde_json::json!({"method": "rrf", "vector_normalization": "z_score"}),
         FusionSpec {
-            method: FusionKind::Rrf,
-            vector_normalization: NormalizationKind::ZScore,
+            method: FusionMethod::Rrf,
+            vector_normalization: Normalization::ZScore,
             ..default
         },
     );
@@ -802,10 +814,10 @@ fn naive_rrf(scores: &[Option<f64>], k: f64) -> Vec<f64> {
         .collect()
 }
 
-fn naive_leg(method: &FusionMethod, scores: &[Option<f64>], text: bool) -> Vec<f64> {
+fn naive_leg(method: &Method, scores: &[Option<f64>], text: bool) -> Vec<f64> {
     let normalization = match *method {
-        FusionMethod::Rrf { k } => return naive_rrf(scores, k),
-        FusionMethod::Weighted { text: t, vector: v } => {
+        Method::Rrf { k } => return naive_rrf(scores, k),
+        Method::Weighted { text: t, vector: v } => {
             if text {
                 t
             } else {
@@ -814,16 +826,16 @@ fn naive_leg(method: &FusionMethod, scores: &[Option<f64>], text: bool) -> Vec<f
         }
     };
     match normalization {
-        Normalization::MinMax => naive_min_max(scores),
-        Normalization::ZScore => naive_z_score(scores),
-        Normalization::FixedBounds { lower, upper } => scores
+        Norm::MinMax => naive_min_max(scores),
+        Norm::ZScore => naive_z_score(scores),
+        Norm::FixedBounds { lower, upper } => scores
             .iter()
             .map(|s| s.map_or(0.0, |s| ((s - lower) / (upper - lower)).clamp(0.0, 1.0)))
             .collect(),
     }
 }
 
-fn naive_fuse(candidates: &[LegScores], method: &FusionMethod, w: FusionWeights) -> Vec<Fused> {
+fn naive_fuse(candidates: &[PerLeg<Option<f64>>], method: &Method, w: FusionWeights) -> Vec<Fused> {
     let text: Vec<Option<f64>> = candidates.iter().map(|c| c.text).collect();
     let vector: Vec<Option<f64>> = candidates.iter().map(|c| c.vector).collect();
     let text = naive_leg(method, &text, true);
@@ -848,30 +860,34 @@ fn arb_score() -> impl Strategy<Value = f64> {
     prop_oneof![(-3i32..=3).prop_map(f64::from), -1e3f64..1e3]
 }
 
-fn arb_candidates() -> impl Strategy<Value = Vec<LegScores>> {
+fn arb_candidates() -> impl Strategy<Value = Vec<PerLeg<Option<f64>>>> {
     let leg = || prop::option::weighted(0.75, arb_score());
     prop::collection::vec(
-        (leg(), leg()).prop_map(|(text, vector)| LegScores { text, vector }),
+        (leg(), leg()).prop_map(|(text, vector)| PerLeg {
+            text,
+            vector,
+            graph: None,
+        }),
         0..30,
     )
 }
 
-fn arb_normalization() -> impl Strategy<Value = Normalization> {
+fn arb_normalization() -> impl Strategy<Value = Norm> {
     prop_oneof![
-        Just(Normalization::MinMax),
-        Just(Normalization::ZScore),
-        (-10f64..10.0, 0.1f64..20.0).prop_map(|(lower, width)| Normalization::FixedBounds {
+        Just(Norm::MinMax),
+        Just(Norm::ZScore),
+        (-10f64..10.0, 0.1f64..20.0).prop_map(|(lower, width)| Norm::FixedBounds {
             lower,
             upper: lower + width
         }),
     ]
 }
 
-fn arb_method() -> impl Strategy<Value = FusionMethod> {
+fn arb_method() -> impl Strategy<Value = Method> {
     prop_oneof![
         (arb_normalization(), arb_normalization())
-            .prop_map(|(text, vector)| FusionMethod::Weighted { text, vector }),
-        (0.5f64..200.0).prop_map(|k| FusionMethod::Rrf { k }),
+            .prop_map(|(text, vector)| Method::Weighted { text, vector }),
+        (0.5f64..200.0).prop_map(|k| Method::Rrf { k }),
     ]
 }
 
@@ -912,7 +928,7 @@ proptest! {
         method in arb_method(),
         weights in arb_weights(),
     ) {
-        let fused = fuse(&candidates, &method, weights).unwrap();
+        let fused = fuse_with(&candidates, &method, weights).unwrap();
         let expected = naive_fuse(&candidates, &method, weights);
         prop_assert_eq!(fused.len(), expected.len());
         for (got, want) in fused.iter().zip(&expected) {
@@ -933,7 +949,7 @@ proptest! {
         method in arb_method(),
         weights in arb_weights(),
     ) {
-        for fused in fuse(&candidates, &method, weights).unwrap() {
+        for fused in fuse_with(&candidates, &method, weights).unwrap() {
             for value in [fused.hybrid, fused.text_normalized, fused.vector_normalized] {
                 prop_assert!((0.0..=1.0).contains(&value), "{fused:?}");
             }
@@ -946,7 +962,7 @@ proptest! {
         method in arb_method(),
         weights in arb_weights(),
     ) {
-        let fused = fuse(&candidates, &method, weights).unwrap();
+        let fused = fuse_with(&candidates, &method, weights).unwrap();
         for (i, (a, fa)) in candidates.iter().zip(&fused).enumerate() {
             if a.text.is_none() {
                 prop_assert_eq!(fa.text_normalized, 0.0);
@@ -982,7 +998,7 @@ proptest! {
         method in arb_method(),
         weights in arb_weights(),
     ) {
-        let fused = fuse(&candidates, &method, weights).unwrap();
+        let fused = fuse_with(&candidates, &method, weights).unwrap();
         for (a, fa) in candidates.iter().zip(&fused) {
             for (b, fb) in candidates.iter().zip(&fused) {
                 if let (Some(ta), Some(tb)) = (a.text, b.text)
@@ -1007,15 +1023,15 @@ proptest! {
         weights in arb_weights(),
         rotation in 0usize..30,
     ) {
-        let fused = fuse(&candidates, &method, weights).unwrap();
-        prop_assert_eq!(&fused, &fuse(&candidates, &method, weights).unwrap());
+        let fused = fuse_with(&candidates, &method, weights).unwrap();
+        prop_assert_eq!(&fused, &fuse_with(&candidates, &method, weights).unwrap());
         let mut reordered = candidates.clone();
         reordered.reverse();
         if !reordered.is_empty() {
             let by = rotation % reordered.len();
             reordered.rotate_left(by);
         }
-        let refused = fuse(&reordered, &method, weights).unwrap();
+        let refused = fuse_with(&reordered, &method, weights).unwrap();
         for (candidate, got) in reordered.iter().zip(&refused) {
             let original = candidates.iter().position(|c| c == candidate).unwrap();
             let want = fused[original];
@@ -1041,13 +1057,13 @@ proptest! {
         // Seed 003: `0.7 * vector + 0.3 * min_max(bm25)` with a missing BM25 as 0.
         let bm25: Vec<f64> = candidates.iter().map(|(t, _)| t.unwrap_or(0.0)).collect();
         let bm25_normalized = min_max(&bm25);
-        let legs: Vec<LegScores> = candidates
+        let legs: Vec<PerLeg<Option<f64>>> = candidates
             .iter()
-            .map(|&(text, vector)| LegScores { text, vector })
+            .map(|&(text, vector)| PerLeg { text, vector, graph: None })
             .collect();
         let spec = FusionSpec::default();
-        let weights = spec.weights().in_use(Legs::BOTH, LegFactors::default()).unwrap();
-        let fused = fuse(&legs, &spec.method(), weights).unwrap();
+        let weights = spec.weights().in_use(PerLeg::BOTH, PerLeg::ONES).unwrap();
+        let fused = fuse_with(&legs, &spec.method(), weights).unwrap();
         for ((leg, got), norm) in legs.iter().zip(&fused).zip(&bm25_normalized) {
             let seed = 0.7 * leg.vector.unwrap_or(0.0) + 0.3 * norm;
             prop_assert!(close(got.hybrid, seed, TOLERANCE), "{got:?} vs {seed}");
@@ -1063,7 +1079,7 @@ proptest! {
         text in 0.2f64..1.8,
     ) {
         let weights = FusionWeights { vector_weight, text_weight };
-        let got = weights.in_use(Legs::BOTH, LegFactors { vector, text, graph: 1.0 }).unwrap();
+        let got = weights.in_use(PerLeg::BOTH, PerLeg { vector, text, graph: 1.0 }).unwrap();
         prop_assert!(close(got.vector_weight + got.text_weight, 1.0, TOLERANCE));
         let (v, t) = (vector_weight * vector, text_weight * text);
         if v + t > 0.0 {

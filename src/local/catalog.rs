@@ -306,7 +306,7 @@ impl DocRows {
 }
 
 /// A document's vectors normalised, owned (what a graph is built from, and what
-/// [`crate::document_vectors`] gives another backend).
+/// [`crate::engine::document_vectors`] gives another backend).
 #[derive(Debug, Clone)]
 pub(crate) struct Normalised {
     /// `rows.len() x dim`, row-major.

@@ -45,8 +45,8 @@ const RARITY_FLOOR: usize = 1_000;
 /// The node of a document id: apart from entities, so that an id that is also a word
 /// (`refund`) never switches the graph leg on.
 ///
-/// Every document mentions its own id node, implicitly: lists leave it out (at 100,000
-/// chunks it was 100,000 names, numbers and lists to build at every open, for nodes
+/// Every document mentions its own id node, implicitly: lists leave it out (otherwise
+/// an open of 100,000 chunks would build 100,000 names, numbers and lists, for nodes
 /// that link nothing until another document relates to one). The graph keeps an id
 /// node only when a document relates to it, and [`ScopeDocs::owner`] adds the document
 /// whose id it is to its documents.

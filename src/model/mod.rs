@@ -4,6 +4,7 @@
 
 pub(crate) mod doc;
 pub(crate) mod id;
+pub(crate) mod leg;
 pub(crate) mod metric;
 pub(crate) mod scenario;
 pub(crate) mod time;

@@ -3,7 +3,7 @@
 //! Seed 000 recommends `elbow` for tool selection ("usually clear relevance
 //! separation"); seed 002's action policies then choose one action among scored
 //! candidates, and a tool hit converts directly into such a candidate
-//! ([`Candidate::from_hit`](crate::Candidate::from_hit)).
+//! ([`Candidate::from_hit`](crate::policy::Candidate::from_hit)).
 
 use serde::{Deserialize, Serialize};
 

@@ -41,7 +41,7 @@ const DEFAULT_DIVERSITY_PENALTY: f64 = 0.2;
 ///
 /// ```
 /// use rand::SeedableRng;
-/// use ruchedb::{ActionSelectionPolicy, BeamSearchPolicy, Candidate, PolicyContext};
+/// use ruchedb::policy::{ActionSelectionPolicy, BeamSearchPolicy, Candidate, PolicyContext};
 ///
 /// let candidates = vec![
 ///     Candidate::new("code").with_id("approach_a").with_confidence(0.8),

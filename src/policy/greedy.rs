@@ -12,7 +12,7 @@ use super::{ActionSelectionPolicy, Candidate, PolicyContext, argmax, base_scores
 ///
 /// ```
 /// use rand::SeedableRng;
-/// use ruchedb::{ActionSelectionPolicy, Candidate, GreedyPolicy, PolicyContext};
+/// use ruchedb::policy::{ActionSelectionPolicy, Candidate, GreedyPolicy, PolicyContext};
 ///
 /// let candidates = vec![
 ///     Candidate::new("code").with_id("approach_a").with_confidence(0.7),

@@ -55,7 +55,7 @@ struct ActionStats {
 ///
 /// ```
 /// use rand::SeedableRng;
-/// use ruchedb::{ActionSelectionPolicy, Candidate, MctsPolicy, PolicyContext};
+/// use ruchedb::policy::{ActionSelectionPolicy, Candidate, MctsPolicy, PolicyContext};
 ///
 /// let candidates = vec![
 ///     Candidate::new("code").with_id("approach_a"),

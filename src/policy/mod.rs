@@ -50,7 +50,7 @@ const DEFAULT_SCORE: f64 = 0.5;
 /// they are:
 ///
 /// ```
-/// # use ruchedb::Candidate;
+/// # use ruchedb::policy::Candidate;
 /// let candidate: Candidate = serde_json::from_str(
 ///     r#"{"action": "code", "code": "print(42)", "confidence": 0.9}"#,
 /// )?;
@@ -151,7 +151,8 @@ impl Candidate {
     /// ```
     /// # fn main() -> ruchedb::Result<()> {
     /// use rand::SeedableRng;
-    /// use ruchedb::{ActionSelectionPolicy, Candidate, Engine, GreedyPolicy, PolicyContext, SearchRequest, Tool};
+    /// use ruchedb::{Engine, SearchRequest, Tool};
+    /// use ruchedb::policy::{ActionSelectionPolicy, Candidate, GreedyPolicy, PolicyContext};
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let engine = Engine::builder().create(dir.path())?;
@@ -193,7 +194,7 @@ impl Candidate {
     /// # Example
     ///
     /// ```
-    /// # use ruchedb::Candidate;
+    /// # use ruchedb::policy::Candidate;
     /// let candidate = Candidate::new("code")
     ///     .with_id("approach_a")
     ///     .with_payload(serde_json::json!({"code": "approach_a()"}))
@@ -306,7 +307,7 @@ impl Candidate {
 /// # Example
 ///
 /// ```
-/// # use ruchedb::PolicyContext;
+/// # use ruchedb::policy::PolicyContext;
 /// use rand::SeedableRng;
 ///
 /// let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -374,7 +375,7 @@ impl std::fmt::Debug for PolicyContext<'_> {
 ///
 /// ```
 /// use rand::SeedableRng;
-/// use ruchedb::{ActionSelectionPolicy, Candidate, GreedyPolicy, PolicyContext};
+/// use ruchedb::policy::{ActionSelectionPolicy, Candidate, GreedyPolicy, PolicyContext};
 ///
 /// let candidates = vec![
 ///     Candidate::new("code").with_id("approach_a").with_confidence(0.7),

@@ -25,7 +25,7 @@ type Factory =
 /// # Example
 ///
 /// ```
-/// use ruchedb::PolicyRegistry;
+/// use ruchedb::policy::PolicyRegistry;
 ///
 /// let registry = PolicyRegistry::new();
 /// let config = serde_json::json!({"temperature": 0.5});
@@ -67,7 +67,7 @@ impl PolicyRegistry {
     /// # Example
     ///
     /// ```
-    /// use ruchedb::{ActionSelectionPolicy, GreedyPolicy, PolicyRegistry};
+    /// use ruchedb::policy::{ActionSelectionPolicy, GreedyPolicy, PolicyRegistry};
     ///
     /// let mut registry = PolicyRegistry::new();
     /// registry.register("my_greedy", |_config| {

@@ -38,7 +38,7 @@ const DEFAULT_MIN_PROBABILITY: f64 = 0.01;
 ///
 /// ```
 /// use rand::SeedableRng;
-/// use ruchedb::{ActionSelectionPolicy, Candidate, PolicyContext, SamplingPolicy};
+/// use ruchedb::policy::{ActionSelectionPolicy, Candidate, PolicyContext, SamplingPolicy};
 ///
 /// let candidates = vec![
 ///     Candidate::new("code").with_id("approach_a").with_confidence(0.9),
@@ -146,7 +146,7 @@ impl SamplingPolicy {
     /// # Example
     ///
     /// ```
-    /// use ruchedb::{Candidate, SamplingPolicy};
+    /// use ruchedb::policy::{Candidate, SamplingPolicy};
     ///
     /// let candidates = vec![
     ///     Candidate::new("code").with_confidence(0.9),

@@ -1,11 +1,12 @@
 //! What ruchedb decides, as one pure stage: candidates in, ranked and selected hits out.
 //!
-//! [`rank`] takes the [`RetrievedDoc`]s of any [`Retriever`](crate::Retriever) and a
-//! [`RankPlan`] and does, without I/O:
+//! [`search_with`] runs the whole pipeline over any [`Retriever`]:
+//! the query vector is prepared once (the request's own, or its text embedded), the
+//! retriever returns the candidates of both legs, and ranking does, without I/O:
 //!
-//! 1. **fusion** of the two legs' raw scores into a hybrid score (the plan's method and
-//!    leg weights, decided once in [`RankPlan::new`]: configuration, query-adaptive
-//!    weights, feedback, legs that ran);
+//! 1. **fusion** of the two legs' raw scores into a hybrid score (the method and leg
+//!    weights decided once per search: configuration, query-adaptive weights, feedback,
+//!    legs that ran);
 //! 2. the **relevance gate**: each candidate's calibrated relevance; what fails it is
 //!    dropped before anything else counts, unless it holds a code of the query verbatim;
 //! 3. **weighting** by kind: priority and scope (rules), importance and recency (chunks),
@@ -22,14 +23,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::analysis::query_codes;
 use crate::analysis::{adapt, analyze};
+use crate::analysis::{query_codes, text_to_embed};
 use crate::chunk::{ChunkSelector, ChunkWeights, importance_score};
 use crate::config::Config;
+use crate::embed::Embedder;
 use crate::fusion::RuleWeights;
-use crate::fusion::{Fused, FusionMethod, FusionWeights, LegFactors, LegScores, Legs, fuse};
+use crate::fusion::{Fused, FusionWeights, Method, fuse_with};
 use crate::model::MAX_COUNT;
 use crate::model::doc::Document;
+use crate::model::leg::PerLeg;
 use crate::model::metric;
 use crate::model::time::Timestamp;
 use crate::query::{
@@ -42,12 +45,12 @@ use crate::relevance::{
 };
 use crate::retrieve::{RetrievalQuery, RetrievedDoc, Retriever};
 use crate::select::SelectionConfig;
-use crate::{Error, Kind, Result};
+use crate::{Error, ErrorKind, Kind, Result};
 
 /// How many results a search keeps.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum Selection {
+pub(crate) enum Selection {
     /// Exactly the best `k` (fewer when fewer pass the gate).
     TopK(usize),
     /// A dynamic k-selection strategy, keeping between `min_k` and `max_k` hits.
@@ -71,13 +74,13 @@ const LINKED_MIN: f64 = 0.25;
 /// configuration and the request by [`RankPlan::new`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct RankPlan {
+pub(crate) struct RankPlan {
     /// The kind searched.
     pub kind: Kind,
     /// Which legs ran; `None`: neither (browsing chunks).
     pub legs: Option<LegsRan>,
     /// The fusion method.
-    pub method: FusionMethod,
+    pub method: Method,
     /// The leg weights in use (they sum to 1 when a leg ran).
     pub weights: FusionWeights,
     /// How the legs are fused, for explain.
@@ -102,7 +105,7 @@ pub struct RankPlan {
     /// anything).
     pub graph_weight: f64,
     /// How much a conversation turn draws on its neighbouring turns
-    /// ([`crate::ScoringConfig::neighbour_weight`]).
+    /// ([`crate::config::ScoringConfig::neighbour_weight`]).
     pub neighbour_weight: f64,
     /// The token budget of the hits ([`SearchRequest::max_tokens`]).
     pub max_tokens: Option<usize>,
@@ -123,13 +126,13 @@ impl RankPlan {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for invalid weights.
+    /// [`ErrorKind::InvalidInput`] for invalid weights.
     pub fn new(
         config: &Config,
         request: &SearchRequest,
         legs: Option<LegsRan>,
         family: EmbedderFamily,
-        factors: Option<LegFactors>,
+        factors: Option<PerLeg<f64>>,
     ) -> Result<RankPlan> {
         let kind = request.kind;
         let text_leg = matches!(legs, Some(LegsRan::Both | LegsRan::TextOnly));
@@ -141,14 +144,17 @@ impl RankPlan {
         if adaptive {
             weights = adapt(&analyze(&request.text), weights);
         }
-        let factors = config.fusion.feedback.then(|| factors.unwrap_or_default());
+        let factors = config
+            .fusion
+            .feedback
+            .then(|| factors.unwrap_or(PerLeg::ONES));
         let weights = if legs.is_some() {
-            let ran = Legs {
+            let ran = PerLeg {
                 text: text_leg,
                 vector: vector_leg,
                 graph: false,
             };
-            weights.in_use(ran, factors.unwrap_or_default())?
+            weights.in_use(ran, factors.unwrap_or(PerLeg::ONES))?
         } else {
             FusionWeights {
                 vector_weight: 0.0,
@@ -208,7 +214,7 @@ impl RankPlan {
 /// What [`rank`] returns.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct Ranked {
+pub(crate) struct Ranked {
     /// The hits kept, best first.
     pub hits: Vec<Hit>,
     /// How many hits were kept, and why.
@@ -226,7 +232,7 @@ pub struct Ranked {
 }
 
 /// A candidate with its final score, before selection.
-struct Scored {
+struct Weighted {
     document: Arc<Document>,
     priority: i32,
     final_score: f64,
@@ -238,10 +244,10 @@ struct Scored {
 ///
 /// # Errors
 ///
-/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid strategy or
-/// weights; [`ErrorKind::NonFiniteScore`](crate::ErrorKind::NonFiniteScore) for a NaN
+/// [`ErrorKind::InvalidInput`] for an invalid strategy or
+/// weights; [`ErrorKind::NonFiniteScore`] for a NaN
 /// leg score.
-pub fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
+pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
     let started = Instant::now();
     // Candidates in user-id order, so that nothing downstream depends on arrival order
     // (an order of indices, so that each candidate moves once).
@@ -265,7 +271,7 @@ pub fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
         codes: plan.codes.clone(),
     };
     let code_boost = plan.relevance.code_boost;
-    let mut passed: Vec<Scored> = Vec::with_capacity(scored.len());
+    let mut passed: Vec<Weighted> = Vec::with_capacity(scored.len());
     for mut candidate in scored {
         if candidate.breakdown.codes_matched > 0 {
             let term = code_boost * f64::from(candidate.breakdown.codes_matched);
@@ -318,7 +324,7 @@ pub fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
     // Best first: score, then priority, then user id. Indices are ordered, not the
     // candidates (each moves once). With distinct ids the order is total, so the top
     // `k` need not sort the rest.
-    let by_rank = |a: &Scored, b: &Scored| {
+    let by_rank = |a: &Weighted, b: &Weighted| {
         b.final_score
             .total_cmp(&a.final_score)
             .then_with(|| b.priority.cmp(&a.priority))
@@ -355,7 +361,7 @@ pub fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
             let strategy = config.build()?;
             let scores: Vec<f64> = scored.iter().map(|s| s.final_score).collect();
             let result = strategy.select_scores(&scores, *max_k, *min_k)?;
-            let mut slots: Vec<Option<Scored>> = scored.into_iter().map(Some).collect();
+            let mut slots: Vec<Option<Weighted>> = scored.into_iter().map(Some).collect();
             scored = result
                 .selected
                 .iter()
@@ -399,7 +405,7 @@ pub fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ranked> {
             }
             let mut picked: Vec<usize> = best_second.into_values().collect();
             picked.sort_unstable();
-            let second_hops: Vec<Scored> =
+            let second_hops: Vec<Weighted> =
                 picked.into_iter().filter_map(|i| slots[i].take()).collect();
             let mut metadata = result.metadata;
             if !second_hops.is_empty() {
@@ -487,17 +493,18 @@ fn permuted<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
         .collect()
 }
 
-fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Scored>, f64)> {
+fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Weighted>, f64)> {
     let any_leg = plan.legs.is_some();
-    let leg_scores: Vec<LegScores> = candidates
+    let leg_scores: Vec<PerLeg<Option<f64>>> = candidates
         .iter()
-        .map(|c| LegScores {
+        .map(|c| PerLeg {
             text: c.bm25,
             vector: c.cosine.map(metric::score_of_cosine),
+            graph: None,
         })
         .collect();
     let fused = if any_leg {
-        fuse(&leg_scores, &plan.method, plan.weights)?
+        fuse_with(&leg_scores, &plan.method, plan.weights)?
     } else {
         vec![Fused::default(); leg_scores.len()]
     };
@@ -597,7 +604,7 @@ fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Scored>,
                     // No business weights: the hybrid score orders scenarios and tools.
                     Document::Scenario(_) | Document::Tool(_) => (hybrid, 0),
                 };
-                Scored {
+                Weighted {
                     document,
                     priority,
                     final_score,
@@ -612,7 +619,7 @@ fn score(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<(Vec<Scored>,
 /// A candidate's relevance. A rule or tool with examples, when the retriever gave its
 /// centroid cosine and the query's background and no calibration of the user's applies,
 /// is judged against its catalog ([`BackgroundCalibration`]); anything else by its best
-/// cosine and its coverage ([`crate::Calibration`]).
+/// cosine and its coverage ([`crate::relevance::Calibration`]).
 /// Returns the relevance, and the centroid cosine when it was judged against its catalog.
 fn relevance_of(candidate: &RetrievedDoc, legs: LegsRan, plan: &RankPlan) -> (f64, Option<f64>) {
     let patterns = !candidate.document.examples().is_empty();
@@ -677,35 +684,31 @@ fn neighbour_lifts(
         .collect()
 }
 
-/// The whole pipeline over any retriever: checks `request`, asks `retriever` for the
-/// candidates of both legs (`vector`: the normalised query vector, `None` to skip the
-/// vector leg), plans with [`RankPlan::new`] and ranks with [`rank`].
+/// The whole pipeline over any retriever: checks `request`, prepares its query vector
+/// (the request's own, or its text embedded by `embedder`, normalised), asks `retriever`
+/// for the candidates of both legs, plans with the configuration and the feedback
+/// `factors` (`None`: no feedback) and ranks them.
 ///
 /// This is what [`Engine::search`](crate::Engine::search) runs over the local index
-/// (then it embeds the query, records the query for feedback and fills
-/// [`SearchResponse::vector_leg_skipped`] and the embedding time).
+/// (with the query id feedback needs), and what the Milvus backend runs over Milvus.
 ///
 /// # Errors
 ///
-/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid request,
-/// and the retriever's errors.
+/// [`ErrorKind::InvalidInput`] for an invalid request;
+/// [`ErrorKind::DimensionMismatch`] for a query
+/// vector of another dimension than [`Retriever::dimensions`];
+/// [`ErrorKind::NonFiniteScore`] for a NaN in it; the
+/// embedder's and the retriever's errors.
 pub fn search_with(
     retriever: &(impl Retriever + ?Sized),
     config: &Config,
     request: &SearchRequest,
-    vector: Option<&[f32]>,
-    family: EmbedderFamily,
-    factors: Option<LegFactors>,
+    embedder: Option<&dyn Embedder>,
+    factors: Option<PerLeg<f64>>,
 ) -> Result<SearchResponse> {
-    search_with_id(
-        retriever,
-        config,
-        request,
-        vector,
-        family,
-        factors,
-        &|base, _| base,
-    )
+    search_with_id(retriever, config, request, embedder, factors, &|base, _| {
+        base
+    })
 }
 
 /// [`search_with`], with the response's query id made by `query_id` from a unique,
@@ -714,13 +717,17 @@ pub(crate) fn search_with_id(
     retriever: &(impl Retriever + ?Sized),
     config: &Config,
     request: &SearchRequest,
-    vector: Option<&[f32]>,
-    family: EmbedderFamily,
-    factors: Option<LegFactors>,
+    embedder: Option<&dyn Embedder>,
+    factors: Option<PerLeg<f64>>,
     query_id: &dyn Fn(String, Option<&Hit>) -> String,
 ) -> Result<SearchResponse> {
     let started = Instant::now();
     validate(request)?;
+    let stage = Instant::now();
+    let (vector, vector_skipped) = query_vector(request, embedder, retriever.dimensions())?;
+    let embed_us = micros(stage);
+    let family = EmbedderFamily::of(embedder.map(|e| e.model_id()));
+    let vector = vector.as_deref();
     let now = request.now.unwrap_or_else(Timestamp::now);
     let limit = config
         .pipeline
@@ -752,7 +759,7 @@ pub(crate) fn search_with_id(
         "selection"
     );
     let timings = Timings {
-        embed_us: 0,
+        embed_us,
         text_us: retrieved.micros.text,
         vector_us: retrieved.micros.vector,
         fuse_us: retrieved.fill_micros + ranked.score_micros,
@@ -773,10 +780,60 @@ pub(crate) fn search_with_id(
             graph_entities: retrieved_graph_entities,
             ..ranked.fusion
         },
-        vector_leg_skipped: None,
+        vector_leg_skipped: vector_skipped,
         gate: ranked.gate,
         analysis: analyze(&request.text),
     })
+}
+
+/// The normalised query vector of `request`: the vector it carries (checked against
+/// `dimensions`), or its text embedded by `embedder`. `None`, with the reason, when the
+/// vector leg cannot run: no text and no vector, no embedder, an index without vectors
+/// (`dimensions` is `None`) or a zero vector.
+fn query_vector(
+    request: &SearchRequest,
+    embedder: Option<&dyn Embedder>,
+    dimensions: Option<usize>,
+) -> Result<(Option<Vec<f32>>, Option<String>)> {
+    let text_present = !request.text.trim().is_empty();
+    let mut vector = match (&request.embedding, embedder) {
+        (Some(given), _) => {
+            if given.iter().any(|x| !x.is_finite()) {
+                return Err(Error::new(ErrorKind::NonFiniteScore {
+                    context: "the query embedding".to_string(),
+                }));
+            }
+            if let Some(expected) = dimensions
+                && given.len() != expected
+            {
+                return Err(Error::new(ErrorKind::DimensionMismatch {
+                    expected,
+                    got: given.len(),
+                }));
+            }
+            given.clone()
+        }
+        (None, Some(embedder)) if text_present => embedder
+            .embed_batch(&[text_to_embed(&request.text).as_ref()])?
+            .pop()
+            .unwrap_or_default(),
+        (None, Some(_)) => return Ok((None, Some("the query has no text".to_string()))),
+        (None, None) => {
+            let reason = if dimensions.is_some() {
+                "the query has no vector and the engine has no embedder"
+            } else {
+                "the index has no vectors"
+            };
+            return Ok((None, Some(reason.to_string())));
+        }
+    };
+    if dimensions.is_none() {
+        return Ok((None, Some("the index has no vectors".to_string())));
+    }
+    if !metric::normalize(&mut vector) {
+        return Ok((None, Some("the query vector is zero".to_string())));
+    }
+    Ok((Some(vector), None))
 }
 
 /// A unique, time-ordered query id: `q` + millis + process + counter, fixed-width hex.

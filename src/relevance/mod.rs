@@ -131,7 +131,7 @@ pub(crate) fn background_mean(
 /// # Example
 ///
 /// ```
-/// use ruchedb::{EmbedderFamily, background_of};
+/// use ruchedb::relevance::{EmbedderFamily, background_of};
 ///
 /// let sum = vec![0.0f64; 256];
 /// // No document: the prior alone.
@@ -158,6 +158,7 @@ pub fn background_of(
 /// `sigmoid(bias + vector_weight * vector + coverage_weight * coverage)`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Calibration {
     /// Weight of the vector score (`max(0, cosine)`).
     pub vector_weight: f64,
@@ -168,14 +169,23 @@ pub struct Calibration {
 }
 
 impl Calibration {
+    /// A calibration with these weights and intercept.
+    pub const fn new(vector_weight: f64, coverage_weight: f64, bias: f64) -> Calibration {
+        Calibration {
+            vector_weight,
+            coverage_weight,
+            bias,
+        }
+    }
+
     /// The relevance of a candidate with this vector score and text coverage.
     ///
     /// # Example
     ///
     /// ```
-    /// use ruchedb::Calibration;
+    /// use ruchedb::relevance::Calibration;
     ///
-    /// let c = Calibration { vector_weight: 10.0, coverage_weight: 2.0, bias: -7.0 };
+    /// let c = Calibration::new(10.0, 2.0, -7.0);
     /// assert!(c.relevance(0.9, 0.5) > 0.9);
     /// assert!(c.relevance(0.3, 0.0) < 0.05);
     /// ```
@@ -304,6 +314,7 @@ fn builtin(kind: Kind, family: EmbedderFamily, legs: LegsRan, patterns: bool) ->
 /// `[relevance.rules]` or `[relevance.chunks]`: the gate of one kind.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct KindRelevance {
     /// Candidates whose relevance is below this are not returned (`0` turns the gate
     /// off). In `0..=1`.
@@ -326,6 +337,7 @@ impl Default for KindRelevance {
 /// `[relevance]`: the relevance gate, one section per kind.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct RelevanceConfig {
     /// Added to the final score of a hit for each code of the query (an identifier such
     /// as `NW-15699`) it contains verbatim (default 1.0: such hits rank above those
@@ -415,6 +427,7 @@ pub(crate) fn check_min_relevance(key: &str, value: f64) -> Result<()> {
 /// Why a hit passed the gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum GateDecision {
     /// Its relevance reached `min_relevance`.
     Relevant,
@@ -449,6 +462,7 @@ impl GateDecision {
 
 /// What the gate did in one search (part of explain).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct GateSummary {
     /// The threshold applied.
     pub min_relevance: f64,

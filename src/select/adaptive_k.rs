@@ -31,7 +31,7 @@ use super::strategy::{SelectionInput, SelectionResult, SelectionStrategy};
 /// # Example
 ///
 /// ```
-/// use ruchedb::{AdaptiveKSelection, SelectionStrategy};
+/// use ruchedb::select::{AdaptiveKSelection, SelectionStrategy};
 ///
 /// let adaptive = AdaptiveKSelection::default();
 /// let result = adaptive.select_scores(&[0.92, 0.89, 0.71, 0.45, 0.42], 30, 1)?;

@@ -43,7 +43,7 @@ use super::strategy::{SelectionInput, SelectionResult, SelectionStrategy};
 /// # Example
 ///
 /// ```
-/// use ruchedb::{AutocutSelection, SelectionStrategy};
+/// use ruchedb::select::{AutocutSelection, SelectionStrategy};
 ///
 /// // Weaviate's documented example, as scores (negated distances).
 /// let scores = [-0.1899, -0.1901, -0.191, -0.21, -0.215, -0.23];

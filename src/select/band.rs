@@ -33,7 +33,7 @@ use super::strategy::{SelectionInput, SelectionResult, SelectionStrategy};
 /// # Example
 ///
 /// ```
-/// use ruchedb::{BandSelection, SelectionStrategy};
+/// use ruchedb::select::{BandSelection, SelectionStrategy};
 ///
 /// let band = BandSelection::default().with_band(0.05)?;
 /// let result = band.select_scores(&[0.82, 0.80, 0.71, 0.45], 30, 1)?;

@@ -37,7 +37,7 @@ use super::strategy::{SelectionInput, SelectionResult, SelectionStrategy};
 /// # Example
 ///
 /// ```
-/// use ruchedb::{ClusteringSelection, SelectionStrategy};
+/// use ruchedb::select::{ClusteringSelection, SelectionStrategy};
 ///
 /// let clustering = ClusteringSelection::default().with_top_per_cluster(1)?;
 /// let scores = [0.92, 0.89, 0.71, 0.45, 0.42];

@@ -46,7 +46,7 @@ use crate::error::Error;
 /// # Example
 ///
 /// ```
-/// use ruchedb::SelectionConfig;
+/// use ruchedb::select::SelectionConfig;
 ///
 /// let config: SelectionConfig =
 ///     serde_json::from_str(r#"{"strategy": "adaptive_k", "alpha": 2.0}"#)?;
@@ -201,7 +201,8 @@ impl SelectionConfig {
     /// # Example
     ///
     /// ```
-    /// use ruchedb::{ErrorKind, SelectionConfig};
+    /// use ruchedb::ErrorKind;
+    /// use ruchedb::select::SelectionConfig;
     ///
     /// let config = SelectionConfig::AdaptiveK { alpha: Some(9.0), min_score: None };
     /// let err = config.validate("pipeline.retrieval.rule_selection").unwrap_err();
@@ -303,7 +304,7 @@ impl SelectionConfig {
     /// # Example
     ///
     /// ```
-    /// use ruchedb::SelectionConfig;
+    /// use ruchedb::select::SelectionConfig;
     ///
     /// let config = SelectionConfig::FixedK { k: Some(2), min_score: None };
     /// let result = config.build()?.select_scores(&[0.9, 0.8, 0.7], 30, 1)?;
@@ -430,7 +431,8 @@ impl SelectionConfig {
     /// # Example
     ///
     /// ```
-    /// use ruchedb::{ErrorKind, SelectionConfig};
+    /// use ruchedb::ErrorKind;
+    /// use ruchedb::select::SelectionConfig;
     ///
     /// let params = serde_json::json!({"alpha": "2.5", "min_score": 0.3});
     /// let config = SelectionConfig::from_params("adaptive_k", params.as_object().unwrap())?;

@@ -27,7 +27,7 @@ use super::strategy::{SelectionInput, SelectionResult, SelectionStrategy};
 /// # Example
 ///
 /// ```
-/// use ruchedb::{ElbowSelection, SelectionStrategy};
+/// use ruchedb::select::{ElbowSelection, SelectionStrategy};
 ///
 /// let elbow = ElbowSelection::default();
 /// let result = elbow.select_scores(&[0.92, 0.89, 0.71, 0.45, 0.42], 30, 1)?;

@@ -30,7 +30,7 @@ use super::strategy::{SelectionInput, SelectionResult, SelectionStrategy};
 /// # Example
 ///
 /// ```
-/// use ruchedb::{EntropySelection, SelectionStrategy};
+/// use ruchedb::select::{EntropySelection, SelectionStrategy};
 ///
 /// let entropy = EntropySelection::default();
 /// let result = entropy.select_scores(&[0.75, 0.74, 0.73, 0.2], 30, 1)?;

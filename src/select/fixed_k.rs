@@ -23,7 +23,7 @@ use super::strategy::{SelectionInput, SelectionResult, SelectionStrategy};
 /// # Example
 ///
 /// ```
-/// use ruchedb::{FixedKSelection, SelectionStrategy};
+/// use ruchedb::select::{FixedKSelection, SelectionStrategy};
 ///
 /// let fixed = FixedKSelection::default().with_k(3)?.with_min_score(Some(0.5))?;
 /// let result = fixed.select_scores(&[0.92, 0.89, 0.45, 0.42], 30, 1)?;

@@ -41,7 +41,7 @@
 //! # Example
 //!
 //! ```
-//! use ruchedb::{SelectionConfig, SelectionStrategyExt};
+//! use ruchedb::select::{SelectionConfig, SelectionStrategyExt};
 //!
 //! let strategy = SelectionConfig::Elbow { drop_threshold: None, min_score: None }.build()?;
 //! let hits = vec![("refund", 0.92), ("return", 0.89), ("status", 0.71), ("shipping", 0.45)];

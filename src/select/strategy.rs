@@ -17,7 +17,7 @@ use crate::error::{Error, ErrorKind};
 /// # Example
 ///
 /// ```
-/// use ruchedb::Scored;
+/// use ruchedb::select::Scored;
 ///
 /// struct Hit {
 ///     id: String,
@@ -88,7 +88,8 @@ impl<'a> SelectionInput<'a> {
     /// # Example
     ///
     /// ```
-    /// use ruchedb::{ErrorKind, SelectionInput};
+    /// use ruchedb::ErrorKind;
+    /// use ruchedb::select::SelectionInput;
     ///
     /// let input = SelectionInput::new(&[0.9, 0.8, 0.8], 2, 5)?;
     /// assert_eq!(input.min_k(), 2);
@@ -144,6 +145,7 @@ fn check_scores(scores: impl Iterator<Item = f64>) -> crate::Result<()> {
 /// `T` is `usize` (indices into the input) for [`SelectionStrategy::select_scores`] and
 /// the caller's item type for [`SelectionStrategyExt::select`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SelectionResult<T> {
     /// The selected items, sorted by score descending.
     pub selected: Vec<T>,
@@ -190,14 +192,14 @@ impl SelectionResult<usize> {
 /// [`name`](Self::name) and [`select_sorted`](Self::select_sorted), which receives input
 /// that is already validated; callers use [`select_scores`](Self::select_scores) (indices)
 /// or [`SelectionStrategyExt::select`] (items). The trait is object-safe:
-/// [`SelectionConfig::build`](crate::SelectionConfig::build) returns a
+/// [`SelectionConfig::build`](crate::select::SelectionConfig::build) returns a
 /// `Box<dyn SelectionStrategy>`; `&S`, `Box<S>` and `Arc<S>` implement the trait by
 /// forwarding, so they can be passed where a strategy is expected.
 ///
 /// # Example
 ///
 /// ```
-/// use ruchedb::{FixedKSelection, SelectionStrategy};
+/// use ruchedb::select::{FixedKSelection, SelectionStrategy};
 ///
 /// let strategy = FixedKSelection::default().with_k(2)?;
 /// let result = strategy.select_scores(&[0.9, 0.7, 0.4], 30, 1)?;
@@ -256,7 +258,7 @@ pub trait SelectionStrategyExt: SelectionStrategy {
     /// # Example
     ///
     /// ```
-    /// use ruchedb::{ElbowSelection, SelectionConfig, SelectionStrategyExt};
+    /// use ruchedb::select::{ElbowSelection, SelectionConfig, SelectionStrategyExt};
     ///
     /// let hits = vec![("refund", 0.92), ("return", 0.89), ("greeting", 0.42)];
     /// let result = ElbowSelection::default().select(hits.clone(), 30, 1)?;

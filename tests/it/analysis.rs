@@ -1,9 +1,8 @@
 //! Query analysis and adaptive leg weights (seed 004) through the public API.
 
-use ruchedb::{
-    Config, EmbedderSpec, Engine, EntityKind, FusionKind, FusionSpec, FusionWeights, LegFactors,
-    Legs, NormalizationKind, Rule, SearchRequest, adapt, analyze,
-};
+use ruchedb::analysis::{EntityKind, adapt, analyze};
+use ruchedb::fusion::{FusionMethod, FusionSpec, FusionWeights, Normalization};
+use ruchedb::{Config, EmbedderSpec, Engine, PerLeg, Rule, SearchRequest};
 
 const BASE: FusionWeights = FusionWeights {
     vector_weight: 0.7,
@@ -59,16 +58,13 @@ fn seed_examples() {
 fn adaptive_search_reports_the_weights_it_used() {
     let mut config = Config::default();
     config.fusion.adaptive = false;
-    config.fusion.rules = FusionSpec {
-        method: FusionKind::Weighted,
-        text_normalization: NormalizationKind::MinMax,
-        vector_normalization: NormalizationKind::FixedBounds,
-        vector_weight: BASE.vector_weight,
-        text_weight: BASE.text_weight,
-        text_bounds: [0.0, 10.0],
-        vector_bounds: [0.0, 1.0],
-        rrf_k: 60.0,
-    };
+    let rules = &mut config.fusion.rules;
+    *rules = FusionSpec::default();
+    rules.method = FusionMethod::Weighted;
+    rules.text_normalization = Normalization::MinMax;
+    rules.vector_normalization = Normalization::FixedBounds;
+    rules.vector_weight = BASE.vector_weight;
+    rules.text_weight = BASE.text_weight;
     let engine = Engine::builder()
         .config(config)
         .embedder_spec(EmbedderSpec::Default)
@@ -96,7 +92,7 @@ fn adaptive_search_reports_the_weights_it_used() {
         ("how does the search pipeline work", "pipeline"),
     ] {
         let expected = adapt(&analyze(query), BASE)
-            .in_use(Legs::BOTH, LegFactors::default())
+            .in_use(PerLeg::BOTH, PerLeg::ONES)
             .unwrap();
         assert_ne!(expected, BASE, "{query}");
         let on = engine

@@ -344,7 +344,7 @@ fn any_input_is_a_record_or_an_error_and_any_query_is_words() {
                 if let Ok(chunk) = serde_json::from_str::<Chunk>(text) {
                     let _ = chunk.validate();
                 }
-                let _ = ruchedb::analyze(text);
+                let _ = ruchedb::analysis::analyze(text);
             }
             let engine = query_engine();
             for request in [

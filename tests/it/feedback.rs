@@ -9,22 +9,23 @@
 
 use std::path::Path;
 
-use ruchedb::{
-    Config, Engine, ErrorKind, FusionKind, FusionSpec, Leg, LegFeedback, NormalizationKind, Rule,
-    SearchRequest, SearchResponse,
-};
+use ruchedb::feedback::{Leg, LegFeedback};
+use ruchedb::fusion::{FusionMethod, FusionSpec, Normalization};
+use ruchedb::{Config, Engine, ErrorKind, Rule, SearchRequest, SearchResponse};
 
 /// seed 003's fusion, pinned so that the expected weights do not follow the defaults.
-const SPEC: FusionSpec = FusionSpec {
-    method: FusionKind::Weighted,
-    text_normalization: NormalizationKind::MinMax,
-    vector_normalization: NormalizationKind::FixedBounds,
-    vector_weight: 0.7,
-    text_weight: 0.3,
-    text_bounds: [0.0, 10.0],
-    vector_bounds: [0.0, 1.0],
-    rrf_k: 60.0,
-};
+fn spec() -> FusionSpec {
+    let mut spec = FusionSpec::default();
+    spec.method = FusionMethod::Weighted;
+    spec.text_normalization = Normalization::MinMax;
+    spec.vector_normalization = Normalization::FixedBounds;
+    spec.vector_weight = 0.7;
+    spec.text_weight = 0.3;
+    spec.text_bounds = [0.0, 10.0];
+    spec.vector_bounds = [0.0, 1.0];
+    spec.rrf_k = 60.0;
+    spec
+}
 
 /// The weights in use with both legs and factors `(1.0, 1.8)`: `0.7 * 1.0` and
 /// `0.3 * 1.8`, renormalised.
@@ -33,7 +34,7 @@ const BOOSTED: (f64, f64) = (0.7 / 1.24, 0.54 / 1.24);
 fn config(feedback: bool) -> Config {
     let mut config = Config::default();
     config.fusion.feedback = feedback;
-    config.fusion.rules = SPEC;
+    config.fusion.rules = spec();
     // These tests count the two lexical and semantic legs' entries; the query names a
     // code, which would switch the graph leg on too (tests/it/graph.rs covers it).
     config.graph.enabled = false;

@@ -1,8 +1,8 @@
 //! The graph leg: entities, paths, maintenance, isolation, and the auto-enable rule.
 
-use ruchedb::{
-    Chunk, Config, Engine, GateDecision, RetrievalQuery, Retriever, Rule, SearchRequest, Timestamp,
-};
+use ruchedb::relevance::GateDecision;
+use ruchedb::retrieve::{RetrievalQuery, Retriever};
+use ruchedb::{Chunk, Config, Engine, Rule, SearchRequest, Timestamp};
 
 fn now() -> Timestamp {
     Timestamp::from_unix_millis(1_790_000_000_000)

@@ -2,10 +2,8 @@
 //! isolation, persistence, and tool hits handed to a policy.
 
 use rand::SeedableRng;
-use ruchedb::{
-    ActionSelectionPolicy, Candidate, Document, Engine, ErrorKind, GreedyPolicy, Kind,
-    PolicyContext, Scenario, SearchRequest, Step, Tool,
-};
+use ruchedb::policy::{ActionSelectionPolicy, Candidate, GreedyPolicy, PolicyContext};
+use ruchedb::{Document, Engine, ErrorKind, Kind, Scenario, SearchRequest, Step, Tool};
 
 use crate::common::ids;
 

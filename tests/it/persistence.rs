@@ -4,8 +4,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use ruchedb::{
-    Chunk, ChunkWeights, Config, EmbedderSpec, EngineBuilder, ErrorKind, Kind, SearchRequest,
-    SearchResponse,
+    Chunk, Config, EmbedderSpec, EngineBuilder, ErrorKind, Kind, SearchRequest, SearchResponse,
 };
 
 use crate::common::{clustered_vectors, ids, support_rules};
@@ -364,12 +363,7 @@ fn kill_after_commit_loses_nothing() {
     assert_eq!(stats.rules, support_rules().len());
     let expected = chunks(stats.chunks);
     // Rank by relevance alone, so that importance does not reorder the hits.
-    let relevance_only = ChunkWeights {
-        relevance_weight: 1.0,
-        importance_weight: 0.0,
-        recency_weight: 0.0,
-        ..ChunkWeights::default()
-    };
+    let relevance_only = ruchedb::chunk::ChunkWeights::new(1.0, 0.0, 0.0);
     for chunk in expected.iter().step_by(37) {
         let found = engine
             .get(Kind::Chunk, "default", &chunk.id)

@@ -1,7 +1,8 @@
 //! Ranking properties: deterministic ties, and the vector leg against a brute-force oracle.
 
 use proptest::prelude::*;
-use ruchedb::{Chunk, ChunkWeights, Config, Engine, Rule, SearchRequest};
+use ruchedb::chunk::ChunkWeights;
+use ruchedb::{Chunk, Config, Engine, Rule, SearchRequest};
 
 use crate::common::{clustered_vectors, ids};
 
@@ -42,12 +43,7 @@ const DIM: usize = 32;
 
 /// Relevance alone, so that a chunk's final score is its vector score.
 fn vector_only() -> ChunkWeights {
-    ChunkWeights {
-        relevance_weight: 1.0,
-        importance_weight: 0.0,
-        recency_weight: 0.0,
-        ..ChunkWeights::default()
-    }
+    ruchedb::chunk::ChunkWeights::new(1.0, 0.0, 0.0)
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {

@@ -511,12 +511,7 @@ fn a_reader_searches_the_published_graph_from_its_first_query() {
             .search(
                 &SearchRequest::chunks("")
                     .embedding(query.clone())
-                    .chunk_weights(ruchedb::ChunkWeights {
-                        relevance_weight: 1.0,
-                        importance_weight: 0.0,
-                        recency_weight: 0.0,
-                        ..ruchedb::ChunkWeights::default()
-                    })
+                    .chunk_weights(ruchedb::chunk::ChunkWeights::new(1.0, 0.0, 0.0))
                     .min_relevance(0.0)
                     .top_k(10),
             )

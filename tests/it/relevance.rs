@@ -7,9 +7,9 @@ mod identifiers;
 use std::path::Path;
 
 use proptest::prelude::*;
+use ruchedb::relevance::GateDecision;
 use ruchedb::{
-    Chunk, Config, Document, Engine, ErrorKind, GateDecision, Hit, Rule, Scope, SearchRequest,
-    Timestamp,
+    Chunk, Config, Document, Engine, ErrorKind, Hit, Rule, Scope, SearchRequest, Timestamp,
 };
 
 use crate::common::ids;
@@ -478,11 +478,8 @@ fn a_near_miss_of_a_covered_rule_gets_no_rule() {
     }
     // The two-term form (a calibration of the user's) answers at least one cousin.
     let mut config = Config::default();
-    config.relevance.rules.calibration = Some(ruchedb::Calibration {
-        vector_weight: 7.26,
-        coverage_weight: 1.58,
-        bias: -5.31,
-    });
+    config.relevance.rules.calibration =
+        Some(ruchedb::relevance::Calibration::new(7.26, 1.58, -5.31));
     let two_terms = Engine::builder().config(config).temporary().unwrap();
     two_terms.upsert_rules(bank_rules()).unwrap();
     two_terms.commit().unwrap();

@@ -1,10 +1,9 @@
-//! The seam: the local index as a `Retriever`, and the pure `rank` stage over it.
+//! The seam: the local index as a `Retriever`, and the pipeline (`search_with`) over it.
 
 use proptest::prelude::*;
-use ruchedb::{
-    Chunk, Config, EmbedderFamily, Engine, RankPlan, RetrievalQuery, Retriever, Rule, Scope,
-    SearchRequest, Timestamp, rank, search_with,
-};
+use ruchedb::rank::search_with;
+use ruchedb::retrieve::{RetrievalQuery, Retrieved, RetrievedDoc, Retriever};
+use ruchedb::{Chunk, Config, Engine, Rule, Scope, SearchRequest, Timestamp};
 
 fn engine() -> Engine {
     let engine = Engine::builder().temporary().unwrap();
@@ -52,7 +51,6 @@ fn engine_search_is_the_pipeline_over_the_local_retriever() {
     let engine = engine();
     let config = Config::default();
     let embedder = engine.embedder().unwrap();
-    let family = EmbedderFamily::of(Some(embedder.model_id()));
     for request in [
         SearchRequest::rules("I want my money back"),
         SearchRequest::rules("refund please")
@@ -64,20 +62,8 @@ fn engine_search_is_the_pipeline_over_the_local_retriever() {
         SearchRequest::chunks("").top_k(5).now(Timestamp::now()),
     ] {
         let by_engine = engine.search(&request).unwrap();
-        let vector = (!request.text().trim().is_empty()).then(|| {
-            let mut v = embedder
-                .embed_batch(&[ruchedb::text_to_embed(request.text()).as_ref()])
-                .unwrap()
-                .pop()
-                .unwrap();
-            // As the engine normalises a query vector.
-            let norm = v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-            v.iter_mut()
-                .for_each(|x| *x = (f64::from(*x) / norm) as f32);
-            v
-        });
         let by_seam =
-            search_with(&engine, &config, &request, vector.as_deref(), family, None).unwrap();
+            search_with(&engine, &config, &request, Some(embedder.as_ref()), None).unwrap();
         assert_eq!(
             summary(&by_engine.hits),
             summary(&by_seam.hits),
@@ -103,7 +89,7 @@ fn fill_gives_what_retrieve_gave() {
     let embedder = engine.embedder().unwrap();
     let request = SearchRequest::chunks("refund of 21 euros NW-15007");
     let mut vector = embedder
-        .embed_batch(&[ruchedb::text_to_embed(request.text()).as_ref()])
+        .embed_batch(&[request.text()])
         .unwrap()
         .pop()
         .unwrap();
@@ -137,11 +123,11 @@ fn normalise(v: &mut [f32]) {
 fn assert_fill_gives(
     engine: &Engine,
     query: &RetrievalQuery<'_>,
-    candidates: &[ruchedb::RetrievedDoc],
+    candidates: &[ruchedb::retrieve::RetrievedDoc],
 ) {
     let mut bare: Vec<_> = candidates
         .iter()
-        .map(|c| ruchedb::RetrievedDoc::new(c.document.clone()))
+        .map(|c| ruchedb::retrieve::RetrievedDoc::new(c.document.clone()))
         .collect();
     engine.fill(query, &mut bare).unwrap();
     for (a, b) in candidates.iter().zip(&bare) {
@@ -205,10 +191,52 @@ fn legs_side_by_side_measure_what_fill_gives() {
     }
 }
 
+/// The engine's candidates for at most 100 per leg, shuffled and some returned twice:
+/// what another retriever may hand the pipeline.
+struct Shuffled<'a> {
+    engine: &'a Engine,
+    seed: u64,
+    duplicates: usize,
+}
+
+impl Retriever for Shuffled<'_> {
+    fn dimensions(&self) -> Option<usize> {
+        self.engine.dimensions()
+    }
+
+    fn retrieve(&self, query: &RetrievalQuery<'_>) -> ruchedb::Result<Retrieved> {
+        self.engine.retrieve(query)
+    }
+
+    fn fill(
+        &self,
+        query: &RetrievalQuery<'_>,
+        candidates: &mut [RetrievedDoc],
+    ) -> ruchedb::Result<()> {
+        self.engine.fill(query, candidates)
+    }
+
+    fn candidates(&self, query: &RetrievalQuery<'_>) -> ruchedb::Result<Retrieved> {
+        let capped = RetrievalQuery::new(query.request, query.vector, 100, query.now);
+        let mut retrieved = self.engine.candidates(&capped)?;
+        let shuffled = &mut retrieved.candidates;
+        let mut state = self.seed | 1;
+        for i in (1..shuffled.len()).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            shuffled.swap(i, (state % (i as u64 + 1)) as usize);
+        }
+        let again: Vec<_> = shuffled.iter().take(self.duplicates).cloned().collect();
+        shuffled.extend(again);
+        Ok(retrieved)
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
-    /// `rank` depends on the candidates, not on the order a retriever returns them in.
+    /// Ranking depends on the candidates, not on the order a retriever returns them in.
     #[test]
     fn rank_ignores_the_order_of_candidates(
         seed in any::<u64>(),
@@ -221,17 +249,11 @@ proptest! {
             if let Some(k) = top_k {
                 request = request.top_k(k);
             }
-            let query = RetrievalQuery::new(&request, None, 100, Timestamp::now());
-            let retrieved = engine.candidates(&query).unwrap();
-            let plan = RankPlan::new(&Config::default(), &request, retrieved.legs, EmbedderFamily::MiniLm, None).unwrap();
-            let expected = summary(&rank(retrieved.candidates.clone(), &plan).unwrap().hits);
-            let mut shuffled = retrieved.candidates;
-            let mut state = seed | 1;
-            for i in (1..shuffled.len()).rev() {
-                state ^= state << 13; state ^= state >> 7; state ^= state << 17;
-                shuffled.swap(i, (state % (i as u64 + 1)) as usize);
-            }
-            prop_assert_eq!(summary(&rank(shuffled, &plan).unwrap().hits), expected);
+            let ranked = |seed| {
+                let retriever = Shuffled { engine, seed, duplicates: 0 };
+                search_with(&retriever, &Config::default(), &request, None, None).unwrap()
+            };
+            prop_assert_eq!(summary(&ranked(seed).hits), summary(&ranked(0).hits));
             Ok(())
         })?;
     }
@@ -240,13 +262,13 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
-    /// The best `k` are the first `k` of the whole order (`rank` orders only what the
+    /// The best `k` are the first `k` of the whole order (ranking orders only what the
     /// top `k` needs when the candidates' ids are distinct), ties included: browsing
     /// scores many candidates alike, and their order falls to priority and id.
     #[test]
     fn the_best_k_are_the_first_k_of_the_whole_order(
         text in prop::sample::select(vec!["refund", "order NW-15003", "euros note", ""]),
-        k in 0usize..45,
+        k in 1usize..45,
         duplicates in 0usize..3,
     ) {
         thread_local!(static ENGINE: Engine = engine());
@@ -254,13 +276,9 @@ proptest! {
             let now = Timestamp::now();
             let ranked = |k: usize| {
                 let request = SearchRequest::chunks(text).now(now).top_k(k);
-                let query = RetrievalQuery::new(&request, None, 100, now);
-                let mut candidates = engine.candidates(&query).unwrap();
                 // Candidates a retriever returned twice take the path that sorts all.
-                let again: Vec<_> = candidates.candidates.iter().take(duplicates).cloned().collect();
-                candidates.candidates.extend(again);
-                let plan = RankPlan::new(&Config::default(), &request, candidates.legs, EmbedderFamily::MiniLm, None).unwrap();
-                rank(candidates.candidates, &plan).unwrap()
+                let retriever = Shuffled { engine, seed: 0, duplicates };
+                search_with(&retriever, &Config::default(), &request, None, None).unwrap()
             };
             let all = ranked(1_000);
             let best = ranked(k);

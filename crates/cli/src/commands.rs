@@ -466,15 +466,14 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
 pub(crate) struct PolicyChoice {
     name: String,
     /// The candidates in the policy's order, with its scores.
-    ranking: Vec<(ruchedb::Candidate, f64)>,
+    ranking: Vec<(ruchedb::policy::Candidate, f64)>,
     /// The one selected (`None` when there was no hit).
-    chosen: Option<ruchedb::Candidate>,
+    chosen: Option<ruchedb::policy::Candidate>,
 }
 
 impl PolicyChoice {
     fn to_json(&self) -> serde_json::Value {
-        let summary =
-            |c: &ruchedb::Candidate| serde_json::json!({"id": c.id(), "action": c.action_type()});
+        let summary = |c: &ruchedb::policy::Candidate| serde_json::json!({"id": c.id(), "action": c.action_type()});
         serde_json::json!({
             "name": self.name,
             "chosen": self.chosen.as_ref().map(summary),
@@ -525,16 +524,16 @@ pub(crate) fn apply_policy(
         let value = serde_json::from_str(&value).unwrap_or(serde_json::Value::String(value));
         config.insert(key, value);
     }
-    let mut policy = ruchedb::PolicyRegistry::new()
+    let mut policy = ruchedb::policy::PolicyRegistry::new()
         .get_action(name, &config)
         .context("--policy")?;
-    let candidates: Vec<ruchedb::Candidate> = response
+    let candidates: Vec<ruchedb::policy::Candidate> = response
         .hits
         .iter()
-        .map(ruchedb::Candidate::from_hit)
+        .map(ruchedb::policy::Candidate::from_hit)
         .collect();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut ctx = ruchedb::PolicyContext::new(&mut rng);
+    let mut ctx = ruchedb::policy::PolicyContext::new(&mut rng);
     let (ranking, chosen) = if candidates.is_empty() {
         (Vec::new(), None)
     } else {
@@ -816,7 +815,8 @@ pub fn select() -> Result<ExitCode> {
         }
         let result = (|| -> Result<serde_json::Value> {
             let input: SelectLine = serde_json::from_str(&line)?;
-            let config = ruchedb::SelectionConfig::from_params(&input.strategy, &input.params)?;
+            let config =
+                ruchedb::select::SelectionConfig::from_params(&input.strategy, &input.params)?;
             let strategy = config.build()?;
             let result = strategy.select_scores(&input.scores, input.max_k, input.min_k)?;
             Ok(serde_json::json!({
@@ -846,7 +846,7 @@ pub fn reembed(config: &Config, args: &ReembedArgs) -> Result<ExitCode> {
 }
 
 /// The configured fusion of a kind, which `--fusion-param` alone modifies.
-pub fn fusion_base(config: &Config, kind: Kind) -> ruchedb::FusionSpec {
+pub fn fusion_base(config: &Config, kind: Kind) -> ruchedb::fusion::FusionSpec {
     config.fusion.spec(kind)
 }
 
@@ -865,9 +865,9 @@ pub fn feedback(config: &Config, args: &FeedbackArgs) -> Result<ExitCode> {
     let factors = window.factors();
     let mut out = std::io::stdout().lock();
     for (name, leg, factor) in [
-        ("text", ruchedb::Leg::Text, factors.text),
-        ("vector", ruchedb::Leg::Vector, factors.vector),
-        ("graph", ruchedb::Leg::Graph, factors.graph),
+        ("text", ruchedb::feedback::Leg::Text, factors.text),
+        ("vector", ruchedb::feedback::Leg::Vector, factors.vector),
+        ("graph", ruchedb::feedback::Leg::Graph, factors.graph),
     ] {
         let stats = window.stats(leg);
         writeln!(

@@ -7,10 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
-use ruchedb::{
-    Chunk, Document, FusionSpec, Kind, Rule, Scenario, SearchRequest, SelectionConfig, Timestamp,
-    Tool,
-};
+use ruchedb::fusion::FusionSpec;
+use ruchedb::select::SelectionConfig;
+use ruchedb::{Chunk, Document, Kind, Rule, Scenario, SearchRequest, Timestamp, Tool};
 
 use crate::args::{FusionArgs, OnOff};
 use serde::Deserialize;

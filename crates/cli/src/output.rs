@@ -2,7 +2,9 @@
 
 use std::io::Write;
 
-use ruchedb::{Document, GateDecision, Hit, SearchResponse, VectorMatch};
+use ruchedb::query::VectorMatch;
+use ruchedb::relevance::GateDecision;
+use ruchedb::{Document, Hit, SearchResponse};
 use serde_json::{Map, Value, json};
 
 /// One hit as a JSON object: id, score, and its breakdown (chunks: relevance,

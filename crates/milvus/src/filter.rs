@@ -5,7 +5,8 @@
 //! cannot change the expression. Filter templates would be cleaner but milvus-lite
 //! rejects them.
 
-use ruchedb::{Kind, RetrievalQuery};
+use ruchedb::Kind;
+use ruchedb::retrieve::RetrievalQuery;
 
 /// A string literal of a Milvus expression.
 pub(crate) fn literal(value: &str) -> String {

@@ -54,10 +54,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use milvus::v2::prelude::*;
+use ruchedb::engine::{VectorRows, document_vectors};
+use ruchedb::rank::search_with;
+use ruchedb::relevance::LegsRan;
+use ruchedb::retrieve::{
+    RetrievalQuery, Retrieved, RetrievedDoc, Retriever, coverage, indexed_text,
+};
 use ruchedb::{
-    Config, Document, Embedder, EmbedderFamily, EmbedderSpec, Error, ErrorKind, Kind, LegsRan,
-    PerLeg, RetrievalQuery, Retrieved, RetrievedDoc, Retriever, SearchResponse, coverage,
-    document_vectors, indexed_text, search_with,
+    Config, Document, Embedder, EmbedderSpec, Error, ErrorKind, Kind, PerLeg, SearchResponse,
 };
 
 pub use crate::store::Location;
@@ -347,7 +351,7 @@ impl MilvusIndex {
         let collections = Collections::new(&self.location.name, &self.meta);
         self.runtime.block_on(async {
             // Group by collection pair (kind, and tenant when collections are per tenant).
-            type Group<'a> = (Vec<&'a Document>, Vec<&'a ruchedb::VectorRows>);
+            type Group<'a> = (Vec<&'a Document>, Vec<&'a VectorRows>);
             let mut groups: HashMap<(Kind, String), Group<'_>> = HashMap::new();
             for (doc, rows) in upserts.iter().zip(&vectors) {
                 let group = groups
@@ -446,49 +450,15 @@ impl MilvusIndex {
     ///
     /// As [`Engine::search`](ruchedb::Engine::search), plus connection and server errors.
     pub fn search(&self, request: &ruchedb::SearchRequest) -> ruchedb::Result<SearchResponse> {
-        let vector = self.query_vector(request)?;
-        let family = EmbedderFamily::of(self.embedder.as_ref().map(|e| e.model_id()));
-        search_with(self, &self.config, request, vector.as_deref(), family, None)
-    }
-
-    fn query_vector(&self, request: &ruchedb::SearchRequest) -> ruchedb::Result<Option<Vec<f32>>> {
-        let mut vector = match (request.query_embedding(), &self.embedder) {
-            (Some(given), _) => {
-                if given.len() != self.meta.dimensions {
-                    return Err(Error::new(ErrorKind::DimensionMismatch {
-                        expected: self.meta.dimensions,
-                        got: given.len(),
-                    }));
-                }
-                if given.iter().any(|x| !x.is_finite()) {
-                    return Err(Error::new(ErrorKind::NonFiniteScore {
-                        context: "the query embedding".to_string(),
-                    }));
-                }
-                given.to_vec()
-            }
-            (None, Some(embedder)) if !request.text().trim().is_empty() => embedder
-                .embed_batch(&[ruchedb::text_to_embed(request.text()).as_ref()])?
-                .pop()
-                .unwrap_or_default(),
-            _ => return Ok(None),
-        };
-        let norm = vector
-            .iter()
-            .map(|x| f64::from(*x).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        if norm == 0.0 || !norm.is_finite() {
-            return Ok(None);
-        }
-        for x in &mut vector {
-            *x = (f64::from(*x) / norm) as f32;
-        }
-        Ok(Some(vector))
+        search_with(self, &self.config, request, self.embedder.as_deref(), None)
     }
 }
 
 impl Retriever for MilvusIndex {
+    fn dimensions(&self) -> Option<usize> {
+        Some(self.meta.dimensions)
+    }
+
     fn retrieve(&self, query: &RetrievalQuery<'_>) -> ruchedb::Result<Retrieved> {
         let request = query.request;
         let collections = Collections::new(&self.location.name, &self.meta);
@@ -580,6 +550,7 @@ impl Retriever for MilvusIndex {
         retrieved.micros = PerLeg {
             text: legs_micros,
             vector: legs_micros,
+            graph: 0,
         };
         Ok(retrieved)
     }

@@ -5,7 +5,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use milvus::v2::prelude::*;
-use ruchedb::{Document, Error, ErrorKind, Kind, VectorMatch};
+use ruchedb::query::VectorMatch;
+use ruchedb::{Document, Error, ErrorKind, Kind};
 
 use crate::filter::{list, literal};
 
@@ -644,7 +645,7 @@ pub(crate) async fn write_docs(
     client: &ClientV2,
     pair: &Pair,
     docs: &[&Document],
-    vectors: &[&ruchedb::VectorRows],
+    vectors: &[&ruchedb::engine::VectorRows],
     dimensions: usize,
     patterns_in_text: bool,
 ) -> ruchedb::Result<()> {
@@ -652,7 +653,7 @@ pub(crate) async fn write_docs(
     let mut texts = Vec::with_capacity(docs.len());
     let mut jsons = Vec::with_capacity(docs.len());
     for doc in docs {
-        let text = ruchedb::indexed_text(doc, patterns_in_text);
+        let text = ruchedb::retrieve::indexed_text(doc, patterns_in_text);
         let json = document_json(doc);
         if text.len() > MAX_VARCHAR || json.len() > MAX_VARCHAR {
             return Err(Error::invalid_input(format!(

@@ -11,9 +11,12 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use rand::SeedableRng;
+use ruchedb::fusion::FusionSpec;
+use ruchedb::policy::{Candidate, PolicyContext, PolicyRegistry};
+use ruchedb::select::SelectionConfig;
 use ruchedb::{
-    Candidate, Chunk, Config, Document, EmbedderSpec, Engine, FusionSpec, Kind, PolicyContext,
-    PolicyRegistry, Rule, Scenario, SearchRequest, SelectionConfig, Timestamp, Tool,
+    Chunk, Config, Document, EmbedderSpec, Engine, Kind, Rule, Scenario, SearchRequest, Timestamp,
+    Tool,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -114,7 +117,7 @@ struct RequestArgs {
     #[serde(default)]
     fusion_params: Map<String, Value>,
     adaptive: Option<bool>,
-    chunk_weights: Option<ruchedb::ChunkWeights>,
+    chunk_weights: Option<ruchedb::chunk::ChunkWeights>,
     now: Option<Timestamp>,
 }
 

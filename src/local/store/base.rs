@@ -1,8 +1,8 @@
 //! The published base, mapped: what a reader's catalog needs, laid out to be used in place.
 //!
-//! A base of earlier versions was a part: a reader decoded every document and normalised
-//! every vector at open (100,000 chunks: half a second, and a copy of each vector in
-//! memory). This base keeps, beside the documents' entries, a table of fixed-width
+//! A base stored as a plain part would make a reader decode every document and normalise
+//! every vector at open (at 100,000 chunks, about half a second and a copy of each
+//! vector in memory). This base keeps, beside the documents' entries, a table of fixed-width
 //! records (each document's id, tenant, context, sequence number, token counts, and where
 //! its entry and its vectors lie), the ids' bytes, and each kind's vectors as rows of
 //! `f32` as stored, with the inverse of each row's norm and which of its document's

@@ -228,8 +228,8 @@ impl tantivy::query::Bm25StatisticsProvider for ScopedStatistics<'_> {
 /// The live document frequencies of terms in segments with deleted documents, which
 /// only a walk of the term's postings counts: remembered per segment, its number of
 /// deleted documents (deletions only accumulate, so the same number is the same set)
-/// and term. Without it, a query walked the whole postings of each of its terms three
-/// times once 1 % of 100,000 chunks were deleted (p50 1.3 -> 2.1 ms).
+/// and term. Without it, a query would walk the whole postings of each of its terms
+/// three times as soon as a few documents are deleted.
 struct LiveFreqs(Remembered<(tantivy::index::SegmentId, u32, Term), u32>);
 
 impl Default for LiveFreqs {
@@ -1302,8 +1302,7 @@ pub(crate) trait UserId: Sync {
 ///
 /// A walk costs about 2.5 ns a posting (it reads a block of decoded postings at a
 /// time). WAND skips the more, the rarer the query's rarest terms, and its cost per
-/// document grows with the number of terms. Measured per query (`text_us`, the best of
-/// three runs each way, text-only batches of the peer benchmark's sets):
+/// document grows with the number of terms. Per query, text leg only:
 /// - SciFact's claims (a dozen terms and more, function words included): the walk takes
 ///   40 % of WAND's time at the median (59 against 147 µs) and at the 99th percentile;
 /// - four terms over 10,000 documents: about the same median, a 99th percentile of 174
@@ -1316,17 +1315,16 @@ const WALK_POSTINGS_PER_TERM: u64 = 8_192;
 
 /// The share of the scope's documents from which a term is common: when the other
 /// terms of a query have at most as many postings as the leg returns candidates, the
-/// text leg walks (see [`WALK_POSTINGS_PER_TERM`]). Over the 100,000 documents' 300
-/// queries, walking when *every* term was common: 10 % and 15 % gave the same median
-/// and a 99th percentile of 931 µs, 20 % 1,021, 40 % 1,291; walking every query 881, at
-/// twice the median. Also walking when the terms that are not common have at most
-/// `limit` postings (a rare word beside three common ones: WAND took 0.9 to 1.5 ms, the
-/// walk 0.65 to 0.75): the same median and 99th percentile, the slowest query 931 µs
-/// instead of 1,460.
+/// text leg walks (see [`WALK_POSTINGS_PER_TERM`]). Those are the queries WAND cannot
+/// prune (a rare word beside common ones: the common terms decide the best `limit` and
+/// WAND visits nearly all their postings, at up to twice the walk's cost). Shares of
+/// 10 % and 15 % gave the lowest tail on synthetic 100,000-document sets; 20 % and
+/// more leave slow WAND queries, and walking every query doubles the median.
 const WALK_COMMON_SHARE: f64 = 0.15;
 
 /// The largest segment the text leg walks: the walk's scratch takes 24 bytes a
-/// document of the largest segment walked, kept by each searching thread (6.3 MB here).
+/// document of the largest segment walked, kept by each searching thread (6.3 MB at
+/// this limit).
 const WALK_MAX_SEGMENT_DOCS: u32 = 1 << 18;
 
 /// Per-thread scratch of [`term_at_a_time`]: one slot per document of a segment, valid
@@ -1361,8 +1359,8 @@ impl Accumulators {
         if self.slots.len() < max_doc {
             // Zeroed memory straight from the allocator (fresh pages are zero already),
             // not written slot by slot: a zero stamp is no walk's, so every slot is
-            // empty. Writing 2.4 MB of slots was a fifth of a process's first walk at
-            // 100,000 documents.
+            // empty. Writing the slots one by one (2.4 MB at 100,000 documents) would be a
+            // large part of a process's first walk.
             self.slots = bytemuck::zeroed_vec(max_doc);
         }
         self.walk = self.walk.wrapping_add(1);
@@ -1442,8 +1440,7 @@ impl Accumulators {
             };
             if from == 0 && to == docs.len() {
                 // A whole block (most of them), in the loop the compiler makes fastest: the
-                // one loop below for every block cost a 10,000-document text-only search
-                // 3.5 µs more at the median (16 interleaved pairs, both orders).
+                // general loop below, with its range checks, is measurably slower.
                 for (at, &doc) in docs.iter().enumerate() {
                     let score = bm25.score(norms.fieldnorm_id(doc), block.freq(at));
                     self.add(doc, score, role);

@@ -3,7 +3,8 @@
 
 use std::collections::HashSet;
 
-use ruchedb::{Document, Engine, Hit, Kind, Scope, SearchRequest, SearchResponse, SelectionConfig};
+use ruchedb::select::SelectionConfig;
+use ruchedb::{Document, Engine, Hit, Kind, Scope, SearchRequest, SearchResponse};
 
 /// More than a search ever ranks (its legs' candidates and the graph leg's).
 const EVERY: usize = 100_000;
@@ -148,7 +149,7 @@ impl Explained {
 /// The index of the pattern (rules) or example (scenarios, tools) that matched best.
 pub fn matched_example(hit: &Hit) -> Option<usize> {
     match hit.breakdown.vector_match? {
-        ruchedb::VectorMatch::Pattern(i) => Some(i),
+        ruchedb::query::VectorMatch::Pattern(i) => Some(i),
         _ => None,
     }
 }

@@ -303,7 +303,7 @@ fn an_agent_host_lists_and_calls_every_tool_over_stdio() {
     assert_eq!(found["results"][0]["importance"], 8);
 
     // Memories without an id, one after the other: each is kept (ids made within one
-    // millisecond used to be the same, and the second replaced the first).
+    // millisecond must differ, or the second would replace the first).
     let made: Vec<String> = (0..5)
         .map(|i| {
             let (remembered, error) = mcp.call("remember", json!({"content": format!("fact {i}")}));
