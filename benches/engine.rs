@@ -3,6 +3,7 @@
 //! ```text
 //! cargo bench --bench engine                     # full size: 1,000 rules, 100,000 chunks
 //! RUCHE_BENCH_CHUNKS=20000 cargo bench --bench engine
+//! RUCHE_BENCH_ONLY=turn cargo bench --bench engine   # a turn against one rules search
 //! ```
 //!
 //! Method: synthetic 384-d vectors from a model fitted to real sentence embeddings
@@ -15,7 +16,7 @@
 
 use std::time::{Duration, Instant};
 
-use ruchedb::{Chunk, Engine, Rule, Scope, SearchRequest};
+use ruchedb::{Chunk, Engine, Rule, Scenario, Scope, SearchRequest, Tool, TurnRequest};
 
 const DIM: usize = 384;
 
@@ -320,6 +321,134 @@ fn search_chunks(n: usize, path: &std::path::Path) {
     );
 }
 
+/// The sample corpus of `index_data/` (rules, scenarios, tools, chunks, the conversation).
+fn sample_engine() -> Engine {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("index_data");
+    fn toml_records<T: serde::de::DeserializeOwned>(path: &std::path::Path, table: &str) -> Vec<T> {
+        let value: toml::Value = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        value[table]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| serde_json::from_value(serde_json::to_value(r).unwrap()).unwrap())
+            .collect()
+    }
+    let jsonl = |name: &str| -> Vec<Chunk> {
+        std::fs::read_to_string(data.join(name))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let engine = Engine::builder().temporary().unwrap();
+    engine
+        .upsert_rules(toml_records::<Rule>(&data.join("rules.toml"), "rules"))
+        .unwrap();
+    engine
+        .upsert_scenarios(toml_records::<Scenario>(
+            &data.join("scenarios.toml"),
+            "scenarios",
+        ))
+        .unwrap();
+    engine
+        .upsert_tools(toml_records::<Tool>(&data.join("tools.toml"), "tools"))
+        .unwrap();
+    engine.upsert_chunks(jsonl("chunks.jsonl")).unwrap();
+    engine.upsert_chunks(jsonl("conversation.jsonl")).unwrap();
+    engine.commit().unwrap();
+    engine
+}
+
+/// Messages of the sample's domain (the demo's, and more).
+const MESSAGES: &[&str] = &[
+    "I want my money back",
+    "I want to return the boots I bought, they are too small",
+    "checkout says PAY_DECLINED_51",
+    "where is my order NW-10533?",
+    "my package still hasn't shown up, can you check where it is?",
+    "the tent I got yesterday has a snapped pole",
+    "please just cancel it, I have enough gas canisters",
+    "can I change the delivery address of my order",
+    "which promo code gives a discount on winter jackets?",
+    "what is the return window for unworn items?",
+    "the zipper of my jacket broke after two weeks",
+    "what is the weather tomorrow",
+];
+
+/// p50 and p99 of one rules search and of one turn for the same messages, interleaved
+/// (search, turn, search, turn...), in ms.
+fn turn_against_search(engine: &Engine, rounds: usize) -> [(f64, f64); 2] {
+    let mut search = Vec::new();
+    let mut turn = Vec::new();
+    for (i, message) in MESSAGES.iter().cycle().take(rounds).enumerate() {
+        let request = SearchRequest::rules(*message);
+        let turn_request = TurnRequest::new(*message);
+        let mut time_search = || {
+            let started = Instant::now();
+            engine.search(&request).unwrap();
+            search.push(started.elapsed());
+        };
+        let mut time_turn = || {
+            let started = Instant::now();
+            engine.turn(&turn_request).unwrap();
+            turn.push(started.elapsed());
+        };
+        if i % 2 == 0 {
+            time_search();
+            time_turn();
+        } else {
+            time_turn();
+            time_search();
+        }
+    }
+    [percentiles(search), percentiles(turn)]
+}
+
+/// A turn (scenario, rules, memory, tools) against one rules search: on the sample index,
+/// then with `n` generated chunks more (texts of the sample's words, bundled embedder).
+fn turn_bench(n: usize) {
+    let engine = sample_engine();
+    // Warm: the tokenizer, the helper thread, the caches.
+    turn_against_search(&engine, 200);
+    let row = |what: &str, [(s50, s99), (t50, t99)]: [(f64, f64); 2]| {
+        println!(
+            "| {what}: one rules search / one turn | p50 {s50:.3} / {t50:.3} ms ({:.2}x), p99 {s99:.3} / {t99:.3} ms |",
+            t50 / s50
+        );
+    };
+    row("sample index", turn_against_search(&engine, 2_000));
+    let words: Vec<String> = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("index_data/chunks.jsonl"),
+    )
+    .unwrap()
+    .split(|c: char| !c.is_alphabetic())
+    .filter(|w| w.len() > 2)
+    .map(str::to_lowercase)
+    .collect();
+    let mut rng = Rng(29);
+    let mut chunks = Vec::with_capacity(10_000);
+    for i in 0..n {
+        let content: Vec<&str> = (0..14)
+            .map(|_| words[(rng.next_u64() % words.len() as u64) as usize].as_str())
+            .collect();
+        chunks.push(
+            Chunk::new(format!("gen-{i:06}"), content.join(" "))
+                .with_context(format!("ctx-{}", i % 1_000)),
+        );
+        if chunks.len() == 10_000 || i + 1 == n {
+            engine.upsert_chunks(std::mem::take(&mut chunks)).unwrap();
+        }
+    }
+    engine.commit().unwrap();
+    engine.sync_graph().unwrap();
+    turn_against_search(&engine, 200);
+    row(
+        &format!("sample index and {n} chunks"),
+        turn_against_search(&engine, 2_000),
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs it as a quick smoke.
     let smoke = !std::env::args().any(|a| a == "--bench");
@@ -332,6 +461,11 @@ fn main() {
         return;
     }
     println!("| what | measured |\n| --- | --- |");
+    if std::env::var("RUCHE_BENCH_ONLY").is_ok_and(|only| only == "turn") {
+        turn_bench(n);
+        return;
+    }
+    turn_bench(n);
     rules_bench();
     // RUCHE_BENCH_DIR keeps the chunk index between runs (built once).
     let temp = tempfile::tempdir().unwrap();

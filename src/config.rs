@@ -78,13 +78,14 @@ use crate::select::SelectionConfig;
 use crate::{Error, Result};
 
 /// The top-level sections, the only ones `RUCHE_<SECTION>__<KEY>` variables can set.
-const SECTIONS: [&str; 6] = [
+const SECTIONS: [&str; 7] = [
     "pipeline",
     "relevance",
     "fusion",
     "graph",
     "scoring",
     "vector",
+    "turn",
 ];
 
 /// The whole configuration of an engine. [`Default`] is the documented defaults.
@@ -104,6 +105,8 @@ pub struct Config {
     pub vector: VectorConfig,
     /// The entity graph's leg.
     pub graph: crate::config::GraphConfig,
+    /// A turn's scenario detection and shared token budget.
+    pub turn: TurnConfig,
 }
 
 /// `[pipeline]`.
@@ -496,6 +499,7 @@ impl Config {
 
         self.relevance.validate("relevance")?;
         self.graph.validate("graph")?;
+        self.turn.validate()?;
         for kind in crate::Kind::ALL {
             self.fusion
                 .spec(kind)
@@ -829,6 +833,92 @@ impl HnswParams {
             return Err(Error::invalid_config(
                 "vector.ef_search",
                 "must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A part of a turn that spends its token budget: the rules to follow, what is known from
+/// memory, the tools that fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnPart {
+    /// The rules to follow.
+    Rules,
+    /// What is known from memory.
+    Memory,
+    /// The tools that fit.
+    Tools,
+}
+
+impl TurnPart {
+    /// The three parts, in the default order.
+    pub const ALL: [TurnPart; 3] = [TurnPart::Rules, TurnPart::Memory, TurnPart::Tools];
+
+    /// The part's name: `rules`, `memory` or `tools`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TurnPart::Rules => "rules",
+            TurnPart::Memory => "memory",
+            TurnPart::Tools => "tools",
+        }
+    }
+}
+
+/// `[turn]`: how [`Engine::turn`](crate::Engine::turn) detects the scenario and shares its
+/// token budget.
+///
+/// ```toml
+/// [turn]
+/// order = ["rules", "memory", "tools"]  # who spends the budget first
+/// keep_priority = 100                   # rules at or above it come before every part
+/// scenario_confidence = 0.5             # the relevance that activates a scenario
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct TurnConfig {
+    /// The order the parts spend a shared budget in, each part its hits best first
+    /// (default rules, then memory, then tools). Each part once.
+    pub order: Vec<TurnPart>,
+    /// Rules of at least this priority spend the budget before every part, whatever
+    /// the order: a rule of top priority is never dropped for memory (default 100).
+    pub keep_priority: i32,
+    /// The relevance (in `[0, 1]`) the best scenario of a message needs for the turn to
+    /// activate it when the agent has none active, or to leave the active one for it
+    /// (default 0.5).
+    pub scenario_confidence: f64,
+}
+
+impl Default for TurnConfig {
+    fn default() -> TurnConfig {
+        TurnConfig {
+            order: TurnPart::ALL.to_vec(),
+            keep_priority: 100,
+            scenario_confidence: 0.5,
+        }
+    }
+}
+
+impl TurnConfig {
+    /// Checks the order (each part once) and the confidence (in `[0, 1]`).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidConfig`](crate::ErrorKind::InvalidConfig) naming the key.
+    pub fn validate(&self) -> Result<()> {
+        let mut seen = std::collections::BTreeSet::new();
+        if self.order.len() != TurnPart::ALL.len() || !self.order.iter().all(|p| seen.insert(*p)) {
+            return Err(Error::invalid_config(
+                "turn.order",
+                "must name each of rules, memory and tools once",
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.scenario_confidence) {
+            return Err(Error::invalid_config(
+                "turn.scenario_confidence",
+                format!("must be in [0, 1], got {}", self.scenario_confidence),
             ));
         }
         Ok(())

@@ -109,6 +109,7 @@ pub mod select;
 #[cfg(test)]
 mod testing;
 mod tokens;
+pub mod turn;
 
 pub use crate::config::Config;
 #[cfg(feature = "bert")]
@@ -124,3 +125,4 @@ pub use crate::model::time::Timestamp;
 pub use crate::model::tool::Tool;
 pub use crate::query::{Hit, ScoreBreakdown, SearchRequest, SearchResponse};
 pub use crate::tokens::{TOKENIZER, count_tokens};
+pub use crate::turn::{TurnRequest, TurnResponse};

@@ -171,14 +171,13 @@ def percentile(values, q):
 
 
 class Ruche:
-    name = "ruche"
-
-    def __init__(self, binary, work):
+    def __init__(self, binary, work, name="ruche"):
         self.binary = binary
         self.work = work
+        self.name = name
 
     def ingest(self, data):
-        self.dir = os.path.join(self.work, "ruche")
+        self.dir = os.path.join(self.work, self.name.replace(" ", "-"))
         chunks = os.path.join(self.work, "chunks.jsonl")
         with open(chunks, "w") as f:
             for doc_id, text, v in data.docs:
@@ -489,6 +488,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--fusion", choices=["rrf", "dbsf"], default="dbsf", help="Qdrant Edge's fusion")
     parser.add_argument("--no-lance", action="store_true", help="leave LanceDB out")
+    parser.add_argument("--ruche-before", help="another ruche binary, in the same rounds "
+                        "(the `before` of a change: its ratios to ruche say what the change did)")
     args = parser.parse_args()
 
     sets = []
@@ -505,7 +506,10 @@ def main():
         data = make()
         work = tempfile.mkdtemp(prefix="ruche-peers-")
         try:
-            engines = [Ruche(args.ruche, work), QdrantEdge(work, args.fusion)]
+            engines = [Ruche(args.ruche, work)]
+            if args.ruche_before:
+                engines.append(Ruche(args.ruche_before, work, "ruche before"))
+            engines.append(QdrantEdge(work, args.fusion))
             if not args.no_lance:
                 engines.append(Lance(work))
             run(data, engines, args.rounds)

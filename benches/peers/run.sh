@@ -4,6 +4,7 @@
 #   benches/peers/run.sh                      # SciFact, synthetic 10,000 and 100,000 (long)
 #   benches/peers/run.sh --docs 2000          # every set at 2,000 documents (CI)
 #   benches/peers/run.sh --ruche PATH ...     # another ruche binary (default: a release build)
+#   benches/peers/run.sh --ruche-before PATH  # and an earlier build in the same rounds
 #
 # The venv (target/peers-venv) gets the pinned peers of requirements.txt from PyPI.
 set -euo pipefail

@@ -68,6 +68,10 @@ impl Engine {
     /// A query's feedback counts once: giving the same answer again changes nothing,
     /// and a contradicting answer is an error.
     ///
+    /// A turn's id ([`TurnResponse::turn_id`](crate::TurnResponse::turn_id)) credits each
+    /// of its searches that had hits (scenarios, rules, memory, tools), each in its own
+    /// window; the window returned is the first of them.
+    ///
     /// # Errors
     ///
     /// [`ErrorKind::NotFound`] when the query id is not one this index can credit (never
@@ -76,6 +80,19 @@ impl Engine {
     /// [`ErrorKind::InvalidInput`] when the query already has the other answer; storage
     /// errors.
     pub fn feedback(&self, query_id: &str, useful: bool) -> Result<FeedbackWindow> {
+        if let Some(parts) = crate::turn::part_ids(query_id) {
+            // A turn: each of its searches that had hits.
+            let mut first = None;
+            for part in parts {
+                let window = self.feedback(part, useful)?;
+                first.get_or_insert(window);
+            }
+            return first.ok_or_else(|| {
+                Error::new(ErrorKind::NotFound {
+                    what: format!("turn `{query_id}` (none of its parts had hits)"),
+                })
+            });
+        }
         let inner = &self.inner;
         inner.writable()?;
         let mut windows = inner.lock_feedback();

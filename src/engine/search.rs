@@ -6,15 +6,16 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use super::{Engine, Inner};
-use crate::Result;
 use crate::local::catalog::Catalog;
 use crate::local::text::TextMatch;
 use crate::model::id::DocId;
 use crate::model::leg::PerLeg;
 use crate::query::{SearchRequest, SearchResponse, VectorMatch};
-use crate::rank::search_with_id;
+use crate::rank::{Searcher, search_with_id};
 use crate::relevance::{EmbedderFamily, LegsRan};
 use crate::retrieve::{RetrievalQuery, Retrieved, RetrievedDoc, Retriever};
+use crate::turn::{Run, TurnRequest, TurnResponse};
+use crate::{Kind, Result};
 
 impl Engine {
     /// Runs a search.
@@ -29,6 +30,40 @@ impl Engine {
     /// embedder and storage errors.
     pub fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
         self.inner.search(request)
+    }
+
+    /// Runs one turn of a conversation: the scenario, the rules, the memory and the
+    /// tools for one message, within its token budget (see [`crate::turn`]).
+    ///
+    /// The message is embedded and analysed once; the memory and tools searches run
+    /// beside the scenario and rules searches. Each part keeps its own gate and
+    /// selection: a message about nothing the index holds gets an empty turn.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use ruchedb::{Engine, Rule, Scenario, TurnRequest};
+    ///
+    /// let engine = Engine::builder().temporary()?;
+    /// engine.upsert_scenarios([Scenario::new("returns", "Returns and refunds", "The customer sends an item back")
+    ///     .with_examples(["I want to return my shoes", "how do I send this back?"])])?;
+    /// engine.upsert_rules([Rule::new("label", "the customer returns an item", "email a return label")
+    ///     .with_scope(ruchedb::Scope::scenario("returns"))])?;
+    /// engine.commit()?;
+    ///
+    /// let turn = engine.turn(&TurnRequest::new("I want to return my shoes").budget_tokens(200))?;
+    /// assert_eq!(turn.scenario.active.as_deref(), Some("returns"));
+    /// assert_eq!(turn.rules.hits[0].id, "label");
+    /// assert!(ruchedb::count_tokens(&turn.render()) <= 200);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Engine::search`], and [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)
+    /// for a step without its scenario.
+    pub fn turn(&self, request: &TurnRequest) -> Result<TurnResponse> {
+        self.inner.turn(request)
     }
 }
 
@@ -104,14 +139,44 @@ impl Inner {
         let query_id = |base: String, top: Option<&crate::query::Hit>| {
             super::feedback::query_id(&self.id_key, base, &request.tenant_id, request.kind, top)
         };
+        let searcher = Searcher {
+            query_id: &query_id,
+            log_selection: true,
+        };
         search_with_id(
             self,
             &self.config,
             request,
             embedder.as_deref(),
             factors,
-            &query_id,
+            &searcher,
+            None,
         )
+    }
+
+    fn turn(&self, request: &TurnRequest) -> Result<TurnResponse> {
+        let embedder = self.embedder();
+        if request.embedding.is_none() && embedder.is_some() && !request.text.trim().is_empty() {
+            self.counters.embedded_texts.fetch_add(1, Ordering::Relaxed);
+        }
+        let factors = |kind: Kind| {
+            self.config
+                .fusion
+                .feedback
+                .then(|| self.feedback_factors(&request.tenant_id, kind))
+        };
+        let query_id = |kind: Kind, base: String, top: Option<&crate::query::Hit>| {
+            super::feedback::query_id(&self.id_key, base, &request.tenant_id, kind, top)
+        };
+        let run = Run {
+            config: &self.config,
+            embedder: embedder.as_deref(),
+            factors: &factors,
+            query_id: &query_id,
+        };
+        run.turn(self, request, &|a, b| {
+            super::beside::join(a, b);
+        })
     }
 
     /// Both legs, each filtered before its top-k cut, and every candidate's missing

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::analysis::{adapt, analyze};
+use crate::analysis::{QueryAnalysis, adapt, analyze};
 use crate::analysis::{query_codes, text_to_embed};
 use crate::chunk::{ChunkSelector, ChunkWeights, importance_score};
 use crate::config::Config;
@@ -133,6 +133,7 @@ impl RankPlan {
         legs: Option<LegsRan>,
         family: EmbedderFamily,
         factors: Option<PerLeg<f64>>,
+        analysis: &QueryAnalysis,
     ) -> Result<RankPlan> {
         let kind = request.kind;
         let text_leg = matches!(legs, Some(LegsRan::Both | LegsRan::TextOnly));
@@ -142,7 +143,7 @@ impl RankPlan {
         let adaptive = request.adaptive.unwrap_or(config.fusion.adaptive) && text_leg;
         let mut weights = spec.weights();
         if adaptive {
-            weights = adapt(&analyze(&request.text), weights);
+            weights = adapt(analysis, weights);
         }
         let factors = config
             .fusion
@@ -706,28 +707,90 @@ pub fn search_with(
     embedder: Option<&dyn Embedder>,
     factors: Option<PerLeg<f64>>,
 ) -> Result<SearchResponse> {
-    search_with_id(retriever, config, request, embedder, factors, &|base, _| {
-        base
-    })
+    search_with_id(
+        retriever,
+        config,
+        request,
+        embedder,
+        factors,
+        &Searcher::PLAIN,
+        None,
+    )
 }
 
-/// [`search_with`], with the response's query id made by `query_id` from a unique,
-/// time-ordered base id and the top hit.
+/// What a search computes of its message before any leg runs: the query vector and the
+/// query analysis. A turn prepares its message once for all its searches.
+pub(crate) struct Prepared {
+    /// The normalised query vector; `None`: the vector leg does not run.
+    pub(crate) vector: Option<Vec<f32>>,
+    /// Why the vector leg does not run, when it does not.
+    pub(crate) vector_skipped: Option<String>,
+    /// Time spent embedding, in microseconds.
+    pub(crate) embed_us: u64,
+    /// What query analysis found in the text.
+    pub(crate) analysis: QueryAnalysis,
+}
+
+impl Prepared {
+    /// Embeds (or checks) `request`'s vector and analyses its text.
+    pub(crate) fn new(
+        request: &SearchRequest,
+        embedder: Option<&dyn Embedder>,
+        dimensions: Option<usize>,
+    ) -> Result<Prepared> {
+        let stage = Instant::now();
+        let (vector, vector_skipped) = query_vector(request, embedder, dimensions)?;
+        Ok(Prepared {
+            vector,
+            vector_skipped,
+            embed_us: micros(stage),
+            analysis: analyze(&request.text),
+        })
+    }
+}
+
+/// How a search is run beyond its request: the ids it is given and whether its selection
+/// is logged (a turn logs one event for all its searches).
+pub(crate) struct Searcher<'a> {
+    /// Makes the response's query id from a unique, time-ordered base id and the top hit.
+    pub(crate) query_id: &'a dyn Fn(String, Option<&Hit>) -> String,
+    /// Logs the selection at info (otherwise at debug).
+    pub(crate) log_selection: bool,
+}
+
+impl Searcher<'_> {
+    /// Plain ids, selection logged.
+    pub(crate) const PLAIN: Searcher<'static> = Searcher {
+        query_id: &|base, _| base,
+        log_selection: true,
+    };
+}
+
+/// [`search_with`], as `searcher` says, with the message prepared already when `prepared`
+/// is given (its request's text and vector are then not looked at again).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn search_with_id(
     retriever: &(impl Retriever + ?Sized),
     config: &Config,
     request: &SearchRequest,
     embedder: Option<&dyn Embedder>,
     factors: Option<PerLeg<f64>>,
-    query_id: &dyn Fn(String, Option<&Hit>) -> String,
+    searcher: &Searcher<'_>,
+    prepared: Option<&Prepared>,
 ) -> Result<SearchResponse> {
     let started = Instant::now();
     validate(request)?;
-    let stage = Instant::now();
-    let (vector, vector_skipped) = query_vector(request, embedder, retriever.dimensions())?;
-    let embed_us = micros(stage);
+    let own;
+    // A turn's searches share its embedding: its time is the turn's, not theirs.
+    let (prepared, embed_us) = match prepared {
+        Some(prepared) => (prepared, 0),
+        None => {
+            own = Prepared::new(request, embedder, retriever.dimensions())?;
+            (&own, own.embed_us)
+        }
+    };
     let family = EmbedderFamily::of(embedder.map(|e| e.model_id()));
-    let vector = vector.as_deref();
+    let vector = prepared.vector.as_deref();
     let now = request.now.unwrap_or_else(Timestamp::now);
     let limit = config
         .pipeline
@@ -737,27 +800,44 @@ pub(crate) fn search_with_id(
         .max(request.top_k.unwrap_or(0));
     let query = RetrievalQuery::new(request, vector, limit, now);
     let retrieved = retriever.candidates(&query)?;
-    let mut plan = RankPlan::new(config, request, retrieved.legs, family, factors)?;
+    let mut plan = RankPlan::new(
+        config,
+        request,
+        retrieved.legs,
+        family,
+        factors,
+        &prepared.analysis,
+    )?;
     plan.now = now;
     plan.background = retrieved.background;
     let retrieved_graph_entities = retrieved.graph_entities;
     let ranked = rank(retrieved.candidates, &plan)?;
-    let query_id = query_id(next_query_id(), ranked.hits.first());
+    let query_id = (searcher.query_id)(next_query_id(), ranked.hits.first());
     let selection = &ranked.selection;
-    tracing::info!(
-        target: "ruchedb::select",
-        query_id = %query_id,
-        kind = %request.kind,
-        strategy = %selection.strategy,
-        input_count = selection.input_count,
-        output_count = selection.output_count,
-        cutoff_score = selection.cutoff_score,
-        metadata = %serde_json::Value::Object(selection.metadata.clone()),
-        gate_passed = ranked.gate.passed,
-        gate_rejected = ranked.gate.rejected,
-        min_relevance = ranked.gate.min_relevance,
-        "selection"
-    );
+    macro_rules! log_selection {
+        ($level:expr) => {
+            tracing::event!(
+                target: "ruchedb::select",
+                $level,
+                query_id = %query_id,
+                kind = %request.kind,
+                strategy = %selection.strategy,
+                input_count = selection.input_count,
+                output_count = selection.output_count,
+                cutoff_score = selection.cutoff_score,
+                metadata = %serde_json::Value::Object(selection.metadata.clone()),
+                gate_passed = ranked.gate.passed,
+                gate_rejected = ranked.gate.rejected,
+                min_relevance = ranked.gate.min_relevance,
+                "selection"
+            )
+        };
+    }
+    if searcher.log_selection {
+        log_selection!(tracing::Level::INFO);
+    } else {
+        log_selection!(tracing::Level::DEBUG);
+    }
     let timings = Timings {
         embed_us,
         text_us: retrieved.micros.text,
@@ -780,9 +860,9 @@ pub(crate) fn search_with_id(
             graph_entities: retrieved_graph_entities,
             ..ranked.fusion
         },
-        vector_leg_skipped: vector_skipped,
+        vector_leg_skipped: prepared.vector_skipped.clone(),
         gate: ranked.gate,
-        analysis: analyze(&request.text),
+        analysis: prepared.analysis.clone(),
     })
 }
 
@@ -837,7 +917,7 @@ fn query_vector(
 }
 
 /// A unique, time-ordered query id: `q` + millis + process + counter, fixed-width hex.
-fn next_query_id() -> String {
+pub(crate) fn next_query_id() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let millis = Timestamp::now().unix_millis().max(0);

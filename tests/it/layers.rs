@@ -28,6 +28,8 @@ const FLOORS: &[&[&str]] = &[
     &["retrieve", "policy"],
     // The one ranking pipeline every backend runs.
     &["rank"],
+    // A turn: the scenario, rules, memory and tools of one message, over that pipeline.
+    &["turn"],
     // The local index: the only place that names sled, tantivy and hnsw_rs.
     &["local"],
     // Here is a directory, open it; here is a request, answer it.

@@ -33,6 +33,9 @@ pub enum Command {
     Index(IndexArgs),
     /// Search an index (one query, or a batch of JSONL queries).
     Search(Box<SearchArgs>),
+    /// One turn of a conversation: the scenario, rules, memory and tools a message needs,
+    /// within a token budget (one message, or a batch of JSONL messages).
+    Turn(TurnArgs),
     /// Print documents by id as JSONL.
     Get(GetArgs),
     /// Delete documents by id, or every chunk of a context.
@@ -235,6 +238,49 @@ pub struct SearchArgs {
     /// The seed of the policy's random choices (same seed, same choice).
     #[arg(long, value_name = "N", default_value_t = 0, requires = "policy")]
     pub seed: u64,
+}
+
+/// `ruche turn`.
+#[derive(Debug, clap::Args)]
+pub struct TurnArgs {
+    /// The index directory.
+    pub dir: PathBuf,
+    /// The message (omit with --batch).
+    #[arg(required_unless_present = "batch")]
+    pub text: Option<String>,
+    /// JSONL file of messages (`-` for stdin): lines {"id", "text", "context_id",
+    /// "scenario_id", "step_id", "tenant_id", "agent_id", "budget_tokens", "now"}; prints
+    /// one JSON line per message.
+    #[arg(long, value_name = "FILE", conflicts_with = "text")]
+    pub batch: Option<PathBuf>,
+    #[arg(long, default_value = ruchedb::DEFAULT_TENANT)]
+    pub tenant: String,
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The conversation: memory is searched within this context.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// The agent's active scenario (kept unless the message clearly leaves it).
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// The active step of the scenario.
+    #[arg(long, requires = "scenario")]
+    pub step: Option<String>,
+    /// The most tokens the rendered block may take (counted with o200k_base).
+    #[arg(long, value_name = "N", value_parser = count(0))]
+    pub budget_tokens: Option<usize>,
+    /// The time recency and expiry are measured against (RFC 3339 or unix seconds).
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+    /// Print one compact JSON line (as in batch output).
+    #[arg(long)]
+    pub json: bool,
+    /// Print the prompt-ready block (with --json: as its `prompt` key).
+    #[arg(long)]
+    pub render: bool,
+    /// Show how each score was made.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// Fusion overrides, shared by `search` and `eval`.

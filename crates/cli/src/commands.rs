@@ -12,7 +12,7 @@ use ruchedb::{Config, Document, EmbedderSpec, Engine, Kind};
 
 use crate::args::{
     BackupArgs, DeleteArgs, ExportArgs, FeedbackArgs, GetArgs, IndexArgs, MaintainArgs, PurgeArgs,
-    ReembedArgs, SearchArgs, StatsArgs,
+    ReembedArgs, SearchArgs, StatsArgs, TurnArgs,
 };
 use crate::input::{self, QueryDefaults, QueryLine};
 use crate::output;
@@ -456,6 +456,86 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
     out.flush()?;
     engine.finish();
     Ok(if response.hits.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn turn(config: &Config, args: &TurnArgs) -> Result<ExitCode> {
+    let defaults = input::TurnLine {
+        id: serde_json::Value::Null,
+        text: String::new(),
+        embedding: None,
+        kind: None,
+        tenant_id: Some(args.tenant.clone()),
+        agent_id: args.agent.clone(),
+        context_id: args.context.clone(),
+        scenario_id: args.scenario.clone(),
+        step_id: args.step.clone(),
+        budget_tokens: args.budget_tokens,
+        now: args.now.as_deref().map(input::timestamp).transpose()?,
+        note: None,
+    };
+    if let Some(batch) = &args.batch {
+        // Validate every line before running any.
+        let lines: Vec<(usize, input::TurnLine)> = input::read_numbered(batch)?;
+        let requests = lines
+            .iter()
+            .map(|(line_no, line)| {
+                line.to_request(&defaults)
+                    .with_context(|| format!("{}: line {line_no}", batch.display()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let engine = crate::milvus::Searcher::open(config, &args.dir)?;
+        let mut out = BufWriter::new(std::io::stdout().lock());
+        for ((line_no, line), request) in lines.iter().zip(&requests) {
+            let turn = engine
+                .turn(request)
+                .with_context(|| format!("{}: line {line_no} (id {})", batch.display(), line.id))?;
+            output::write_line(
+                &mut out,
+                &output::turn_json(Some(&line.id), &turn, args.explain, args.render),
+            )?;
+        }
+        out.flush()?;
+        engine.finish();
+        return Ok(ExitCode::SUCCESS);
+    }
+    let line = input::TurnLine {
+        text: args.text.clone().unwrap_or_default(),
+        ..defaults
+    };
+    let request = line.to_request(&input::TurnLine {
+        id: serde_json::Value::Null,
+        text: String::new(),
+        embedding: None,
+        kind: None,
+        tenant_id: None,
+        agent_id: None,
+        context_id: None,
+        scenario_id: None,
+        step_id: None,
+        budget_tokens: None,
+        now: None,
+        note: None,
+    })?;
+    let engine = crate::milvus::Searcher::open(config, &args.dir)?;
+    let turn = engine.turn(&request)?;
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    if args.json {
+        output::write_line(
+            &mut out,
+            &output::turn_json(None, &turn, args.explain, args.render),
+        )?;
+    } else if args.render {
+        out.write_all(turn.render().as_bytes())?;
+    } else {
+        output::write_turn(&mut out, &turn, args.explain)?;
+    }
+    out.flush()?;
+    engine.finish();
+    Ok(if turn.is_empty() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

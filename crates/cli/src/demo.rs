@@ -132,6 +132,22 @@ pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
         }
         writeln!(out)?;
     }
+
+    // One turn: the scenario, rules, memory and tools of a message in one call.
+    let message = "I want to return the boots I bought, they are too small";
+    writeln!(out, "## one-turn")?;
+    writeln!(
+        out,
+        "Everything an agent needs for one message in one call (`ruche turn`): the scenario it activates, the rules inside it, what memory holds and the tools that fit, rendered as a prompt block within a budget of 300 tokens."
+    )?;
+    writeln!(out, "message: {message:?} [budget 300 tokens]")?;
+    let turn = engine.turn(
+        &ruchedb::TurnRequest::new(message)
+            .budget_tokens(300)
+            .now("2026-11-21T12:00:00Z".parse()?),
+    )?;
+    output::write_turn(&mut out, &turn, false)?;
+    writeln!(out, "\nthe rendered block:\n{}", turn.render())?;
     out.flush()?;
     engine.close()?;
     Ok(ExitCode::SUCCESS)

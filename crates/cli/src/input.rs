@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use ruchedb::fusion::FusionSpec;
 use ruchedb::select::SelectionConfig;
-use ruchedb::{Chunk, Document, Kind, Rule, Scenario, SearchRequest, Timestamp, Tool};
+use ruchedb::{Chunk, Document, Kind, Rule, Scenario, SearchRequest, Timestamp, Tool, TurnRequest};
 
 use crate::args::{FusionArgs, OnOff};
 use serde::Deserialize;
@@ -309,6 +309,66 @@ pub fn read_records(path: &Path) -> Result<Vec<Document>> {
         items.push((line_no, doc));
     }
     checked(path, items)
+}
+
+/// One line of a `turn --batch` file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnLine {
+    pub id: serde_json::Value,
+    #[serde(default)]
+    pub text: String,
+    pub embedding: Option<Vec<f32>>,
+    /// A search line's kind: ignored (a turn covers every kind).
+    #[allow(dead_code)]
+    pub kind: Option<String>,
+    pub tenant_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub context_id: Option<String>,
+    pub scenario_id: Option<String>,
+    pub step_id: Option<String>,
+    pub budget_tokens: Option<usize>,
+    pub now: Option<Timestamp>,
+    /// Free text describing the message (ignored).
+    #[allow(dead_code)]
+    pub note: Option<String>,
+}
+
+impl TurnLine {
+    /// The turn of this line; the line's fields win over `defaults`.
+    pub fn to_request(&self, defaults: &TurnLine) -> Result<TurnRequest> {
+        let mut request = TurnRequest::new(self.text.clone());
+        if let Some(embedding) = &self.embedding {
+            request = request.embedding(embedding.clone());
+        }
+        if let Some(tenant) = self.tenant_id.as_ref().or(defaults.tenant_id.as_ref()) {
+            request = request.tenant(tenant.clone());
+        }
+        if let Some(agent) = self.agent_id.as_ref().or(defaults.agent_id.as_ref()) {
+            request = request.agent(agent.clone());
+        }
+        if let Some(context) = self.context_id.as_ref().or(defaults.context_id.as_ref()) {
+            request = request.context(context.clone());
+        }
+        let scenario = self.scenario_id.as_ref().or(defaults.scenario_id.as_ref());
+        let step = self.step_id.as_ref().or(defaults.step_id.as_ref());
+        if step.is_some() && scenario.is_none() {
+            anyhow::bail!("a `step_id` needs its `scenario_id`");
+        }
+        if let Some(scenario) = scenario {
+            request = request.scenario(scenario.clone());
+        }
+        if let Some(step) = step {
+            request = request.step(step.clone());
+        }
+        if let Some(budget) = self.budget_tokens.or(defaults.budget_tokens) {
+            request = request.budget_tokens(budget);
+        }
+        if let Some(now) = self.now.or(defaults.now) {
+            request = request.now(now);
+        }
+        Ok(request)
+    }
 }
 
 /// One line of a batch query file.

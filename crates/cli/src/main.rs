@@ -75,9 +75,76 @@ fn init_logging() {
         .with_writer(std::io::stderr);
     let json = std::env::var("RUCHE_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
     if json {
-        builder.json().flatten_event(true).init();
+        builder.event_format(JsonLines).init();
     } else {
         builder.init();
+    }
+}
+
+/// One JSON object per event: `timestamp`, `level`, `target` and the event's fields at
+/// the top level. A field logged with `%` whose text is a JSON object or array (a
+/// turn's `retrieval`, a selection's `metadata`) is nested as JSON, not quoted.
+struct JsonLines;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for JsonLines
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        _ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let meta = event.metadata();
+        let mut fields = JsonFields(serde_json::Map::new());
+        fields.0.insert(
+            "timestamp".into(),
+            ruchedb::Timestamp::now().to_string().into(),
+        );
+        fields
+            .0
+            .insert("level".into(), meta.level().as_str().into());
+        fields.0.insert("target".into(), meta.target().into());
+        event.record(&mut fields);
+        writeln!(writer, "{}", serde_json::Value::Object(fields.0))
+    }
+}
+
+/// An event's fields as JSON values.
+struct JsonFields(serde_json::Map<String, serde_json::Value>);
+
+impl tracing::field::Visit for JsonFields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        let text = format!("{value:?}");
+        let nested = (text.starts_with('{') || text.starts_with('['))
+            .then(|| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .flatten();
+        self.0.insert(
+            field.name().into(),
+            nested.unwrap_or(serde_json::Value::String(text)),
+        );
+    }
+
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_bool(&mut self, field: &tracing::field::Field, value: bool) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_i64(&mut self, field: &tracing::field::Field, value: i64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_f64(&mut self, field: &tracing::field::Field, value: f64) {
+        self.0.insert(field.name().into(), value.into());
     }
 }
 
@@ -92,6 +159,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Index(args) => commands::index(&config, &args),
         Command::Search(args) => commands::search(&config, &args),
+        Command::Turn(args) => commands::turn(&config, &args),
         Command::Get(args) => commands::get(&config, &args),
         Command::Delete(args) => commands::delete(&config, &args),
         Command::Purge(args) => commands::purge(&config, &args),

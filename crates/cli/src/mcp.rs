@@ -17,7 +17,9 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
-use ruchedb::{Chunk, Config, Document, Engine, Hit, Kind, Rule, Scope, SearchRequest};
+use ruchedb::{
+    Chunk, Config, Document, Engine, Hit, Kind, Rule, Scope, SearchRequest, TurnRequest,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -73,6 +75,7 @@ pub fn run(config: &Config, args: &McpArgs) -> Result<std::process::ExitCode> {
 
 /// What a tool call asks, parsed from its arguments.
 enum Call {
+    Context(ContextArgs),
     Search(SearchArgs, Kind),
     Remember(RememberArgs),
     AddRule(AddRuleArgs),
@@ -80,6 +83,19 @@ enum Call {
     Forget(ForgetArgs),
     Feedback(FeedbackArgs),
     Stats(StatsArgs),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContextArgs {
+    message: String,
+    context: Option<String>,
+    scenario: Option<String>,
+    step: Option<String>,
+    tenant: Option<String>,
+    agent: Option<String>,
+    #[serde(default, deserialize_with = "top_k")]
+    budget_tokens: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -251,6 +267,23 @@ fn specs() -> Vec<Spec> {
     let top_k = json!({"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "description": "At most this many results (default: as many as stand out)."});
     vec![
         Spec {
+            name: "get_context",
+            description: "Everything the agent needs for one user message, in one call: the scenario it activates (or keeps), the rules to follow with their actions, what is known from memory with dates, and the tools that fit with their parameters, rendered as one compact block within a token budget. Empty when nothing stored is relevant. Returns the block, the active scenario and a turn_id for feedback.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string", "description": "The user's message, as they wrote it."},
+                    "context": {"type": "string", "description": "The conversation (or user) whose memory to search."},
+                    "scenario": {"type": "string", "description": "The scenario the agent has active, if any: kept unless the message clearly leaves it."},
+                    "step": {"type": "string", "description": "The active step of that scenario."},
+                    "budget_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "description": "The most tokens the block may take (o200k_base); default: no limit."},
+                    "tenant": tenant, "agent": agent,
+                },
+                "required": ["message"],
+            }),
+            effect: Effect::Reads,
+        },
+        Spec {
             name: "search_rules",
             description: "Find the rules (\"when CONDITION, do ACTION\" guidance) that apply to a user message, best first. Global rules always apply; pass the active scenario (and step) to include the rules scoped to it. Returns nothing when no rule is relevant: then act without a rule. Each result has the rule's condition, action, priority, a score and why it matched.",
             schema: json!({
@@ -371,7 +404,7 @@ fn specs() -> Vec<Spec> {
         },
         Spec {
             name: "feedback",
-            description: "Say whether the results of a search (by the query_id it returned) were useful: it tunes how much each kind of matching counts for later searches of that tenant. Counts once per query.",
+            description: "Say whether the results of a search or of get_context (by the query_id or turn_id it returned) were useful: it tunes how much each kind of matching counts for later searches of that tenant. Counts once per query.",
             schema: json!({
                 "type": "object",
                 "properties": {
@@ -428,6 +461,7 @@ impl Server {
             })
         }
         Ok(match spec.name {
+            "get_context" => Call::Context(args(name, value)?),
             "search_rules" => Call::Search(args(name, value)?, Kind::Rule),
             "search_memory" => Call::Search(args(name, value)?, Kind::Chunk),
             "find_scenario" => Call::Search(args(name, value)?, Kind::Scenario),
@@ -447,7 +481,7 @@ impl Server {
         let builder = crate::commands::builder(&self.config);
         // Searches and stats read what the writer published: they never wait for a
         // writer (an import in another process, say).
-        let engine = if matches!(call, Call::Search(..) | Call::Stats(..)) {
+        let engine = if matches!(call, Call::Context(..) | Call::Search(..) | Call::Stats(..)) {
             crate::commands::open_engine_to_read(&builder, self.dir.as_path())?
         } else {
             builder.open(self.dir.as_path())?
@@ -464,6 +498,7 @@ fn tenant(tenant: Option<String>) -> String {
 
 fn execute_on(engine: &Engine, call: Call) -> ruchedb::Result<Value> {
     match call {
+        Call::Context(args) => context(engine, args),
         Call::Search(args, kind) => search(engine, args, kind),
         Call::Remember(args) => {
             // A memory without an id gets a new one: two in the same millisecond must
@@ -556,6 +591,53 @@ fn not_found(kind: Kind, tenant: &str, id: &str) -> ruchedb::Error {
     ruchedb::Error::new(ruchedb::ErrorKind::NotFound {
         what: format!("{kind} `{id}` of tenant `{tenant}`"),
     })
+}
+
+fn context(engine: &Engine, args: ContextArgs) -> ruchedb::Result<Value> {
+    let mut request = TurnRequest::new(args.message).tenant(tenant(args.tenant));
+    if let Some(agent) = args.agent {
+        request = request.agent(agent);
+    }
+    if let Some(context) = args.context {
+        request = request.context(context);
+    }
+    match (args.scenario, args.step) {
+        (Some(scenario), step) => {
+            request = request.scenario(scenario);
+            if let Some(step) = step {
+                request = request.step(step);
+            }
+        }
+        (None, Some(_)) => {
+            return Err(ruchedb::Error::invalid_input(
+                "a `step` needs its `scenario`",
+            ));
+        }
+        (None, None) => {}
+    }
+    if let Some(budget) = args.budget_tokens {
+        request = request.budget_tokens(budget);
+    }
+    let turn = engine.turn(&request)?;
+    let block = turn.render();
+    let mut out = json!({
+        "turn_id": turn.turn_id,
+        "context": block,
+        "scenario": turn.scenario.active,
+        "tokens": turn.budget.used,
+    });
+    if let Some(step) = &turn.scenario.step {
+        out["step"] = step.clone().into();
+    }
+    let cut = turn.budget.rules.cut + turn.budget.memory.cut + turn.budget.tools.cut;
+    if cut > 0 {
+        out["cut_by_budget"] = cut.into();
+    }
+    if turn.is_empty() {
+        out["nothing_relevant"] =
+            "no scenario, rule, memory or tool is relevant to the message".into();
+    }
+    Ok(out)
 }
 
 fn search(engine: &Engine, args: SearchArgs, kind: Kind) -> ruchedb::Result<Value> {

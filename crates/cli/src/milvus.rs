@@ -35,6 +35,14 @@ impl Searcher {
         }
     }
 
+    pub fn turn(&self, request: &ruchedb::TurnRequest) -> ruchedb::Result<ruchedb::TurnResponse> {
+        match self {
+            Searcher::Local(engine) => engine.turn(request),
+            #[cfg(feature = "milvus")]
+            Searcher::Milvus(index) => index.turn(request),
+        }
+    }
+
     /// Ends a command that is about to exit. A reader has nothing to flush or release
     /// (it holds no lock and wrote nothing): its memory, a catalog of every document
     /// that takes tens of milliseconds to free at 20,000, goes back with the process.

@@ -2,9 +2,10 @@
 
 use std::io::Write;
 
+use ruchedb::config::TurnPart;
 use ruchedb::query::VectorMatch;
 use ruchedb::relevance::GateDecision;
-use ruchedb::{Document, Hit, SearchResponse};
+use ruchedb::{Document, Hit, SearchResponse, TurnResponse};
 use serde_json::{Map, Value, json};
 
 /// One hit as a JSON object: id, score, and its breakdown (chunks: relevance,
@@ -186,6 +187,84 @@ pub fn response_json(id: Option<&Value>, response: &SearchResponse, explain: boo
         );
     }
     Value::Object(object)
+}
+
+/// The JSON line of one turn: `turn_id`, then `scenario`, `rules`, `memory` and `tools`,
+/// each shaped as a search's line (`hits` always present), the budget and the timings.
+pub fn turn_json(id: Option<&Value>, turn: &TurnResponse, explain: bool, render: bool) -> Value {
+    let mut object = Map::new();
+    if let Some(id) = id {
+        object.insert("id".into(), id.clone());
+    }
+    object.insert("turn_id".into(), json!(turn.turn_id));
+    let mut scenario = response_json(None, &turn.scenario.search, explain);
+    if let Some(fields) = scenario.as_object_mut() {
+        fields.insert("active".into(), json!(turn.scenario.active));
+        fields.insert("step".into(), json!(turn.scenario.step));
+        fields.insert("activation".into(), json!(turn.scenario.activation));
+        fields.insert("left".into(), json!(turn.scenario.left));
+        fields.insert("confidence".into(), json!(turn.scenario.confidence));
+    }
+    object.insert("scenario".into(), scenario);
+    for part in TurnPart::ALL {
+        object.insert(
+            part.name().into(),
+            response_json(None, turn.part(part), explain),
+        );
+    }
+    object.insert("budget".into(), json!(turn.budget));
+    object.insert("timings_us".into(), json!(turn.timings));
+    if render {
+        object.insert("prompt".into(), json!(turn.render()));
+    }
+    Value::Object(object)
+}
+
+/// A turn as text: the scenario, then each part's hits.
+pub fn write_turn(out: &mut dyn Write, turn: &TurnResponse, explain: bool) -> std::io::Result<()> {
+    let scenario = &turn.scenario;
+    match &scenario.active {
+        Some(active) => {
+            let how = serde_json::to_value(scenario.activation)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            write!(out, "scenario: {active} ({how}")?;
+            if let Some(confidence) = scenario.confidence {
+                write!(out, ", relevance {confidence:.2}")?;
+            }
+            if let Some(left) = &scenario.left {
+                write!(out, ", left {left}")?;
+            }
+            if let Some(step) = &scenario.step {
+                write!(out, ", step {step}")?;
+            }
+            writeln!(out, ")")?;
+        }
+        None => writeln!(out, "scenario: none")?,
+    }
+    for part in TurnPart::ALL {
+        let budget = match part {
+            TurnPart::Rules => turn.budget.rules,
+            TurnPart::Memory => turn.budget.memory,
+            TurnPart::Tools => turn.budget.tools,
+        };
+        write!(out, "\n{}", part.name())?;
+        if budget.cut > 0 {
+            write!(out, " ({} cut by the budget)", budget.cut)?;
+        }
+        writeln!(out, ":")?;
+        write_table(out, turn.part(part), explain)?;
+    }
+    let limit = turn
+        .budget
+        .limit
+        .map_or(String::new(), |limit| format!(" of {limit}"));
+    writeln!(
+        out,
+        "\n{} tokens{limit} ({}), {} µs",
+        turn.budget.used, turn.budget.tokenizer, turn.timings.total_us
+    )
 }
 
 /// Writes `value` as one compact line.

@@ -36,7 +36,7 @@ async def main(ruche, index):
 
             tools = {tool["name"]: tool for tool in map(dump, (await session.list_tools()).tools)}
             assert set(tools) == {
-                "search_rules", "search_memory", "find_scenario", "find_tools", "remember",
+                "get_context", "search_rules", "search_memory", "find_scenario", "find_tools", "remember",
                 "add_rule", "disable_rule", "forget", "feedback", "stats",
             }, sorted(tools)
             assert tools["search_rules"]["annotations"]["readOnlyHint"] is True

@@ -452,6 +452,16 @@ impl MilvusIndex {
     pub fn search(&self, request: &ruchedb::SearchRequest) -> ruchedb::Result<SearchResponse> {
         search_with(self, &self.config, request, self.embedder.as_deref(), None)
     }
+
+    /// Runs one turn (the scenario, rules, memory and tools of a message, within its
+    /// budget): ruchedb's [`turn_with`](ruchedb::turn::turn_with) over Milvus.
+    ///
+    /// # Errors
+    ///
+    /// As [`Engine::turn`](ruchedb::Engine::turn), plus connection and server errors.
+    pub fn turn(&self, request: &ruchedb::TurnRequest) -> ruchedb::Result<ruchedb::TurnResponse> {
+        ruchedb::turn::turn_with(self, &self.config, request, self.embedder.as_deref())
+    }
 }
 
 impl Retriever for MilvusIndex {

@@ -193,13 +193,34 @@ class Index:
         """The tools that fit a message, for a policy to choose among."""
         return self.search(text, "tool", **kwargs)
 
+    def turn(self, text: str, *, context: Optional[str] = None,
+             scenario: Optional[str] = None, step: Optional[str] = None,
+             tenant: Optional[str] = None, agent: Optional[str] = None,
+             budget_tokens: Optional[int] = None, embedding: Any = None,
+             now: Any = None) -> dict:
+        """One turn of a conversation: the scenario, the rules, the memory and the tools
+        a message needs, in one call. Returns a dict: `turn_id` (for `feedback`),
+        `scenario` (`active`, `activation`, `search`...), `rules`, `memory` and `tools`
+        (each a search response with its `hits`), `budget` (tokens used, what was cut),
+        `timings` and `prompt`: the rendered block, within `budget_tokens`."""
+        request: dict = {"text": text}
+        for key, value in (("context", context), ("scenario", scenario), ("step", step),
+                           ("tenant", tenant), ("agent", agent),
+                           ("budget_tokens", budget_tokens), ("now", now)):
+            if value is not None:
+                request[key] = value
+        if embedding is not None:
+            request["embedding"] = _vector(embedding)
+        return json.loads(self._engine.turn(json.dumps(request)))
+
     def get(self, kind: str, id: str, tenant: Optional[str] = None) -> Optional[dict]:
         """One document by id, as a record dict, or None."""
         found = self._engine.get(_kind(kind), id, tenant)
         return None if found is None else json.loads(found)
 
     def feedback(self, query_id: str, useful: bool) -> dict:
-        """Records whether search `query_id` was useful (once per query)."""
+        """Records whether search `query_id` (or turn `turn_id`: each of its parts) was
+        useful (once per query)."""
         return json.loads(self._engine.feedback(query_id, useful))
 
     def stats(self) -> dict:

@@ -16,7 +16,7 @@ use ruchedb::policy::{Candidate, PolicyContext, PolicyRegistry};
 use ruchedb::select::SelectionConfig;
 use ruchedb::{
     Chunk, Config, Document, EmbedderSpec, Engine, Kind, Rule, Scenario, SearchRequest, Timestamp,
-    Tool,
+    Tool, TurnRequest,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -85,6 +85,61 @@ impl PyEngine {
                 None => Err(invalid("the index is closed")),
             }
         })
+    }
+}
+
+/// A turn as the Python package sends it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TurnArgs {
+    #[serde(default)]
+    text: String,
+    tenant: Option<String>,
+    agent: Option<String>,
+    context: Option<String>,
+    scenario: Option<String>,
+    step: Option<String>,
+    embedding: Option<Vec<f32>>,
+    budget_tokens: Option<usize>,
+    now: Option<Timestamp>,
+}
+
+impl TurnArgs {
+    fn into_request(self) -> ruchedb::Result<TurnRequest> {
+        let mut request = TurnRequest::new(self.text);
+        if let Some(tenant) = self.tenant {
+            request = request.tenant(tenant);
+        }
+        if let Some(agent) = self.agent {
+            request = request.agent(agent);
+        }
+        if let Some(context) = self.context {
+            request = request.context(context);
+        }
+        match (self.scenario, self.step) {
+            (Some(scenario), step) => {
+                request = request.scenario(scenario);
+                if let Some(step) = step {
+                    request = request.step(step);
+                }
+            }
+            (None, Some(_)) => {
+                return Err(ruchedb::Error::invalid_input(
+                    "a `step` needs its `scenario`",
+                ));
+            }
+            (None, None) => {}
+        }
+        if let Some(embedding) = self.embedding {
+            request = request.embedding(embedding);
+        }
+        if let Some(budget) = self.budget_tokens {
+            request = request.budget_tokens(budget);
+        }
+        if let Some(now) = self.now {
+            request = request.now(now);
+        }
+        Ok(request)
     }
 }
 
@@ -297,6 +352,21 @@ impl PyEngine {
                 .gate
                 .abstention_reason()
                 .map_or(Value::Null, Value::from);
+            Ok(value.to_string())
+        })
+    }
+
+    /// One turn (the scenario, rules, memory and tools of a message), as JSON, with the
+    /// rendered block under `prompt`.
+    fn turn(&self, py: Python<'_>, request: &str) -> PyResult<String> {
+        let args: TurnArgs =
+            serde_json::from_str(request).map_err(|e| json_err("turn request", e))?;
+        self.with(py, |engine| {
+            let turn = engine.turn(&args.into_request()?)?;
+            let mut value = serde_json::to_value(&turn).map_err(|e| {
+                ruchedb::Error::invalid_input(format!("cannot serialise the turn: {e}"))
+            })?;
+            value["prompt"] = turn.render().into();
             Ok(value.to_string())
         })
     }

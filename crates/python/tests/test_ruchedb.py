@@ -202,3 +202,27 @@ def test_searches_run_in_parallel_threads(index):
     for t in threads:
         t.join()
     assert results == ["refund"] * 8
+
+
+def test_one_turn_gives_the_scenario_rules_memory_and_tools_within_a_budget(index):
+    turn = index.turn("I want my money back", budget_tokens=200)
+    assert turn["turn_id"].startswith("turn-")
+    assert ids(turn["rules"])[0] == "refund"
+    assert ids(turn["tools"])[0] == "refund-tool"
+    assert turn["scenario"]["active"] == "returns"
+    assert turn["scenario"]["activation"] == "detected"
+    assert "Rules to follow:\n- the customer asks for a refund: explain the refund policy\n" in turn["prompt"]
+    assert turn["budget"]["used"] <= 200
+    assert turn["budget"]["tokenizer"] == "o200k_base"
+    # Memory within the conversation the turn names.
+    memory = index.turn("how should we contact them", context="cust-1")
+    assert ids(memory["memory"]) == ["m1"]
+    assert "Known from memory:\n- [2026-11-20] The customer prefers" in memory["prompt"]
+    # Feedback on the turn credits its parts.
+    assert index.feedback(turn["turn_id"], True)["records"] >= 1
+    # Nothing relevant: an empty turn.
+    empty = index.turn("who won the football game last night")
+    assert empty["prompt"] == ""
+    assert all(empty[part]["hits"] == [] for part in ("rules", "memory", "tools"))
+    with pytest.raises(RucheError, match="scenario"):
+        index.turn("hello", step="confirm")

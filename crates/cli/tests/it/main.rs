@@ -6,3 +6,4 @@ mod crashes;
 mod inspect;
 mod mcp;
 mod trust;
+mod turn;

@@ -236,6 +236,7 @@ fn an_agent_host_lists_and_calls_every_tool_over_stdio() {
     let tools = list["result"]["tools"].as_array().unwrap().clone();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     for expected in [
+        "get_context",
         "search_rules",
         "search_memory",
         "find_scenario",
@@ -272,6 +273,30 @@ fn an_agent_host_lists_and_calls_every_tool_over_stdio() {
     );
     assert!(ids(&none).is_empty(), "{none}");
     assert!(none["nothing_relevant"].is_string(), "{none}");
+
+    // The whole turn in one call: the rendered block within the budget, and a turn id
+    // that feedback credits.
+    let (context, error) = mcp.call(
+        "get_context",
+        json!({"message": "I want my money back", "budget_tokens": 120}),
+    );
+    assert!(!error, "{context}");
+    let block = context["context"].as_str().unwrap();
+    assert!(
+        block.contains("Rules to follow:\n- ") && block.contains("explain the refund policy"),
+        "{context}"
+    );
+    assert!(context["tokens"].as_u64().unwrap() <= 120, "{context}");
+    let turn_id = context["turn_id"].as_str().unwrap().to_string();
+    let (credited, error) = mcp.call("feedback", json!({"query_id": turn_id, "useful": true}));
+    assert!(!error, "{credited}");
+    let (empty, error) = mcp.call(
+        "get_context",
+        json!({"message": "who won the football game"}),
+    );
+    assert!(!error, "{empty}");
+    assert_eq!(empty["context"], "", "{empty}");
+    assert!(empty["nothing_relevant"].is_string(), "{empty}");
 
     // Write tools, each visible to the next call.
     let (added, error) = mcp.call(
@@ -378,6 +403,7 @@ fn the_index_is_free_between_calls_and_read_only_offers_no_writes() {
     assert_eq!(
         names,
         [
+            "get_context",
             "search_rules",
             "search_memory",
             "find_scenario",
@@ -582,6 +608,7 @@ fn tool_annotations_say_what_each_tool_does_to_the_index() {
     // what is stored is destructive; `remember` without an id stores a new memory each
     // time.
     let expected = [
+        ("get_context", true, None, None),
         ("search_rules", true, None, None),
         ("search_memory", true, None, None),
         ("find_scenario", true, None, None),
@@ -1091,7 +1118,7 @@ fn the_server_fuzzed_with_malformed_frames_answers_each_once_and_goes_on() {
     let list = mcp.request("tools/list", json!({}));
     assert_eq!(
         list["result"]["tools"].as_array().map(Vec::len),
-        Some(10),
+        Some(11),
         "{list}"
     );
     mcp.assert_alive();

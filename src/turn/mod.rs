@@ -1,0 +1,906 @@
+//! One call per turn of a conversation: the scenario, the rules, the memory and the tools
+//! an agent needs for one message, within a token budget.
+//!
+//! A turn prepares its message once (the query vector and the query analysis) and runs
+//! four searches through the same pipeline as [`search_with`](crate::rank::search_with),
+//! each with its own gate and selection:
+//!
+//! 1. **scenarios**: without an active scenario, the best scenario of the message is
+//!    activated when its relevance reaches `turn.scenario_confidence` ("detected");
+//!    with one, it is kept unless the message clearly leaves it: another scenario is the
+//!    best and reaches that confidence while the active one does not even pass the
+//!    relevance gate ("switched"; a scenario the selection merely left out is kept);
+//! 2. **rules**, matched inside the active scenario and step;
+//! 3. **memory**: chunks, within the conversation's context when the turn names one;
+//! 4. **tools**.
+//!
+//! The budget is shared: the scenario line first, then rules of at least
+//! `turn.keep_priority`, then the parts in the order of `turn.order` (rules, memory,
+//! tools by default), each part its hits best first until the next one does not fit;
+//! what does not fit is cut and counted. Tokens are counted ([`count_tokens`](crate::count_tokens)) over the block
+//! [`TurnResponse::render`] writes, which never exceeds the budget.
+//!
+//! # The rendered block
+//!
+//! One line per item, a heading line per part that has items, parts in this order,
+//! `\n` after every line:
+//!
+//! ```text
+//! Scenario: <name> (<id>, step <step>): <description>
+//! Rules to follow:
+//! - <condition>: <action>
+//! Known from memory:
+//! - [<YYYY-MM-DD>] <content>
+//! Tools that fit:
+//! - <name>: <description> Parameters: <JSON schema>
+//! ```
+//!
+//! The scenario line names the active scenario (`Scenario: <id>` when the turn did not
+//! retrieve it, `, step <step>` only with one); a memory line has its date only when the
+//! chunk has a `created_at`; a tool line has its parameters only when it has some.
+//! Whitespace inside a field is collapsed to single spaces.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::config::{Config, TurnPart};
+use crate::embed::Embedder;
+use crate::model::doc::{DEFAULT_TENANT, Document};
+use crate::model::leg::PerLeg;
+use crate::model::time::Timestamp;
+use crate::query::{Hit, SearchRequest, SearchResponse, SelectionSummary};
+use crate::rank::{Prepared, Searcher, search_with_id};
+use crate::retrieve::Retriever;
+use crate::tokens::{TOKENIZER, count_tokens};
+use crate::{Error, Kind, Result};
+
+/// One turn: the message, who sends it, the conversation and the agent's state.
+///
+/// # Example
+///
+/// ```
+/// use ruchedb::{SearchRequest, TurnRequest};
+///
+/// let turn = TurnRequest::new("I want my money back")
+///     .tenant("acme")
+///     .context("conversation-42")
+///     .budget_tokens(500)
+///     .options(SearchRequest::tools("").max_k(3));
+/// assert_eq!(turn.text(), "I want my money back");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnRequest {
+    pub(crate) text: String,
+    pub(crate) embedding: Option<Vec<f32>>,
+    pub(crate) tenant_id: String,
+    pub(crate) agent_id: Option<String>,
+    pub(crate) context_id: Option<String>,
+    pub(crate) scenario_id: Option<String>,
+    pub(crate) step_id: Option<String>,
+    pub(crate) budget_tokens: Option<usize>,
+    pub(crate) now: Option<Timestamp>,
+    /// Per kind ([`Kind::index`]): the settings of that part's search.
+    pub(crate) options: [Option<SearchRequest>; 4],
+}
+
+impl TurnRequest {
+    /// A turn of the default tenant, with no active scenario, no context and no budget.
+    pub fn new(text: impl Into<String>) -> TurnRequest {
+        TurnRequest {
+            text: text.into(),
+            embedding: None,
+            tenant_id: DEFAULT_TENANT.to_string(),
+            agent_id: None,
+            context_id: None,
+            scenario_id: None,
+            step_id: None,
+            budget_tokens: None,
+            now: None,
+            options: [None, None, None, None],
+        }
+    }
+
+    /// The message's own vector (the engine then embeds nothing).
+    #[must_use]
+    pub fn embedding(mut self, embedding: Vec<f32>) -> TurnRequest {
+        self.embedding = Some(embedding);
+        self
+    }
+
+    /// The tenant.
+    #[must_use]
+    pub fn tenant(mut self, tenant_id: impl Into<String>) -> TurnRequest {
+        self.tenant_id = tenant_id.into();
+        self
+    }
+
+    /// The agent: documents restricted to other agents are left out.
+    #[must_use]
+    pub fn agent(mut self, agent_id: impl Into<String>) -> TurnRequest {
+        self.agent_id = Some(agent_id.into());
+        self
+    }
+
+    /// The conversation: memory is searched within this context.
+    #[must_use]
+    pub fn context(mut self, context_id: impl Into<String>) -> TurnRequest {
+        self.context_id = Some(context_id.into());
+        self
+    }
+
+    /// The scenario the agent has active (kept unless the message clearly leaves it).
+    #[must_use]
+    pub fn scenario(mut self, scenario_id: impl Into<String>) -> TurnRequest {
+        self.scenario_id = Some(scenario_id.into());
+        self
+    }
+
+    /// The active step of the active scenario.
+    #[must_use]
+    pub fn step(mut self, step_id: impl Into<String>) -> TurnRequest {
+        self.step_id = Some(step_id.into());
+        self
+    }
+
+    /// The most tokens the rendered block may take ([`TurnResponse::render`]).
+    #[must_use]
+    pub fn budget_tokens(mut self, tokens: usize) -> TurnRequest {
+        self.budget_tokens = Some(tokens);
+        self
+    }
+
+    /// The time filters and recency are evaluated at (default: now).
+    #[must_use]
+    pub fn now(mut self, now: Timestamp) -> TurnRequest {
+        self.now = Some(now);
+        self
+    }
+
+    /// The settings of one part's search: `request`'s kind says which part
+    /// (scenarios, rules, chunks for memory, tools). Every setting applies (selection,
+    /// `top_k`, tags, filters, fusion...) except those the turn sets: the text, the
+    /// vector, the tenant, the agent, the time, the scenario and step (rules) and the
+    /// context (memory).
+    #[must_use]
+    pub fn options(mut self, request: SearchRequest) -> TurnRequest {
+        let at = request.kind.index();
+        self.options[at] = Some(request);
+        self
+    }
+
+    /// The message.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The tenant.
+    pub fn tenant_id(&self) -> &str {
+        &self.tenant_id
+    }
+
+    /// The budget, if any.
+    pub fn budget(&self) -> Option<usize> {
+        self.budget_tokens
+    }
+
+    /// The search of one part: its options with what the turn sets.
+    fn part(&self, kind: Kind, now: Timestamp) -> SearchRequest {
+        let mut request = self.options[kind.index()]
+            .clone()
+            .unwrap_or_else(|| SearchRequest::new(kind, ""));
+        request.kind = kind;
+        request.text.clone_from(&self.text);
+        request.embedding.clone_from(&self.embedding);
+        request.tenant_id.clone_from(&self.tenant_id);
+        request.agent_id.clone_from(&self.agent_id);
+        request.now = Some(now);
+        request.scenario_id = None;
+        request.step_id = None;
+        request.context_id = None;
+        if kind == Kind::Chunk {
+            request.context_id.clone_from(&self.context_id);
+        }
+        request
+    }
+}
+
+/// How the turn's scenario was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Activation {
+    /// No scenario is active: none was given, and none was confident enough.
+    None,
+    /// The agent's active scenario is kept.
+    Kept,
+    /// No scenario was active, and the message's best scenario was confident enough.
+    Detected,
+    /// The message clearly left the active scenario for another one.
+    Switched,
+}
+
+/// The turn's scenario: the scenario search, and what the turn made of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TurnScenario {
+    /// The scenario search (its hits are the scenarios of the message).
+    pub search: SearchResponse,
+    /// The scenario the rules were matched in; `None`: global rules only.
+    pub active: Option<String>,
+    /// The active step (only when the agent's scenario is kept).
+    pub step: Option<String>,
+    /// How `active` was decided.
+    pub activation: Activation,
+    /// The scenario the agent had active, when the message left it.
+    pub left: Option<String>,
+    /// The relevance of the scenario detected or switched to.
+    pub confidence: Option<f64>,
+}
+
+/// What the budget did to one part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[non_exhaustive]
+pub struct PartBudget {
+    /// Tokens of its lines in the block (its heading included).
+    pub tokens: usize,
+    /// Hits kept.
+    pub kept: usize,
+    /// Hits the budget cut (selected, but not rendered).
+    pub cut: usize,
+}
+
+/// The token accounting of a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct TurnBudget {
+    /// The budget; `None`: nothing was cut.
+    pub limit: Option<usize>,
+    /// Tokens of the rendered block.
+    pub used: usize,
+    /// The tokenizer the tokens are counted with.
+    pub tokenizer: &'static str,
+    /// The order the parts spent the budget in.
+    pub order: Vec<TurnPart>,
+    /// Whether the scenario line fitted (`false` also when there is none).
+    pub scenario_line: bool,
+    /// The rules' part.
+    pub rules: PartBudget,
+    /// The memory's part.
+    pub memory: PartBudget,
+    /// The tools' part.
+    pub tools: PartBudget,
+}
+
+/// Time spent in each part of a turn, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[non_exhaustive]
+pub struct TurnTimings {
+    /// Embedding the message (once).
+    pub embed_us: u64,
+    /// The scenario search.
+    pub scenarios_us: u64,
+    /// The rules search.
+    pub rules_us: u64,
+    /// The memory search.
+    pub memory_us: u64,
+    /// The tools search.
+    pub tools_us: u64,
+    /// Rendering and counting the block.
+    pub budget_us: u64,
+    /// The whole turn (the memory and tools searches run beside the scenario and rules
+    /// searches on the local index).
+    pub total_us: u64,
+}
+
+/// The result of [`Engine::turn`](crate::Engine::turn): what the agent needs for one
+/// message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TurnResponse {
+    /// A unique id of the turn: feedback on it ([`Engine::feedback`](crate::Engine::feedback))
+    /// credits each part that had hits.
+    pub turn_id: String,
+    /// The scenario.
+    pub scenario: TurnScenario,
+    /// The rules to follow, within the budget.
+    pub rules: SearchResponse,
+    /// What is known from memory, within the budget.
+    pub memory: SearchResponse,
+    /// The tools that fit, within the budget.
+    pub tools: SearchResponse,
+    /// What the budget did.
+    pub budget: TurnBudget,
+    /// Time per part.
+    pub timings: TurnTimings,
+}
+
+impl TurnResponse {
+    /// The part's response.
+    pub fn part(&self, part: TurnPart) -> &SearchResponse {
+        match part {
+            TurnPart::Rules => &self.rules,
+            TurnPart::Memory => &self.memory,
+            TurnPart::Tools => &self.tools,
+        }
+    }
+
+    /// Whether the turn found nothing for the message: no scenario, no rule, no memory,
+    /// no tool.
+    pub fn is_empty(&self) -> bool {
+        self.scenario.active.is_none()
+            && self.rules.hits.is_empty()
+            && self.memory.hits.is_empty()
+            && self.tools.hits.is_empty()
+    }
+
+    /// The prompt-ready block (see the [module docs](crate::turn) for its format): within
+    /// the budget, and what the budget counted.
+    pub fn render(&self) -> String {
+        let mut block = Block::default();
+        if self.budget.scenario_line
+            && let Some(line) = scenario_line(&self.scenario)
+        {
+            block.scenario = Some(line);
+        }
+        for part in TurnPart::ALL {
+            for hit in &self.part(part).hits {
+                block.lines[part_index(part)].push(line_of(hit));
+            }
+        }
+        block.text()
+    }
+
+    /// The ids of the parts' searches that had hits, for feedback.
+    fn part_ids(&self) -> impl Iterator<Item = &str> {
+        [
+            &self.scenario.search,
+            &self.rules,
+            &self.memory,
+            &self.tools,
+        ]
+        .into_iter()
+        .filter(|r| !r.hits.is_empty())
+        .map(|r| r.query_id.as_str())
+    }
+}
+
+/// The separator of a turn id's parts: the turn's own id, then its searches' ids.
+pub(crate) const TURN_ID_SEPARATOR: char = '~';
+
+/// The searches' query ids a turn id carries; `None` when `id` is not a turn's.
+pub(crate) fn part_ids(id: &str) -> Option<Vec<&str>> {
+    let mut parts = id.split(TURN_ID_SEPARATOR);
+    let own = parts.next()?;
+    own.starts_with("turn-").then(|| parts.collect())
+}
+
+/// The whole turn over any retriever, one search after another: what the Milvus backend
+/// runs. [`Engine::turn`](crate::Engine::turn) is this over the local index, with the
+/// memory and tools searches beside the scenario and rules searches, and feedback.
+///
+/// # Errors
+///
+/// As [`search_with`](crate::rank::search_with), for the turn's searches; an invalid
+/// turn ([`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)): a step without its
+/// scenario, an empty tenant.
+pub fn turn_with(
+    retriever: &(impl Retriever + Sync + ?Sized),
+    config: &Config,
+    request: &TurnRequest,
+    embedder: Option<&dyn Embedder>,
+) -> Result<TurnResponse> {
+    let plain = |_: Kind, base: String, _: Option<&Hit>| base;
+    let run = Run {
+        config,
+        embedder,
+        factors: &|_| None,
+        query_id: &plain,
+    };
+    run.turn(retriever, request, &|a, b| {
+        a();
+        b();
+    })
+}
+
+/// Feedback factors of a kind's searches.
+pub(crate) type Factors<'a> = &'a (dyn Fn(Kind) -> Option<PerLeg<f64>> + Sync);
+
+/// Query ids of a kind's searches, from the base id and the top hit.
+pub(crate) type QueryIds<'a> = &'a (dyn Fn(Kind, String, Option<&Hit>) -> String + Sync);
+
+/// Runs two closures, side by side or one after the other.
+pub(crate) type Join<'a> = &'a dyn Fn(&mut (dyn FnMut() + Send), &mut (dyn FnMut() + Send));
+
+/// A turn's settings beyond its request.
+pub(crate) struct Run<'a> {
+    pub(crate) config: &'a Config,
+    pub(crate) embedder: Option<&'a dyn Embedder>,
+    pub(crate) factors: Factors<'a>,
+    pub(crate) query_id: QueryIds<'a>,
+}
+
+impl Run<'_> {
+    /// The turn: the message prepared once, the scenario and rules searches under `join`
+    /// beside the memory and tools searches, the budget, the log event.
+    pub(crate) fn turn(
+        &self,
+        retriever: &(impl Retriever + Sync + ?Sized),
+        request: &TurnRequest,
+        join: Join<'_>,
+    ) -> Result<TurnResponse> {
+        let started = Instant::now();
+        validate(request)?;
+        let now = request.now.unwrap_or_else(Timestamp::now);
+        let rules_request = request.part(Kind::Rule, now);
+        let prepared = Prepared::new(&rules_request, self.embedder, retriever.dimensions())?;
+        let search = |part: &SearchRequest| -> Result<SearchResponse> {
+            let kind = part.kind;
+            let query_id = |base: String, top: Option<&Hit>| (self.query_id)(kind, base, top);
+            let searcher = Searcher {
+                query_id: &query_id,
+                log_selection: false,
+            };
+            search_with_id(
+                retriever,
+                self.config,
+                part,
+                self.embedder,
+                (self.factors)(kind),
+                &searcher,
+                Some(&prepared),
+            )
+        };
+        let mut first: Option<Result<(TurnScenario, SearchResponse)>> = None;
+        let mut second: Option<Result<(SearchResponse, SearchResponse)>> = None;
+        join(
+            &mut || {
+                first = Some((|| {
+                    let scenarios_request = request.part(Kind::Scenario, now);
+                    let scenarios = search(&scenarios_request)?;
+                    let mut scenario =
+                        decide(request, scenarios, self.config.turn.scenario_confidence);
+                    if scenario.activation == Activation::Switched {
+                        // Left only when the active scenario is not about the message at
+                        // all: it fails the gate, not merely the selection.
+                        let gated = search(&scenarios_request.clone().top_k(MAX_SCENARIOS))?;
+                        if gated
+                            .hits
+                            .iter()
+                            .any(|h| Some(&h.id) == request.scenario_id.as_ref())
+                        {
+                            scenario.keep(request);
+                        }
+                    }
+                    let mut rules = rules_request.clone();
+                    rules.scenario_id.clone_from(&scenario.active);
+                    rules.step_id.clone_from(&scenario.step);
+                    Ok((scenario, search(&rules)?))
+                })());
+            },
+            &mut || {
+                second = Some((|| {
+                    let memory = search(&request.part(Kind::Chunk, now))?;
+                    Ok((memory, search(&request.part(Kind::Tool, now))?))
+                })());
+            },
+        );
+        let (scenario, rules) = first.expect("the first closure ran")?;
+        let (memory, tools) = second.expect("the second closure ran")?;
+        let stage = Instant::now();
+        let mut response = TurnResponse {
+            turn_id: String::new(),
+            timings: TurnTimings {
+                embed_us: prepared.embed_us,
+                scenarios_us: scenario.search.timings.total_us,
+                rules_us: rules.timings.total_us,
+                memory_us: memory.timings.total_us,
+                tools_us: tools.timings.total_us,
+                budget_us: 0,
+                total_us: 0,
+            },
+            scenario,
+            rules,
+            memory,
+            tools,
+            budget: TurnBudget {
+                limit: request.budget_tokens,
+                used: 0,
+                tokenizer: TOKENIZER,
+                order: self.config.turn.order.clone(),
+                scenario_line: false,
+                rules: PartBudget::default(),
+                memory: PartBudget::default(),
+                tools: PartBudget::default(),
+            },
+        };
+        spend(&mut response, self.config.turn.keep_priority);
+        response.turn_id = turn_id(&response);
+        response.timings.budget_us = micros(stage);
+        response.timings.total_us = micros(started);
+        log(&response);
+        Ok(response)
+    }
+}
+
+fn validate(request: &TurnRequest) -> Result<()> {
+    if request.tenant_id.is_empty() {
+        return Err(Error::invalid_input("`tenant_id` must not be empty"));
+    }
+    if request.step_id.is_some() && request.scenario_id.is_none() {
+        return Err(Error::invalid_input("a `step_id` needs its `scenario_id`"));
+    }
+    Ok(())
+}
+
+/// How many scenarios the check of a switch looks at: every one that passes the gate.
+const MAX_SCENARIOS: usize = 10_000;
+
+impl TurnScenario {
+    /// Keeps the agent's active scenario after all.
+    fn keep(&mut self, request: &TurnRequest) {
+        self.active.clone_from(&request.scenario_id);
+        self.step.clone_from(&request.step_id);
+        self.activation = Activation::Kept;
+        self.left = None;
+        self.confidence = None;
+    }
+}
+
+/// What the turn makes of its scenario search (see the module docs).
+fn decide(request: &TurnRequest, search: SearchResponse, confidence: f64) -> TurnScenario {
+    let relevance = |hit: &Hit| hit.breakdown.relevance.unwrap_or(0.0);
+    let best = search
+        .hits
+        .first()
+        .filter(|hit| relevance(hit) >= confidence)
+        .map(|hit| (hit.id.clone(), relevance(hit)));
+    let (active, step, activation, left, confidence) = match (&request.scenario_id, best) {
+        (Some(given), Some((best, confidence)))
+            if best != *given && !search.hits.iter().any(|h| h.id == *given) =>
+        {
+            (
+                Some(best),
+                None,
+                Activation::Switched,
+                Some(given.clone()),
+                Some(confidence),
+            )
+        }
+        (Some(given), _) => (
+            Some(given.clone()),
+            request.step_id.clone(),
+            Activation::Kept,
+            None,
+            None,
+        ),
+        (None, Some((best, confidence))) => (
+            Some(best),
+            None,
+            Activation::Detected,
+            None,
+            Some(confidence),
+        ),
+        (None, None) => (None, None, Activation::None, None, None),
+    };
+    TurnScenario {
+        search,
+        active,
+        step,
+        activation,
+        left,
+        confidence,
+    }
+}
+
+/// The rendered block's lines, by section.
+#[derive(Default)]
+struct Block {
+    scenario: Option<String>,
+    /// Rules, memory, tools.
+    lines: [Vec<String>; 3],
+}
+
+const HEADINGS: [&str; 3] = ["Rules to follow:", "Known from memory:", "Tools that fit:"];
+
+impl Block {
+    fn text(&self) -> String {
+        let mut text = String::new();
+        if let Some(line) = &self.scenario {
+            text.push_str(line);
+            text.push('\n');
+        }
+        for (heading, lines) in HEADINGS.iter().zip(&self.lines) {
+            if lines.is_empty() {
+                continue;
+            }
+            text.push_str(heading);
+            text.push('\n');
+            for line in lines {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+        text
+    }
+}
+
+fn part_index(part: TurnPart) -> usize {
+    match part {
+        TurnPart::Rules => 0,
+        TurnPart::Memory => 1,
+        TurnPart::Tools => 2,
+    }
+}
+
+/// `text` on one line, its whitespace collapsed.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn scenario_line(scenario: &TurnScenario) -> Option<String> {
+    let id = scenario.active.as_deref()?;
+    let step = scenario
+        .step
+        .as_deref()
+        .map(|step| format!(", step {}", flat(step)))
+        .unwrap_or_default();
+    let found = scenario
+        .search
+        .hits
+        .iter()
+        .find(|hit| hit.id == id)
+        .and_then(|hit| match &*hit.document {
+            Document::Scenario(s) => Some(s),
+            _ => None,
+        });
+    Some(match found {
+        Some(s) => format!(
+            "Scenario: {} ({}{step}): {}",
+            flat(&s.name),
+            flat(id),
+            flat(&s.description)
+        ),
+        None => format!("Scenario: {}{step}", flat(id)),
+    })
+}
+
+/// One hit's line in the block.
+fn line_of(hit: &Hit) -> String {
+    match &*hit.document {
+        Document::Rule(rule) => format!("- {}: {}", flat(&rule.condition), flat(&rule.action)),
+        Document::Chunk(chunk) => match chunk.created_at {
+            Some(at) => format!("- [{}] {}", date(at), flat(&chunk.content)),
+            None => format!("- {}", flat(&chunk.content)),
+        },
+        Document::Tool(tool) => {
+            let mut line = format!("- {}: {}", flat(&tool.name), flat(&tool.description));
+            let empty = tool.parameters.is_null()
+                || tool.parameters.as_object().is_some_and(|o| o.is_empty());
+            if !empty {
+                line.push_str(" Parameters: ");
+                line.push_str(&tool.parameters.to_string());
+            }
+            line
+        }
+        Document::Scenario(s) => format!("- {}: {}", flat(&s.name), flat(&s.description)),
+    }
+}
+
+/// `YYYY-MM-DD` of a timestamp (UTC).
+fn date(at: Timestamp) -> String {
+    at.to_string().chars().take(10).collect()
+}
+
+/// Spends the budget (see the module docs): cuts the hits that do not fit from the parts
+/// and fills in the accounting.
+fn spend(response: &mut TurnResponse, keep_priority: i32) {
+    let limit = response.budget.limit;
+    let lines: [Vec<String>; 3] =
+        TurnPart::ALL.map(|part| response.part(part).hits.iter().map(line_of).collect());
+    let scenario = scenario_line(&response.scenario);
+    let Some(limit) = limit else {
+        // Nothing to cut: only the accounting.
+        let block = Block {
+            scenario: scenario.clone(),
+            lines: lines.clone(),
+        };
+        response.budget.scenario_line = scenario.is_some();
+        response.budget.used = count_tokens(&block.text());
+        for part in TurnPart::ALL {
+            let at = part_index(part);
+            *budget_of(&mut response.budget, part) = PartBudget {
+                tokens: section_tokens(at, &lines[at]),
+                kept: lines[at].len(),
+                cut: 0,
+            };
+        }
+        return;
+    };
+    // The order of spending: (part, hit index), the scenario line first.
+    let mut sequence: Vec<(TurnPart, usize)> = Vec::new();
+    let rule_priority = |i: usize| match &*response.rules.hits[i].document {
+        Document::Rule(rule) => rule.priority,
+        _ => i32::MIN,
+    };
+    let kept_first: Vec<usize> = (0..lines[0].len())
+        .filter(|&i| rule_priority(i) >= keep_priority)
+        .collect();
+    sequence.extend(kept_first.iter().map(|&i| (TurnPart::Rules, i)));
+    for &part in &response.budget.order {
+        let at = part_index(part);
+        sequence.extend(
+            (0..lines[at].len())
+                .filter(|i| part != TurnPart::Rules || !kept_first.contains(i))
+                .map(|i| (part, i)),
+        );
+    }
+    // Greedy by the lines' own counts: a part stops at its first hit that does not fit.
+    let mut used = 0;
+    let mut block_scenario = None;
+    if let Some(line) = &scenario {
+        let cost = count_tokens(line) + 1;
+        if cost <= limit {
+            used += cost;
+            block_scenario = Some(line.clone());
+        }
+    }
+    let mut kept: Vec<(TurnPart, usize)> = Vec::new();
+    let mut stopped = [false; 3];
+    let mut has_lines = [false; 3];
+    for &(part, i) in &sequence {
+        let at = part_index(part);
+        if stopped[at] {
+            continue;
+        }
+        let heading = if has_lines[at] {
+            0
+        } else {
+            count_tokens(HEADINGS[at]) + 1
+        };
+        let cost = heading + count_tokens(&lines[at][i]) + 1;
+        if used + cost > limit {
+            stopped[at] = true;
+            continue;
+        }
+        used += cost;
+        has_lines[at] = true;
+        kept.push((part, i));
+    }
+    // The block counted whole: tokens can merge across lines, so drop the last kept
+    // until it fits.
+    let build = |kept: &[(TurnPart, usize)], scenario: &Option<String>| {
+        let mut block = Block {
+            scenario: scenario.clone(),
+            lines: Default::default(),
+        };
+        for (at, (section, part_lines)) in block.lines.iter_mut().zip(&lines).enumerate() {
+            let mut indices: Vec<usize> = kept
+                .iter()
+                .filter(|(part, _)| part_index(*part) == at)
+                .map(|&(_, i)| i)
+                .collect();
+            indices.sort_unstable();
+            *section = indices.iter().map(|&i| part_lines[i].clone()).collect();
+        }
+        block
+    };
+    let mut block = build(&kept, &block_scenario);
+    let mut total = count_tokens(&block.text());
+    while total > limit {
+        if kept.pop().is_none() {
+            block_scenario = None;
+        }
+        block = build(&kept, &block_scenario);
+        total = count_tokens(&block.text());
+    }
+    response.budget.used = total;
+    response.budget.scenario_line = block_scenario.is_some();
+    for part in TurnPart::ALL {
+        let at = part_index(part);
+        let mut keep: Vec<usize> = kept
+            .iter()
+            .filter(|(p, _)| *p == part)
+            .map(|&(_, i)| i)
+            .collect();
+        keep.sort_unstable();
+        let target = part_response(response, part);
+        let before = target.hits.len();
+        let mut index = 0;
+        target.hits.retain(|_| {
+            let keep_it = keep.binary_search(&index).is_ok();
+            index += 1;
+            keep_it
+        });
+        let cut = before - target.hits.len();
+        if cut > 0 {
+            target
+                .selection
+                .metadata
+                .insert("cut_by_budget".into(), cut.into());
+        }
+        *budget_of(&mut response.budget, part) = PartBudget {
+            tokens: section_tokens(at, &block.lines[at]),
+            kept: keep.len(),
+            cut,
+        };
+    }
+}
+
+/// Tokens of a section: its heading and its lines.
+fn section_tokens(at: usize, lines: &[String]) -> usize {
+    if lines.is_empty() {
+        return 0;
+    }
+    count_tokens(HEADINGS[at])
+        + 1
+        + lines
+            .iter()
+            .map(|line| count_tokens(line) + 1)
+            .sum::<usize>()
+}
+
+fn budget_of(budget: &mut TurnBudget, part: TurnPart) -> &mut PartBudget {
+    match part {
+        TurnPart::Rules => &mut budget.rules,
+        TurnPart::Memory => &mut budget.memory,
+        TurnPart::Tools => &mut budget.tools,
+    }
+}
+
+fn part_response(response: &mut TurnResponse, part: TurnPart) -> &mut SearchResponse {
+    match part {
+        TurnPart::Rules => &mut response.rules,
+        TurnPart::Memory => &mut response.memory,
+        TurnPart::Tools => &mut response.tools,
+    }
+}
+
+/// The turn's id: its own, unique and time-ordered, then its searches' ids that had hits.
+fn turn_id(response: &TurnResponse) -> String {
+    let own = crate::rank::next_query_id().replacen('q', "turn-", 1);
+    std::iter::once(own.as_str())
+        .chain(response.part_ids())
+        .collect::<Vec<_>>()
+        .join(&TURN_ID_SEPARATOR.to_string())
+}
+
+/// Seed 000's structured log: one event per turn, each part's selection side by side.
+fn log(response: &TurnResponse) {
+    if !tracing::enabled!(target: "ruchedb::turn", tracing::Level::INFO) {
+        return;
+    }
+    let selection = |s: &SelectionSummary| {
+        serde_json::json!({
+            "strategy": s.strategy,
+            "input_count": s.input_count,
+            "output_count": s.output_count,
+            "cutoff_score": s.cutoff_score,
+            "metadata": s.metadata,
+        })
+    };
+    let retrieval = serde_json::json!({
+        "rules": selection(&response.rules.selection),
+        "scenarios": selection(&response.scenario.search.selection),
+        "memory": selection(&response.memory.selection),
+        "tools": selection(&response.tools.selection),
+    });
+    let logical_turn_id = response
+        .turn_id
+        .split(TURN_ID_SEPARATOR)
+        .next()
+        .unwrap_or_default();
+    tracing::info!(
+        target: "ruchedb::turn",
+        logical_turn_id = %logical_turn_id,
+        retrieval = %retrieval,
+        scenario = response.scenario.active.as_deref().unwrap_or(""),
+        budget_used = response.budget.used,
+        total_us = response.timings.total_us,
+        "turn"
+    );
+}
+
+fn micros(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
