@@ -79,7 +79,7 @@
 //! - The HNSW graph is built in the background: documents it does not hold yet are
 //!   scanned exactly, so they are searchable at once, and the graph checkpoint loads in
 //!   the background after open. [`Engine::sync_graph`] waits for it.
-//! - Filtered candidate sets of up to 5,000 documents are scanned exactly (recall 1.0).
+//! - Filtered candidate sets of up to 6,000 documents are scanned exactly (recall 1.0).
 //! - An index keeps the embedder (and vector dimension) it was created with; change
 //!   models with [`Engine::reembed`]. Without a named embedder, a new index uses the
 //!   bundled model unless its first write brings its own vectors;

@@ -3,13 +3,13 @@
 //! A [`Retriever`] runs the two legs of a search (BM25 and vector) over some store of
 //! documents and returns [`RetrievedDoc`]s: each document with each leg's raw score, how
 //! much of the query text it contains, and the document itself (its priority, scope,
-//! importance and timestamps are what ranking weighs). [`rank`](crate::rank::search_with) then does
+//! importance and timestamps are what ranking weighs). [`search_with`](crate::rank::search_with) then does
 //! everything else, without I/O: fusion, the relevance gate, priority and scope or
 //! importance and recency, the deterministic tiebreak, k-selection and explain.
 //!
 //! The local index ([`Engine`](crate::Engine)) is one retriever; the `ruchedb-milvus`
 //! crate is another; a user can write their own and call
-//! [`search_with`](crate::rank::search_with) or [`rank`](crate::rank::search_with) on what it returns.
+//! [`search_with`](crate::rank::search_with) with it.
 //!
 //! # The contract
 //!
@@ -189,6 +189,10 @@ pub struct Retrieved {
     /// retriever knows it; `None` keeps the relevance of rules and tools to its
     /// two-term form.
     pub background: Option<f64>,
+    /// The rarity of the query's words in the searched scope: the sum of their idf over
+    /// `ln(1 + documents)`, `Some(0.0)` when the query has none; `None` when the retriever
+    /// does not know it (the memory anchor then does not apply).
+    pub query_information: Option<f32>,
 }
 
 impl Retrieved {
@@ -206,6 +210,7 @@ impl Retrieved {
             fill_micros: 0,
             graph_entities: Vec::new(),
             background: None,
+            query_information: None,
         }
     }
 }

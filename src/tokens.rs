@@ -30,3 +30,29 @@ pub fn count_tokens(text: &str) -> usize {
     }
     encoder().encode_ordinary(text).len()
 }
+
+/// How many segments' counts [`count_segment`] keeps before it starts over.
+const SEGMENTS_KEPT: usize = 16_384;
+
+/// [`count_tokens`] of a segment of a rendered block, remembered: an agent's rules, tools
+/// and memories come back turn after turn, and counting is most of a turn's rendering.
+pub(crate) fn count_segment(segment: &str) -> usize {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static COUNTS: OnceLock<Mutex<HashMap<String, usize>>> = OnceLock::new();
+    let counts = COUNTS.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(&count) = counts
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(segment)
+    {
+        return count;
+    }
+    let count = count_tokens(segment);
+    let mut counts = counts.lock().unwrap_or_else(|p| p.into_inner());
+    if counts.len() >= SEGMENTS_KEPT {
+        counts.clear();
+    }
+    counts.insert(segment.to_string(), count);
+    count
+}

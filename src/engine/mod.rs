@@ -1,8 +1,9 @@
 //! [`Engine`]: open an index directory, write documents, search them; and the reports
 //! of its maintenance ([`CheckReport`], [`RepairReport`]) and statistics.
 //!
-//! The engine ties the stores together. sled (`store/`) is the source of truth; the
-//! tantivy index (`text/`) and the HNSW graphs (`vector/`) are derived from it, caught up
+//! The engine ties the local stores together. sled (the index directory's
+//! `store/`) is the source of truth; the tantivy index (`text/`) and the HNSW graphs
+//! (`vector/`) are derived from it, caught up
 //! from the change log when they are behind and rebuilt when they are missing. The
 //! in-memory catalog holds the live documents that filters check.
 

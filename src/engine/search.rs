@@ -1,4 +1,5 @@
-//! The query pipeline: filters, both legs, fusion, weighting, order, selection.
+//! The engine's search entry points (search, turn) and the local index as a retriever;
+//! the pipeline itself is [`crate::rank`].
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::atomic::Ordering;
@@ -47,7 +48,8 @@ impl Engine {
     /// let engine = Engine::builder().temporary()?;
     /// engine.upsert_scenarios([Scenario::new("returns", "Returns and refunds", "The customer sends an item back")
     ///     .with_examples(["I want to return my shoes", "how do I send this back?"])])?;
-    /// engine.upsert_rules([Rule::new("label", "the customer returns an item", "email a return label")
+    /// engine.upsert_rules([Rule::new("label", "the customer wants to return an item", "email a return label")
+    ///     .with_patterns(["I want to return this", "how do I send it back"])
     ///     .with_scope(ruchedb::Scope::scenario("returns"))])?;
     /// engine.commit()?;
     ///
@@ -447,6 +449,7 @@ impl Inner {
         retrieved.fill_micros = fill_us;
         retrieved.graph_entities = graph_entities;
         retrieved.background = background;
+        retrieved.query_information = Some(text_plan.information());
         Ok(retrieved)
     }
 

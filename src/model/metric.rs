@@ -1,4 +1,4 @@
-//! Cosine similarity on normalised vectors, and the graph's distance.
+//! Cosine similarity on normalised vectors, and its 8-bit quantized form for exact scans.
 //!
 //! Vectors are L2-normalised when they enter the engine, so cosine similarity is a dot
 //! product. The dot product is the one hot loop of the vector leg (exact scans and graph

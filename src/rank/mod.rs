@@ -41,7 +41,7 @@ use crate::query::{
 };
 use crate::relevance::{
     BackgroundCalibration, EmbedderFamily, Evidence, GateDecision, GateSummary, LegsRan,
-    RelevanceConfig,
+    RelevanceConfig, anchor_of,
 };
 use crate::retrieve::{RetrievalQuery, RetrievedDoc, Retriever};
 use crate::select::SelectionConfig;
@@ -113,6 +113,11 @@ pub(crate) struct RankPlan {
     /// it, rules and tools with examples are gated by their centroid, coverage and
     /// background ([`crate::relevance`]).
     pub background: Option<f64>,
+    /// The memory anchor applies (chunks, the vector leg ran, the gate on, the built-in
+    /// calibrations).
+    pub anchor: bool,
+    /// The rarity of the query's words ([`Retrieved::query_information`]).
+    pub query_information: Option<f32>,
 }
 
 impl RankPlan {
@@ -208,6 +213,15 @@ impl RankPlan {
             neighbour_weight: config.scoring.neighbour_weight,
             max_tokens: request.max_tokens,
             background: None,
+            anchor: {
+                let gate = config.relevance.kind(kind);
+                kind == Kind::Chunk
+                    && gate.anchor
+                    && gate.calibration.is_none()
+                    && request.min_relevance.unwrap_or(gate.min_relevance) > 0.0
+                    && vector_leg
+            },
+            query_information: None,
         })
     }
 }
@@ -270,6 +284,29 @@ pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ran
         best_rejected_evidence: None,
         background: None,
         codes: plan.codes.clone(),
+        anchor: None,
+    };
+    // A memory search is answered only when some candidate anchors it.
+    const FULL_COVERAGE: f64 = 0.999;
+    let anchored = plan.anchor && anchor_of(plan.family, 0.0, 0.0).is_some();
+    let answered = match (anchored, plan.query_information) {
+        (true, Some(information)) => {
+            let best = scored
+                .iter()
+                .map(|c| {
+                    let b = &c.breakdown;
+                    // A code, or every word of the query, answers it outright.
+                    if b.codes_matched > 0 || b.text_coverage >= FULL_COVERAGE {
+                        return 1.0;
+                    }
+                    let information = b.text_coverage * f64::from(information);
+                    anchor_of(plan.family, b.vector.unwrap_or(0.0), information).unwrap_or(1.0)
+                })
+                .fold(0.0f64, f64::max);
+            gate.anchor = Some(best);
+            best >= 0.5 || scored.is_empty()
+        }
+        _ => true,
     };
     let code_boost = plan.relevance.code_boost;
     let mut passed: Vec<Weighted> = Vec::with_capacity(scored.len());
@@ -282,10 +319,11 @@ pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ran
         let b = &candidate.breakdown;
         let linked = (b.graph_normalized >= LINKED_MIN).then_some(GateDecision::Linked);
         let neighbour = b.neighbour_term.map(|_| GateDecision::Neighbour);
-        match GateDecision::of(b.relevance, b.codes_matched, plan.min_relevance)
+        let decision = GateDecision::of(b.relevance, b.codes_matched, plan.min_relevance)
             .or(linked)
             .or(neighbour)
-        {
+            .filter(|_| answered || b.codes_matched > 0);
+        match decision {
             Some(decision) => {
                 candidate.breakdown.gate = decision;
                 passed.push(candidate);
@@ -810,6 +848,7 @@ pub(crate) fn search_with_id(
     )?;
     plan.now = now;
     plan.background = retrieved.background;
+    plan.query_information = retrieved.query_information;
     let retrieved_graph_entities = retrieved.graph_entities;
     let ranked = rank(retrieved.candidates, &plan)?;
     let query_id = (searcher.query_id)(next_query_id(), ranked.hits.first());

@@ -245,6 +245,33 @@ impl LegsRan {
     }
 }
 
+/// The built-in anchor of a memory search, `(bias, vector_weight, information_weight)`:
+/// fitted on LoCoMo's dev conversations (evidence turns against off-topic, nonsense and
+/// general-knowledge messages), held out one conversation at a time, its bias then
+/// lowered until no LoCoMo or SciFact question and no question of a one-chunk index
+/// lost its answer (`docs/relevance.md`). None for the bundled static model: its cosines
+/// put a paraphrase that shares no word ("how should I contact them" for "prefers email
+/// over phone calls") below nonsense, so an anchor would forget facts.
+fn anchor_coefficients(family: EmbedderFamily) -> Option<(f64, f64, f64)> {
+    match family {
+        EmbedderFamily::Static => None,
+        EmbedderFamily::MiniLm => Some((-11.3437, 27.5967, 2.7597)),
+    }
+}
+
+/// How well one chunk anchors a memory search, in `[0, 1]` (0.5 answers it), or `None`
+/// when the embedder family has no anchor:
+/// `sigmoid(bias + w_v * vector + w_info * information)`, where `vector` is
+/// `max(0, cosine)` and `information` the rarity of the query's words the chunk holds
+/// (the idf mass of its matched words over the largest idf of the scope,
+/// [`Retrieved::query_information`](crate::retrieve::Retrieved::query_information) times
+/// its coverage).
+pub fn anchor_of(family: EmbedderFamily, vector: f64, information: f64) -> Option<f64> {
+    let (bias, vector_weight, information_weight) = anchor_coefficients(family)?;
+    let z = bias + vector_weight * vector.max(0.0) + information_weight * information;
+    Some(1.0 / (1.0 + (-z).exp()))
+}
+
 /// The family of the embedder whose cosines a calibration was fitted on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -323,6 +350,13 @@ pub struct KindRelevance {
     /// text, the same without its coverage term), for rules with and without patterns
     /// alike. For vectors from a model whose cosines are not on a MiniLM scale.
     pub calibration: Option<Calibration>,
+    /// Chunks only: a search is answered only when one of its candidates is close enough
+    /// to the query to answer it (its cosine and the rarity of the query words it holds,
+    /// [`anchor_of`]), holds every word of the query, or holds one of the query's codes;
+    /// otherwise it returns nothing. MiniLM-scale vectors only (the bundled static model's
+    /// cosines cannot tell a paraphrase from noise)
+    /// (default `true`; not with a `calibration` of your own).
+    pub anchor: bool,
 }
 
 impl Default for KindRelevance {
@@ -330,6 +364,7 @@ impl Default for KindRelevance {
         KindRelevance {
             min_relevance: 0.5,
             calibration: None,
+            anchor: true,
         }
     }
 }
@@ -484,6 +519,9 @@ pub struct GateSummary {
     pub background: Option<f64>,
     /// The query's codes (identifiers), lowercased.
     pub codes: Vec<String>,
+    /// The best anchor of a memory search ([`anchor_of`]), when the anchor applied; below
+    /// 0.5 the search was not answered at all.
+    pub anchor: Option<f64>,
 }
 
 /// The signals a candidate's relevance was made of (part of explain).
@@ -504,6 +542,11 @@ impl GateSummary {
     pub fn abstention_reason(&self) -> Option<String> {
         if self.passed > 0 {
             return None;
+        }
+        if let Some(anchor) = self.anchor.filter(|anchor| *anchor < 0.5) {
+            return Some(format!(
+                "no chunk is close enough to the query to answer it: the best anchor is {anchor:.3} < 0.500 (a close cosine and the query's rarer words in one chunk)"
+            ));
         }
         Some(match &self.best_rejected {
             Some((id, relevance)) => {

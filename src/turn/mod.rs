@@ -52,7 +52,7 @@ use crate::model::time::Timestamp;
 use crate::query::{Hit, SearchRequest, SearchResponse, SelectionSummary};
 use crate::rank::{Prepared, Searcher, search_with_id};
 use crate::retrieve::Retriever;
-use crate::tokens::{TOKENIZER, count_tokens};
+use crate::tokens::{TOKENIZER, count_segment};
 use crate::{Error, Kind, Result};
 
 /// One turn: the message, who sends it, the conversation and the agent's state.
@@ -603,7 +603,26 @@ struct Block {
 
 const HEADINGS: [&str; 3] = ["Rules to follow:", "Known from memory:", "Tools that fit:"];
 
+/// Tokens of one line of the block, its `\n` included. A block's count is the sum of its
+/// lines': every line ends with `\n` and the next begins with a character that is not
+/// whitespace, where `o200k_base`'s pre-tokenizer always splits, so no token spans two
+/// lines.
+fn line_tokens(line: &str) -> usize {
+    let mut segment = String::with_capacity(line.len() + 1);
+    segment.push_str(line);
+    segment.push('\n');
+    count_segment(&segment)
+}
+
 impl Block {
+    /// Tokens of [`Block::text`].
+    fn tokens(&self) -> usize {
+        self.scenario.as_deref().map_or(0, line_tokens)
+            + (0..3)
+                .map(|at| section_tokens(at, &self.lines[at]))
+                .sum::<usize>()
+    }
+
     fn text(&self) -> String {
         let mut text = String::new();
         if let Some(line) = &self.scenario {
@@ -706,7 +725,7 @@ fn spend(response: &mut TurnResponse, keep_priority: i32) {
             lines: lines.clone(),
         };
         response.budget.scenario_line = scenario.is_some();
-        response.budget.used = count_tokens(&block.text());
+        response.budget.used = block.tokens();
         for part in TurnPart::ALL {
             let at = part_index(part);
             *budget_of(&mut response.budget, part) = PartBudget {
@@ -739,7 +758,7 @@ fn spend(response: &mut TurnResponse, keep_priority: i32) {
     let mut used = 0;
     let mut block_scenario = None;
     if let Some(line) = &scenario {
-        let cost = count_tokens(line) + 1;
+        let cost = line_tokens(line);
         if cost <= limit {
             used += cost;
             block_scenario = Some(line.clone());
@@ -756,9 +775,9 @@ fn spend(response: &mut TurnResponse, keep_priority: i32) {
         let heading = if has_lines[at] {
             0
         } else {
-            count_tokens(HEADINGS[at]) + 1
+            line_tokens(HEADINGS[at])
         };
-        let cost = heading + count_tokens(&lines[at][i]) + 1;
+        let cost = heading + line_tokens(&lines[at][i]);
         if used + cost > limit {
             stopped[at] = true;
             continue;
@@ -767,8 +786,8 @@ fn spend(response: &mut TurnResponse, keep_priority: i32) {
         has_lines[at] = true;
         kept.push((part, i));
     }
-    // The block counted whole: tokens can merge across lines, so drop the last kept
-    // until it fits.
+    // The block as rendered, counted again (the same sum): drop the last kept while it
+    // does not fit.
     let build = |kept: &[(TurnPart, usize)], scenario: &Option<String>| {
         let mut block = Block {
             scenario: scenario.clone(),
@@ -786,13 +805,13 @@ fn spend(response: &mut TurnResponse, keep_priority: i32) {
         block
     };
     let mut block = build(&kept, &block_scenario);
-    let mut total = count_tokens(&block.text());
+    let mut total = block.tokens();
     while total > limit {
         if kept.pop().is_none() {
             block_scenario = None;
         }
         block = build(&kept, &block_scenario);
-        total = count_tokens(&block.text());
+        total = block.tokens();
     }
     response.budget.used = total;
     response.budget.scenario_line = block_scenario.is_some();
@@ -832,12 +851,7 @@ fn section_tokens(at: usize, lines: &[String]) -> usize {
     if lines.is_empty() {
         return 0;
     }
-    count_tokens(HEADINGS[at])
-        + 1
-        + lines
-            .iter()
-            .map(|line| count_tokens(line) + 1)
-            .sum::<usize>()
+    line_tokens(HEADINGS[at]) + lines.iter().map(|line| line_tokens(line)).sum::<usize>()
 }
 
 fn budget_of(budget: &mut TurnBudget, part: TurnPart) -> &mut PartBudget {
@@ -903,4 +917,32 @@ fn log(response: &TurnResponse) {
 
 fn micros(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// A block's tokens are the sum of its lines' (each with its `\n`): the
+        /// budget's accounting is exact, whatever the text.
+        #[test]
+        fn a_blocks_tokens_are_the_sum_of_its_lines(
+            fields in prop::collection::vec(("\\PC{0,40}", any::<u8>()), 0..12),
+            scenario in prop::option::of("\\PC{0,30}"),
+        ) {
+            let mut block = Block {
+                scenario: scenario.map(|s| format!("Scenario: {}", flat(&s))),
+                lines: Default::default(),
+            };
+            for (text, at) in &fields {
+                block.lines[usize::from(*at % 3)].push(format!("- {}", flat(text)));
+            }
+            prop_assert_eq!(block.tokens(), crate::count_tokens(&block.text()));
+        }
+    }
 }

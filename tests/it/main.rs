@@ -14,3 +14,4 @@ mod ranking;
 mod readers;
 mod relevance;
 mod seam;
+mod turn;

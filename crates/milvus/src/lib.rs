@@ -16,10 +16,10 @@
 //! # Layout in Milvus
 //!
 //! An index `NAME` is a few collections: `NAME_meta` (its embedder and dimensions), and
-//! per kind `NAME_rule_docs` / `NAME_chunk_docs` (one row per document: the text with a
-//! server-side BM25 function, the document as JSON, the filter fields) and
-//! `NAME_rule_vecs` / `NAME_chunk_vecs` (one row per vector: a rule's text, each pattern
-//! and their centroid, as the local index keeps them; HNSW, cosine). `tenant_id` is the
+//! per kind (rule, chunk, scenario, tool) `NAME_KIND_docs` (one row per document: the text
+//! with a server-side BM25 function, the document as JSON, the filter fields) and
+//! `NAME_KIND_vecs` (one row per vector: a document's text, each pattern or example and
+//! their centroid, as the local index keeps them; HNSW, cosine). `tenant_id` is the
 //! partition key. Separate collections per kind keep BM25 statistics per kind, as the
 //! local index does; Milvus keeps them per collection, so tenants sharing a collection
 //! share IDF. [`MilvusOptions::collection_per_tenant`] gives each tenant its own
@@ -444,7 +444,7 @@ impl MilvusIndex {
         })
     }
 
-    /// Runs a search: both legs in Milvus, then ruchedb's [`rank`](ruchedb::rank()).
+    /// Runs a search: both legs in Milvus, then ruchedb's [`ruchedb::rank::search_with`].
     ///
     /// # Errors
     ///

@@ -1118,6 +1118,11 @@ fn cover_plan(query: &TextQuery, statistics: &ScopedStatistics<'_>) -> Result<Co
         .iter()
         .map(|idf| idf / idf_sum.max(f32::MIN_POSITIVE))
         .collect();
+    let information = if total > 0.0 {
+        idf_sum / (total.ln_1p() as f32)
+    } else {
+        0.0
+    };
     let roles = parts
         .terms
         .iter()
@@ -1131,7 +1136,11 @@ fn cover_plan(query: &TextQuery, statistics: &ScopedStatistics<'_>) -> Result<Co
             }
         })
         .collect();
-    Ok(CoverPlan { roles, shares })
+    Ok(CoverPlan {
+        roles,
+        shares,
+        information,
+    })
 }
 
 /// A query made ready against one searcher (see [`TextIndex::plan`]).
@@ -1146,6 +1155,12 @@ pub(crate) struct TextPlan {
 }
 
 impl TextPlan {
+    /// The rarity of the query's words in its scope: their idf summed over
+    /// `ln(1 + documents)` (0 without words).
+    pub(crate) fn information(&self) -> f32 {
+        self.cover.information
+    }
+
     /// Whether its query has no searchable term, or its scope no document.
     pub(crate) fn is_empty(&self) -> bool {
         self.query.is_empty()
@@ -1195,6 +1210,8 @@ struct CoverPlan {
     roles: Vec<Role>,
     /// Each word's share of a full coverage, in the order of [`BooleanQueryParts::words`].
     shares: Vec<f32>,
+    /// The words' idf summed, over the largest idf of the scope (`ln(1 + documents)`).
+    information: f32,
 }
 
 impl CoverPlan {
