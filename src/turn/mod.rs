@@ -8,8 +8,9 @@
 //! 1. **scenarios**: without an active scenario, the best scenario of the message is
 //!    activated when its relevance reaches `turn.scenario_confidence` ("detected");
 //!    with one, it is kept unless the message clearly leaves it: another scenario is the
-//!    best and reaches that confidence while the active one does not even pass the
-//!    relevance gate ("switched"; a scenario the selection merely left out is kept);
+//!    best, is selected, reaches that confidence, and the active one is not selected and
+//!    has a relevance at least `turn.switch_margin` below the best's and, when a step is
+//!    active, below the relevance gate ("switched");
 //! 2. **rules**, matched inside the active scenario and step;
 //! 3. **memory**: chunks, within the conversation's context when the turn names one;
 //! 4. **tools**.
@@ -461,13 +462,28 @@ impl Run<'_> {
                     let mut scenario =
                         decide(request, scenarios, self.config.turn.scenario_confidence);
                     if scenario.activation == Activation::Switched {
-                        // Left only when the active scenario is not about the message at
-                        // all: it fails the gate, not merely the selection.
-                        let gated = search(&scenarios_request.clone().top_k(MAX_SCENARIOS))?;
-                        if gated
+                        // Left only when the active scenario is clearly less about the
+                        // message: its relevance (0 when it is no candidate at all) at
+                        // least `switch_margin` below the best's and, inside a step (an
+                        // answer to the step's question is often short), below the gate.
+                        let all = search(
+                            &scenarios_request
+                                .clone()
+                                .top_k(MAX_SCENARIOS)
+                                .min_relevance(0.0),
+                        )?;
+                        let active = all
                             .hits
                             .iter()
-                            .any(|h| Some(&h.id) == request.scenario_id.as_ref())
+                            .find(|h| Some(&h.id) == request.scenario_id.as_ref())
+                            .and_then(|h| h.breakdown.relevance)
+                            .unwrap_or(0.0);
+                        let best = scenario.confidence.unwrap_or(0.0);
+                        let gate = scenarios_request
+                            .min_relevance
+                            .unwrap_or(self.config.relevance.kind(Kind::Scenario).min_relevance);
+                        if best - active < self.config.turn.switch_margin
+                            || (request.step_id.is_some() && active >= gate)
                         {
                             scenario.keep(request);
                         }
