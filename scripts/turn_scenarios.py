@@ -33,16 +33,7 @@ import subprocess
 import sys
 import tempfile
 
-
-def read_jsonl(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def write_jsonl(path, rows):
-    with open(path, "w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
+from quality import read_jsonl, write_jsonl
 
 
 def turns(ruche, index, lines, setting, tmp):
