@@ -378,12 +378,15 @@ const MESSAGES: &[&str] = &[
 
 /// p50 and p99 of one rules search and of one turn for the same messages, interleaved
 /// (search, turn, search, turn...), in ms.
-fn turn_against_search(engine: &Engine, rounds: usize) -> [(f64, f64); 2] {
+fn turn_against_search(engine: &Engine, rounds: usize, context: Option<&str>) -> [(f64, f64); 2] {
     let mut search = Vec::new();
     let mut turn = Vec::new();
     for (i, message) in MESSAGES.iter().cycle().take(rounds).enumerate() {
         let request = SearchRequest::rules(*message);
-        let turn_request = TurnRequest::new(*message);
+        let turn_request = match context {
+            Some(context) => TurnRequest::new(*message).context(context),
+            None => TurnRequest::new(*message),
+        };
         let mut time_search = || {
             let started = Instant::now();
             engine.search(&request).unwrap();
@@ -410,14 +413,14 @@ fn turn_against_search(engine: &Engine, rounds: usize) -> [(f64, f64); 2] {
 fn turn_bench(n: usize) {
     let engine = sample_engine();
     // Warm: the tokenizer, the helper thread, the caches.
-    turn_against_search(&engine, 200);
+    turn_against_search(&engine, 200, None);
     let row = |what: &str, [(s50, s99), (t50, t99)]: [(f64, f64); 2]| {
         println!(
             "| {what}: one rules search / one turn | p50 {s50:.3} / {t50:.3} ms ({:.2}x), p99 {s99:.3} / {t99:.3} ms |",
             t50 / s50
         );
     };
-    row("sample index", turn_against_search(&engine, 2_000));
+    row("sample index", turn_against_search(&engine, 2_000, None));
     let words: Vec<String> = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("index_data/chunks.jsonl"),
     )
@@ -442,10 +445,14 @@ fn turn_bench(n: usize) {
     }
     engine.commit().unwrap();
     engine.sync_graph().unwrap();
-    turn_against_search(&engine, 200);
+    turn_against_search(&engine, 200, None);
     row(
-        &format!("sample index and {n} chunks"),
-        turn_against_search(&engine, 2_000),
+        &format!("sample index and {n} chunks, memory over all of them"),
+        turn_against_search(&engine, 2_000, None),
+    );
+    row(
+        &format!("sample index and {n} chunks, memory of one conversation"),
+        turn_against_search(&engine, 2_000, Some("ctx-7")),
     );
 }
 

@@ -36,8 +36,8 @@ impl Engine {
     /// Runs one turn of a conversation: the scenario, the rules, the memory and the
     /// tools for one message, within its token budget (see [`crate::turn`]).
     ///
-    /// The message is embedded and analysed once; the memory and tools searches run
-    /// beside the scenario and rules searches. Each part keeps its own gate and
+    /// The message is embedded and analysed once; the memory search runs beside the
+    /// scenario, rules and tools searches. Each part keeps its own gate and
     /// selection: a message about nothing the index holds gets an empty turn.
     ///
     /// # Example
@@ -116,6 +116,12 @@ const NEIGHBOUR_GAP: std::time::Duration = std::time::Duration::from_secs(3_600)
 
 /// The fewest documents in a search's scope for which its two legs run on two threads.
 const PARALLEL_LEGS_FROM: u64 = 2_000;
+
+/// A filter whose indexed superset (one conversation's chunks) holds at most this many
+/// documents, and at most [`AMONG_SHARE`] of its scope, is searched by scoring each of
+/// them rather than walking the query terms' postings through the scope.
+const AMONG_MAX: usize = 4_096;
+const AMONG_SHARE: usize = 16;
 
 /// Starts the thread that runs a search's second leg when `catalog` holds enough
 /// documents for its searches to need it, so that it has found a CPU of its own by the
@@ -272,7 +278,17 @@ impl Inner {
                     let _ = text_plan_made.set(Arc::clone(&plan));
                 }
                 let share = side_by_side.then_some(&text_walk);
-                let hits = self.text.search(&plan, query.limit, &accept, share)?;
+                let among = catalog.superset(&filter).filter(|superset| {
+                    superset.len() <= AMONG_MAX
+                        && (superset.len() * AMONG_SHARE) as u64 <= scope.docs
+                });
+                let hits = match among {
+                    Some(superset) => {
+                        self.text
+                            .search_among(&plan, &superset.docs(), query.limit, &accept)?
+                    }
+                    None => self.text.search(&plan, query.limit, &accept, share)?,
+                };
                 let _ = text_found.set(hits.iter().map(|(doc, _)| *doc).collect());
                 Ok((hits, plan))
             });

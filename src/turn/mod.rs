@@ -185,6 +185,30 @@ impl TurnRequest {
         self.budget_tokens
     }
 
+    /// The single-kind search a turn runs for `kind`, to run one part again or explain
+    /// it: the part's options with the turn's message, tenant, agent and (memory) context;
+    /// for rules, the scenario and step that `scenario` decided. Without [`now`](Self::now)
+    /// on the turn, the search's `now` is when it is built.
+    ///
+    /// ```
+    /// use ruchedb::{Engine, Kind, TurnRequest};
+    ///
+    /// let engine = Engine::builder().temporary()?;
+    /// let request = TurnRequest::new("where is my parcel?").now("2026-11-28T12:00:00Z".parse()?);
+    /// let turn = engine.turn(&request)?;
+    /// let rules = engine.search(&request.search_request(Kind::Rule, &turn.scenario))?;
+    /// assert_eq!(rules.hits.len(), turn.rules.hits.len());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn search_request(&self, kind: Kind, scenario: &TurnScenario) -> SearchRequest {
+        let mut request = self.part(kind, self.now.unwrap_or_else(Timestamp::now));
+        if kind == Kind::Rule {
+            request.scenario_id.clone_from(&scenario.active);
+            request.step_id.clone_from(&scenario.step);
+        }
+        request
+    }
+
     /// The search of one part: its options with what the turn sets.
     fn part(&self, kind: Kind, now: Timestamp) -> SearchRequest {
         let mut request = self.options[kind.index()]
@@ -289,7 +313,7 @@ pub struct TurnTimings {
     pub tools_us: u64,
     /// Rendering and counting the block.
     pub budget_us: u64,
-    /// The whole turn (the memory and tools searches run beside the scenario and rules
+    /// The whole turn (the memory search runs beside the scenario, rules and tools
     /// searches on the local index).
     pub total_us: u64,
 }
@@ -378,7 +402,7 @@ pub(crate) fn part_ids(id: &str) -> Option<Vec<&str>> {
 
 /// The whole turn over any retriever, one search after another: what the Milvus backend
 /// runs. [`Engine::turn`](crate::Engine::turn) is this over the local index, with the
-/// memory and tools searches beside the scenario and rules searches, and feedback.
+/// memory search beside the scenario, rules and tools searches, and feedback.
 ///
 /// # Errors
 ///
@@ -422,8 +446,8 @@ pub(crate) struct Run<'a> {
 }
 
 impl Run<'_> {
-    /// The turn: the message prepared once, the scenario and rules searches under `join`
-    /// beside the memory and tools searches, the budget, the log event.
+    /// The turn: the message prepared once, the scenario, rules and tools searches
+    /// under `join` beside the memory search, the budget, the log event.
     pub(crate) fn turn(
         &self,
         retriever: &(impl Retriever + Sync + ?Sized),
@@ -452,8 +476,8 @@ impl Run<'_> {
                 Some(&prepared),
             )
         };
-        let mut first: Option<Result<(TurnScenario, SearchResponse)>> = None;
-        let mut second: Option<Result<(SearchResponse, SearchResponse)>> = None;
+        let mut first: Option<Result<(TurnScenario, SearchResponse, SearchResponse)>> = None;
+        let mut second: Option<Result<SearchResponse>> = None;
         join(
             &mut || {
                 first = Some((|| {
@@ -491,18 +515,16 @@ impl Run<'_> {
                     let mut rules = rules_request.clone();
                     rules.scenario_id.clone_from(&scenario.active);
                     rules.step_id.clone_from(&scenario.step);
-                    Ok((scenario, search(&rules)?))
+                    let rules = search(&rules)?;
+                    Ok((scenario, rules, search(&request.part(Kind::Tool, now))?))
                 })());
             },
-            &mut || {
-                second = Some((|| {
-                    let memory = search(&request.part(Kind::Chunk, now))?;
-                    Ok((memory, search(&request.part(Kind::Tool, now))?))
-                })());
-            },
+            // Memory, the longest search (chunks are many, and their ranking weighs
+            // recency, importance and neighbours), beside the three others.
+            &mut || second = Some(search(&request.part(Kind::Chunk, now))),
         );
-        let (scenario, rules) = first.expect("the first closure ran")?;
-        let (memory, tools) = second.expect("the second closure ran")?;
+        let (scenario, rules, tools) = first.expect("the first closure ran")?;
+        let memory = second.expect("the second closure ran")?;
         let stage = Instant::now();
         let mut response = TurnResponse {
             turn_id: String::new(),

@@ -932,6 +932,47 @@ impl TextIndex {
         Ok(best_first(hits))
     }
 
+    /// The best `limit` of `docs` that `accept` admits, by BM25: the hits, scores and
+    /// order [`TextIndex::search`] gives when its filter admits only documents among
+    /// `docs`. For a filter that admits a few documents of a large scope (one
+    /// conversation of many): scoring each costs less than walking the query terms'
+    /// postings through the whole scope.
+    pub(crate) fn search_among<'a>(
+        &self,
+        plan: &TextPlan,
+        docs: &[DocId],
+        limit: usize,
+        accept: &(dyn Fn(DocId) -> Option<&'a dyn UserId> + Sync),
+    ) -> Result<Vec<(DocId, TextMatch)>> {
+        guarded("searching", || {
+            if limit == 0 || plan.query.is_empty() {
+                return Ok(Vec::new());
+            }
+            let admitted: Vec<(DocId, &'a dyn UserId)> = docs
+                .iter()
+                .filter_map(|&doc| Some((doc, accept(doc)?)))
+                .collect();
+            let ids: Vec<DocId> = admitted.iter().map(|&(doc, _)| doc).collect();
+            let scores = self.score_docs_unguarded(plan, &ids)?;
+            let mut hits: Vec<HeapEntry<'a>> = admitted
+                .into_iter()
+                .filter_map(|(doc, named)| {
+                    let found = scores.get(&doc)?;
+                    Some(HeapEntry {
+                        score: found.bm25,
+                        named,
+                        doc,
+                        at: (0, 0),
+                        coverage: found.coverage,
+                    })
+                })
+                .collect();
+            hits.sort_unstable();
+            hits.truncate(limit);
+            Ok(best_first(hits))
+        })
+    }
+
     /// The BM25 score of `query` for each of `docs` that matches it, with its coverage.
     /// Documents that contain no term of the query are left out.
     ///
@@ -2503,10 +2544,11 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
 
-        /// The walk of every posting gives the naive top k: every document scored by
-        /// `score_docs` (the same sums, BM25 and coverage), best first, ties by user id,
-        /// the filter applied before the cut; over several segments, deleted documents,
-        /// repeated query words and codes.
+        /// The walk of every posting, and `search_among` a superset of the admitted
+        /// documents, give the naive top k: every document scored by `score_docs` (the
+        /// same sums, BM25 and coverage), best first, ties by user id, the filter applied
+        /// before the cut; over several segments, deleted documents, repeated query words
+        /// and codes.
         #[test]
         fn the_walk_gives_the_naive_top_k(
             docs in proptest::collection::vec(proptest::collection::vec(0usize..10, 1..4), 20..120),
@@ -2558,6 +2600,9 @@ mod tests {
                 })
             });
             naive.truncate(k);
+            // Scoring each document of a superset of what the filter admits: the same.
+            let among = text.search_among(&plan, &all, k, &accept).unwrap();
+            proptest::prop_assert_eq!(&among, &naive);
             FORCE_WALK.with(|force| force.set(Some(true)));
             let walked = text.search(&plan, k, &accept, None);
             // The same walk in parts of each segment: taken back by this thread, then

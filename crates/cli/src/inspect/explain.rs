@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 
 use ruchedb::select::SelectionConfig;
-use ruchedb::{Document, Engine, Hit, Kind, Scope, SearchRequest, SearchResponse};
+use ruchedb::turn::TurnResponse;
+use ruchedb::{Document, Engine, Hit, Kind, Scope, SearchRequest, SearchResponse, TurnRequest};
 
 /// More than a search ever ranks (its legs' candidates and the graph leg's).
 const EVERY: usize = 100_000;
@@ -143,6 +144,29 @@ impl Explained {
             });
         let cut = self.candidates.iter().find(|c| c.fate == Fate::Cut);
         (refused, cut)
+    }
+}
+
+/// A whole turn, and each of its four searches explained as the turn ran it.
+#[derive(Debug, Clone)]
+pub struct ExplainedTurn {
+    /// The turn an agent gets.
+    pub turn: TurnResponse,
+    /// Scenarios, rules (inside the scenario the turn decided), memory, tools.
+    pub parts: Vec<(Kind, Explained)>,
+}
+
+impl ExplainedTurn {
+    pub fn run(engine: &Engine, request: &TurnRequest) -> ruchedb::Result<ExplainedTurn> {
+        let turn = engine.turn(request)?;
+        let parts = [Kind::Scenario, Kind::Rule, Kind::Chunk, Kind::Tool]
+            .into_iter()
+            .map(|kind| {
+                let search = request.search_request(kind, &turn.scenario);
+                Ok((kind, Explained::run(engine, &search)?))
+            })
+            .collect::<ruchedb::Result<Vec<_>>>()?;
+        Ok(ExplainedTurn { turn, parts })
     }
 }
 

@@ -28,8 +28,8 @@ use ruchedb::{Config, DEFAULT_TENANT, Document, Engine, Kind};
 
 use crate::args::InspectArgs;
 use crate::eval::{Evaluation, Outcome};
-use explain::Explained;
-use pages::{Form, Site, given};
+use explain::{Explained, ExplainedTurn};
+use pages::{Form, Shown, Site, given};
 
 /// At most this many score curves in an evaluation report (wrong answers and refusals).
 const REPORT_CURVES: usize = 50;
@@ -213,11 +213,25 @@ where
 
 async fn playground(State(app): State<Arc<App>>, Query(form): Query<Form>) -> Response {
     render(app, "/", move |_, engine| {
-        let result = match form.request() {
-            Err(err) => Some(Err(format!("{err:#}"))),
-            Ok(None) => None,
-            Ok(Some(request)) => {
-                Some(Explained::run(engine, &request).map_err(|err| err.to_string()))
+        let result = if form.is_turn() {
+            match form.turn_request() {
+                Err(err) => Some(Err(format!("{err:#}"))),
+                Ok(None) => None,
+                Ok(Some(request)) => Some(
+                    ExplainedTurn::run(engine, &request)
+                        .map(|turn| Shown::Turn(Box::new(turn)))
+                        .map_err(|err| err.to_string()),
+                ),
+            }
+        } else {
+            match form.request() {
+                Err(err) => Some(Err(format!("{err:#}"))),
+                Ok(None) => None,
+                Ok(Some(request)) => Some(
+                    Explained::run(engine, &request)
+                        .map(|explained| Shown::Search(Box::new(explained)))
+                        .map_err(|err| err.to_string()),
+                ),
             }
         };
         let status = if matches!(result, Some(Err(_))) {

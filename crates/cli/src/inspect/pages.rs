@@ -4,10 +4,14 @@
 use std::collections::BTreeMap;
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
-use ruchedb::{Chunk, DEFAULT_TENANT, Document, Hit, Kind, Rule, Scope, SearchRequest, Stats};
+use ruchedb::turn::Activation;
+use ruchedb::{
+    Chunk, DEFAULT_TENANT, Document, Hit, Kind, Rule, Scope, SearchRequest, Stats, Timestamp,
+    TurnRequest,
+};
 
 use super::chart::{self, CurvePoint};
-use super::explain::{Candidate, ExampleCheck, Explained, Fate};
+use super::explain::{Candidate, ExampleCheck, Explained, ExplainedTurn, Fate};
 use crate::eval::{Evaluation, Judged, Outcome};
 
 const STYLE: &str = "
@@ -147,6 +151,16 @@ pub struct Form {
     pub step: Option<String>,
     #[serde(default)]
     pub context: Option<String>,
+    /// A whole turn's token budget.
+    #[serde(default)]
+    pub budget: Option<String>,
+}
+
+/// What the playground shows for a message.
+#[derive(Debug)]
+pub enum Shown {
+    Search(Box<Explained>),
+    Turn(Box<ExplainedTurn>),
 }
 
 /// A form value, `None` when empty.
@@ -154,7 +168,51 @@ pub fn given(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
+/// `$request` (a search or a turn) with the form's agent, scenario, step and context.
+macro_rules! with_filters {
+    ($form:expr, $request:expr) => {{
+        let mut request = $request;
+        if let Some(agent) = given(&$form.agent) {
+            request = request.agent(agent);
+        }
+        if let Some(scenario) = given(&$form.scenario) {
+            request = request.scenario(scenario);
+        }
+        if let Some(step) = given(&$form.step) {
+            request = request.step(step);
+        }
+        if let Some(context) = given(&$form.context) {
+            request = request.context(context);
+        }
+        request
+    }};
+}
+
 impl Form {
+    /// Whether the form asks for a whole turn (`kind=turn`).
+    pub fn is_turn(&self) -> bool {
+        given(&self.kind) == Some("turn")
+    }
+
+    /// The turn of the form, `None` without a message.
+    pub fn turn_request(&self) -> anyhow::Result<Option<TurnRequest>> {
+        let Some(q) = self.q.as_deref() else {
+            return Ok(None);
+        };
+        let mut request = TurnRequest::new(q)
+            .tenant(given(&self.tenant).unwrap_or(DEFAULT_TENANT))
+            // One `now` for the turn and the searches that explain it.
+            .now(Timestamp::now());
+        request = with_filters!(self, request);
+        if let Some(budget) = given(&self.budget) {
+            let tokens = budget
+                .parse::<usize>()
+                .map_err(|_| anyhow::anyhow!("budget: a number of tokens, got `{budget}`"))?;
+            request = request.budget_tokens(tokens);
+        }
+        Ok(Some(request))
+    }
+
     pub fn kind(&self) -> anyhow::Result<Kind> {
         Ok(match given(&self.kind) {
             Some(kind) => kind.parse::<Kind>()?,
@@ -169,18 +227,7 @@ impl Form {
         };
         let mut request = SearchRequest::new(self.kind()?, q);
         request = request.tenant(given(&self.tenant).unwrap_or(DEFAULT_TENANT));
-        if let Some(agent) = given(&self.agent) {
-            request = request.agent(agent);
-        }
-        if let Some(scenario) = given(&self.scenario) {
-            request = request.scenario(scenario);
-        }
-        if let Some(step) = given(&self.step) {
-            request = request.step(step);
-        }
-        if let Some(context) = given(&self.context) {
-            request = request.context(context);
-        }
+        request = with_filters!(self, request);
         Ok(Some(request))
     }
 }
@@ -191,45 +238,98 @@ fn text_input(label: &str, name: &str, value: &Option<String>) -> Markup {
     }
 }
 
-fn kind_select(selected: Kind) -> Markup {
+/// The kinds to choose from (`None`: a whole turn, offered when `turn`).
+fn kind_select(selected: Option<Kind>, turn: bool) -> Markup {
     html! {
         label {
             "kind"
             select name="kind" {
                 @for kind in Kind::ALL {
-                    option value=(kind.plural()) selected[kind == selected] { (kind.plural()) }
+                    option value=(kind.plural()) selected[Some(kind) == selected] { (kind.plural()) }
                 }
+                @if turn { option value="turn" selected[selected.is_none()] { "whole turn" } }
             }
         }
     }
 }
 
 /// The playground: the form, and the explained search when there is a message.
-pub fn playground(
-    form: &Form,
-    result: Option<Result<Explained, String>>,
-) -> Result<Markup, String> {
-    let kind = form.kind().unwrap_or(Kind::Rule);
-    let chart = match &result {
-        Some(Ok(explained)) => Some(curve(explained).map_err(|e| e.to_string())?),
+pub fn playground(form: &Form, result: Option<Result<Shown, String>>) -> Result<Markup, String> {
+    let kind = (!form.is_turn()).then(|| form.kind().unwrap_or(Kind::Rule));
+    let shown = match &result {
+        Some(Ok(Shown::Search(explained))) => Some(html! {
+            (explanation(explained, &curve(explained).map_err(|e| e.to_string())?))
+        }),
+        Some(Ok(Shown::Turn(turn))) => Some(turn_explanation(turn)?),
         _ => None,
     };
     Ok(html! {
         h1 { "Playground" }
         form.q method="get" action="/" {
             label { "message" textarea name="q" autofocus { (form.q.as_deref().unwrap_or("")) } }
-            (kind_select(kind))
+            (kind_select(kind, true))
             (text_input("tenant", "tenant", &form.tenant))
             (text_input("agent", "agent", &form.agent))
             (text_input("scenario", "scenario", &form.scenario))
             (text_input("step", "step", &form.step))
             (text_input("context", "context", &form.context))
+            (text_input("budget (turn, tokens)", "budget", &form.budget))
             button type="submit" { "Search" }
         }
-        @match &result {
-            None => p { "Type a message as the agent would receive it: the page shows what the engine returns, every candidate it ranked, and why each was kept or refused." },
-            Some(Err(message)) => (error_box(message)),
-            Some(Ok(explained)) => (explanation(explained, chart.as_deref().unwrap_or(""))),
+        @match (&result, shown) {
+            (Some(Err(message)), _) => (error_box(message)),
+            (_, Some(markup)) => (markup),
+            _ => p { "Type a message as the agent would receive it: the page shows what the engine returns, every candidate it ranked, and why each was kept or refused. A whole turn shows the scenario, rules, memory and tools at once, and the prompt block within the budget." },
+        }
+    })
+}
+
+/// A whole turn: its decisions, its block, and each part's search explained.
+fn turn_explanation(explained: &ExplainedTurn) -> Result<Markup, String> {
+    let turn = &explained.turn;
+    let scenario = &turn.scenario;
+    let budget = &turn.budget;
+    let activation = match scenario.activation {
+        Activation::None => "no scenario is active".to_string(),
+        Activation::Kept => "the active scenario is kept".to_string(),
+        Activation::Detected => format!("detected (relevance {})", opt(scenario.confidence)),
+        Activation::Switched => format!(
+            "switched from {} (relevance {})",
+            scenario.left.as_deref().unwrap_or("?"),
+            opt(scenario.confidence)
+        ),
+        _ => format!("{:?}", scenario.activation),
+    };
+    let mut parts = Vec::with_capacity(explained.parts.len());
+    for (kind, part) in &explained.parts {
+        let svg = curve(part).map_err(|e| e.to_string())?;
+        parts.push((*kind, part, svg));
+    }
+    Ok(html! {
+        div.box {
+            p {
+                "Turn " code { (turn.turn_id) } ": scenario "
+                @match &scenario.active {
+                    Some(id) => { strong { (id) } @if let Some(step) = &scenario.step { " step " (step) } }
+                    None => "none",
+                }
+                ", " (activation) ". "
+                (turn.rules.hits.len()) " rules, " (turn.memory.hits.len()) " memory chunks, "
+                (turn.tools.hits.len()) " tools in " (turn.timings.total_us) " µs."
+            }
+            p {
+                "Budget: " (budget.used) " tokens used"
+                @if let Some(limit) = budget.limit { " of " (limit) }
+                " (" (budget.tokenizer) "); cut: rules " (budget.rules.cut) ", memory "
+                (budget.memory.cut) ", tools " (budget.tools.cut) "."
+            }
+        }
+        h2 { "Prompt block" }
+        @let block = turn.render();
+        @if block.is_empty() { p { "Empty: nothing fits this message." } } @else { pre.block { (block) } }
+        @for (kind, part, svg) in &parts {
+            h2.part { (capitalised(kind.plural())) @if *kind == Kind::Rule { @if let Some(id) = &scenario.active { " (inside " (id) ")" } } }
+            (explanation(part, svg))
         }
     })
 }
@@ -634,7 +734,7 @@ pub fn eval_form(queries: &str, qrels: &str, kind: Kind, tenant: &str) -> Markup
         form.q method="get" action="/eval" {
             label { "queries (JSONL path)" input.path type="text" name="queries" value=(queries); }
             label { "qrels (TSV path)" input.path type="text" name="qrels" value=(qrels); }
-            (kind_select(kind))
+            (kind_select(Some(kind), false))
             label { "tenant" input type="text" name="tenant" value=(tenant); }
             button type="submit" { "Evaluate" }
         }

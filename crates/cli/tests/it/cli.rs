@@ -6,14 +6,10 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-fn ruche(args: &[&str]) -> Output {
-    ruche_with_stdin(args, "")
-}
+use crate::run::ruche;
 
 fn ruche_with_stdin(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ruche"))
-        .args(args)
-        .env_remove("RUCHE_CONFIG")
+    let mut child = crate::run::command(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -1,18 +1,16 @@
 //! More of the `ruche` command: feedback, eval, embedders, re-embedding, purge, demo.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 
 use crate::cli::{assert_code, stderr, stdout};
 
+/// `ruche ARGS` run in the temporary directory: nothing lands in the working tree.
 fn ruche(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ruche"))
-        .args(args)
-        .env_remove("RUCHE_CONFIG")
+    crate::run::command(args)
         .current_dir(std::env::temp_dir())
-        .stdin(Stdio::null())
         .output()
         .unwrap()
 }

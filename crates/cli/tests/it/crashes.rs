@@ -13,26 +13,8 @@ use std::process::{Command, Output, Stdio};
 use ruchedb::{Chunk, EmbedderSpec, Engine, ErrorKind, Rule};
 
 use crate::cli::{assert_code, stderr, stdout};
+use crate::run::{ruche, ruche_env};
 use crate::trust::copy_dir;
-
-fn ruche_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ruche"));
-    command
-        .args(args)
-        .env_remove("RUCHE_CONFIG")
-        .env_remove("RUCHE_CRASH_AT")
-        .env_remove("RUCHE_PAUSE_AT")
-        .env_remove("RUCHE_FAIL_AT")
-        .stdin(Stdio::null());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    command.output().unwrap()
-}
-
-fn ruche(args: &[&str]) -> Output {
-    ruche_env(args, &[])
-}
 
 /// Runs `args` with `RUCHE_CRASH_AT=point` and checks that it died there.
 #[track_caller]

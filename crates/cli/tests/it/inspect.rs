@@ -9,6 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::cli::{assert_code, stderr, stdout};
+use crate::run::ruche;
 
 const RULES: &str = r#"{"id": "refund", "condition": "the customer asks for a refund", "action": "check the order, then refund", "priority": 60, "patterns": ["I want my money back", "can I get reimbursed"]}
 {"id": "cancel", "condition": "the customer wants to cancel the order", "action": "cancel it if it has not shipped", "patterns": ["stop my order", "I want my money back"]}
@@ -39,15 +40,6 @@ const QRELS: &str = "query-id\tdoc-id\trelevance\nq1\trefund\t1\nq2\trefund\t1\n
 
 const SCRIPT: &str = "<script>alert(1)</script>";
 const ESCAPED: &str = "&lt;script&gt;alert(1)&lt;/script&gt;";
-
-fn ruche(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ruche"))
-        .args(args)
-        .env_remove("RUCHE_CONFIG")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
 
 /// The sample index and the judged messages' files.
 struct Fixture {
@@ -307,6 +299,64 @@ fn inspect_serves_each_page_and_writes_nothing() {
     assert!(page.contains(r#"<tr class="refused">"#), "{page}");
     assert!(page.contains("below the gate&#39;s") || page.contains("below the gate's"));
     assert!(page.contains("Runner-up refused by the gate"), "{page}");
+
+    // A whole turn: the scenario detected, the rules inside it, the block, each part's
+    // search explained with its own curve.
+    assert!(
+        server
+            .get("/")
+            .ok()
+            .contains(r#"<option value="turn">whole turn</option>"#)
+    );
+    let turn = ruche(&[
+        "turn",
+        &fixture.index,
+        "I want to return my shoes",
+        "--context",
+        "u1",
+        "--json",
+    ]);
+    let turn: serde_json::Value = serde_json::from_str(&stdout(&turn)).unwrap();
+    assert_eq!(turn["scenario"]["active"], "returns");
+    let page = server
+        .get("/?q=I+want+to+return+my+shoes&kind=turn&context=u1&budget=200")
+        .ok();
+    assert!(
+        page.contains(r#"<option value="turn" selected>whole turn</option>"#),
+        "{page}"
+    );
+    assert!(page.contains("Turn <code>turn-"), "{page}");
+    assert!(
+        page.contains("<strong>returns</strong>, detected (relevance"),
+        "{page}"
+    );
+    assert!(page.contains("of 200 (o200k_base)"), "{page}");
+    assert!(page.contains("Scenario: Returns (returns)"), "{page}");
+    assert!(
+        page.contains(r#"<h2 class="part">Rules (inside returns)</h2>"#),
+        "{page}"
+    );
+    for part in ["Scenarios", "Chunks", "Tools"] {
+        assert!(
+            page.contains(&format!(r#"<h2 class="part">{part}</h2>"#)),
+            "{part}: {page}"
+        );
+    }
+    for hit in turn["rules"]["hits"].as_array().unwrap() {
+        let id = hit["id"].as_str().unwrap();
+        assert!(
+            page.contains(&format!(r#"href="/doc?kind=rule&amp;id={id}""#)),
+            "{id}"
+        );
+    }
+    assert_eq!(page.matches("<svg").count(), 4, "a curve per part");
+    let bad = server.get("/?q=hello&kind=turn&budget=many");
+    assert_eq!(bad.status, 400);
+    assert!(
+        bad.body.contains("budget: a number of tokens, got `many`"),
+        "{}",
+        bad.body
+    );
 
     // Browse.
     let page = server.get("/rules").ok();

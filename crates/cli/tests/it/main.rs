@@ -5,5 +5,6 @@ mod cli_more;
 mod crashes;
 mod inspect;
 mod mcp;
+mod run;
 mod trust;
 mod turn;

@@ -2,19 +2,11 @@
 //! touched, and bad input gets a clear error (crashes at every step: `crashes.rs`).
 
 use std::path::Path;
-use std::process::Command;
 
 use ruchedb::{Chunk, Config, EmbedderSpec, Engine, ErrorKind, Kind, Rule, SearchRequest};
 
 use crate::cli::{assert_code, stderr, stdout};
-
-fn ruche(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ruche"))
-        .args(args)
-        .env_remove("RUCHE_CONFIG")
-        .output()
-        .unwrap()
-}
+use crate::run::ruche;
 
 fn notes(range: std::ops::Range<usize>) -> Vec<Chunk> {
     range

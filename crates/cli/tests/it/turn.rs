@@ -2,23 +2,10 @@
 //! (seed 000's structured log).
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+
+use crate::run::ruche_env;
 
 use serde_json::Value;
-
-fn ruche_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ruche"));
-    command
-        .args(args)
-        .env_remove("RUCHE_CONFIG")
-        .env_remove("RUCHE_LOG")
-        .env_remove("RUCHE_LOG_FORMAT")
-        .stdin(Stdio::null());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    command.output().unwrap()
-}
 
 /// The sample index (`index_data/`), built once per test.
 fn sample(dir: &Path) -> String {

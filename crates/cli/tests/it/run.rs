@@ -1,0 +1,36 @@
+//! Running the `ruche` binary the tests build, in a clean environment: no configuration,
+//! log or fault-injection variable of the caller's shell leaks in.
+
+use std::process::{Command, Output, Stdio};
+
+/// Variables that change what `ruche` does (the fault injections exist in test builds).
+const CLEARED: &[&str] = &[
+    "RUCHE_CONFIG",
+    "RUCHE_LOG",
+    "RUCHE_LOG_FORMAT",
+    "RUCHE_CRASH_AT",
+    "RUCHE_PAUSE_AT",
+    "RUCHE_FAIL_AT",
+];
+
+/// `ruche ARGS` with the variables above cleared and no standard input.
+pub(crate) fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ruche"));
+    command.args(args).stdin(Stdio::null());
+    for key in CLEARED {
+        command.env_remove(key);
+    }
+    command
+}
+
+/// Runs `ruche ARGS` with `env` set on top of a clean environment.
+pub(crate) fn ruche_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = command(args);
+    command.envs(env.iter().copied());
+    command.output().unwrap()
+}
+
+/// Runs `ruche ARGS` in a clean environment.
+pub(crate) fn ruche(args: &[&str]) -> Output {
+    ruche_env(args, &[])
+}
