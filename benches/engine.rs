@@ -16,7 +16,10 @@
 
 use std::time::{Duration, Instant};
 
-use ruchedb::{Chunk, Engine, Rule, Scenario, Scope, SearchRequest, Tool, TurnRequest};
+use ruchedb::{Chunk, Engine, Rule, Scope, SearchRequest, TurnRequest};
+
+#[path = "../tests/common/sample.rs"]
+mod sample;
 
 const DIM: usize = 384;
 
@@ -321,45 +324,6 @@ fn search_chunks(n: usize, path: &std::path::Path) {
     );
 }
 
-/// The sample corpus of `index_data/` (rules, scenarios, tools, chunks, the conversation).
-fn sample_engine() -> Engine {
-    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("index_data");
-    fn toml_records<T: serde::de::DeserializeOwned>(path: &std::path::Path, table: &str) -> Vec<T> {
-        let value: toml::Value = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        value[table]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| serde_json::from_value(serde_json::to_value(r).unwrap()).unwrap())
-            .collect()
-    }
-    let jsonl = |name: &str| -> Vec<Chunk> {
-        std::fs::read_to_string(data.join(name))
-            .unwrap()
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    };
-    let engine = Engine::builder().temporary().unwrap();
-    engine
-        .upsert_rules(toml_records::<Rule>(&data.join("rules.toml"), "rules"))
-        .unwrap();
-    engine
-        .upsert_scenarios(toml_records::<Scenario>(
-            &data.join("scenarios.toml"),
-            "scenarios",
-        ))
-        .unwrap();
-    engine
-        .upsert_tools(toml_records::<Tool>(&data.join("tools.toml"), "tools"))
-        .unwrap();
-    engine.upsert_chunks(jsonl("chunks.jsonl")).unwrap();
-    engine.upsert_chunks(jsonl("conversation.jsonl")).unwrap();
-    engine.commit().unwrap();
-    engine
-}
-
 /// Messages of the sample's domain (the demo's, and more).
 const MESSAGES: &[&str] = &[
     "I want my money back",
@@ -411,7 +375,7 @@ fn turn_against_search(engine: &Engine, rounds: usize, context: Option<&str>) ->
 /// A turn (scenario, rules, memory, tools) against one rules search: on the sample index,
 /// then with `n` generated chunks more (texts of the sample's words, bundled embedder).
 fn turn_bench(n: usize) {
-    let engine = sample_engine();
+    let engine = sample::engine();
     // Warm: the tokenizer, the helper thread, the caches.
     turn_against_search(&engine, 200, None);
     let row = |what: &str, [(s50, s99), (t50, t99)]: [(f64, f64); 2]| {

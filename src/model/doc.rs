@@ -146,19 +146,8 @@ impl Rule {
         }
     }
 
-    /// Sets the tenant.
-    #[must_use]
-    pub fn with_tenant(mut self, tenant_id: impl Into<String>) -> Rule {
-        self.tenant_id = tenant_id.into();
-        self
-    }
-
-    /// Restricts the rule to one agent.
-    #[must_use]
-    pub fn with_agent(mut self, agent_id: impl Into<String>) -> Rule {
-        self.agent_id = Some(agent_id.into());
-        self
-    }
+    document_setters!(owner Rule, "rule");
+    document_setters!(listed Rule, "rule");
 
     /// Sets the scope.
     #[must_use]
@@ -174,31 +163,10 @@ impl Rule {
         self
     }
 
-    /// Enables or disables the rule.
-    #[must_use]
-    pub fn with_enabled(mut self, enabled: bool) -> Rule {
-        self.enabled = enabled;
-        self
-    }
-
-    /// Sets the tags.
-    #[must_use]
-    pub fn with_tags<S: Into<String>>(mut self, tags: impl IntoIterator<Item = S>) -> Rule {
-        self.tags = tags.into_iter().map(Into::into).collect();
-        self
-    }
-
     /// Sets the example messages.
     #[must_use]
     pub fn with_patterns<S: Into<String>>(mut self, patterns: impl IntoIterator<Item = S>) -> Rule {
         self.patterns = patterns.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Sets the rule's own embedding (of [`Rule::text`]).
-    #[must_use]
-    pub fn with_embedding(mut self, embedding: Vec<f32>) -> Rule {
-        self.embedding = Some(embedding);
         self
     }
 
@@ -391,19 +359,7 @@ impl Chunk {
         }
     }
 
-    /// Sets the tenant.
-    #[must_use]
-    pub fn with_tenant(mut self, tenant_id: impl Into<String>) -> Chunk {
-        self.tenant_id = tenant_id.into();
-        self
-    }
-
-    /// Restricts the chunk to one agent.
-    #[must_use]
-    pub fn with_agent(mut self, agent_id: impl Into<String>) -> Chunk {
-        self.agent_id = Some(agent_id.into());
-        self
-    }
+    document_setters!(owner Chunk, "chunk");
 
     /// Sets the context.
     #[must_use]

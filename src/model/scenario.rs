@@ -99,19 +99,8 @@ impl Scenario {
         }
     }
 
-    /// Sets the tenant.
-    #[must_use]
-    pub fn with_tenant(mut self, tenant_id: impl Into<String>) -> Scenario {
-        self.tenant_id = tenant_id.into();
-        self
-    }
-
-    /// Restricts the scenario to one agent.
-    #[must_use]
-    pub fn with_agent(mut self, agent_id: impl Into<String>) -> Scenario {
-        self.agent_id = Some(agent_id.into());
-        self
-    }
+    document_setters!(owner Scenario, "scenario");
+    document_setters!(listed Scenario, "scenario");
 
     /// Sets the entry messages.
     #[must_use]
@@ -127,27 +116,6 @@ impl Scenario {
     #[must_use]
     pub fn with_steps(mut self, steps: impl IntoIterator<Item = Step>) -> Scenario {
         self.steps = steps.into_iter().collect();
-        self
-    }
-
-    /// Enables or disables the scenario.
-    #[must_use]
-    pub fn with_enabled(mut self, enabled: bool) -> Scenario {
-        self.enabled = enabled;
-        self
-    }
-
-    /// Sets the tags.
-    #[must_use]
-    pub fn with_tags<S: Into<String>>(mut self, tags: impl IntoIterator<Item = S>) -> Scenario {
-        self.tags = tags.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Sets the scenario's own embedding (of [`Scenario::text`]).
-    #[must_use]
-    pub fn with_embedding(mut self, embedding: Vec<f32>) -> Scenario {
-        self.embedding = Some(embedding);
         self
     }
 

@@ -82,19 +82,8 @@ impl Tool {
         }
     }
 
-    /// Sets the tenant.
-    #[must_use]
-    pub fn with_tenant(mut self, tenant_id: impl Into<String>) -> Tool {
-        self.tenant_id = tenant_id.into();
-        self
-    }
-
-    /// Restricts the tool to one agent.
-    #[must_use]
-    pub fn with_agent(mut self, agent_id: impl Into<String>) -> Tool {
-        self.agent_id = Some(agent_id.into());
-        self
-    }
+    document_setters!(owner Tool, "tool");
+    document_setters!(listed Tool, "tool");
 
     /// Sets the JSON schema of the arguments.
     #[must_use]
@@ -107,27 +96,6 @@ impl Tool {
     #[must_use]
     pub fn with_examples<S: Into<String>>(mut self, examples: impl IntoIterator<Item = S>) -> Tool {
         self.examples = examples.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Enables or disables the tool.
-    #[must_use]
-    pub fn with_enabled(mut self, enabled: bool) -> Tool {
-        self.enabled = enabled;
-        self
-    }
-
-    /// Sets the tags.
-    #[must_use]
-    pub fn with_tags<S: Into<String>>(mut self, tags: impl IntoIterator<Item = S>) -> Tool {
-        self.tags = tags.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Sets the tool's own embedding (of [`Tool::text`]).
-    #[must_use]
-    pub fn with_embedding(mut self, embedding: Vec<f32>) -> Tool {
-        self.embedding = Some(embedding);
         self
     }
 

@@ -13,5 +13,7 @@ mod persistence;
 mod ranking;
 mod readers;
 mod relevance;
+#[path = "../common/sample.rs"]
+mod sample;
 mod seam;
 mod turn;

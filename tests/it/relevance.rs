@@ -4,8 +4,6 @@
 #[path = "../../examples/common/identifiers.rs"]
 mod identifiers;
 
-use std::path::Path;
-
 use proptest::prelude::*;
 use ruchedb::relevance::GateDecision;
 use ruchedb::{
@@ -14,21 +12,9 @@ use ruchedb::{
 
 use crate::common::ids;
 
-/// The bundled sample rules (`index_data/rules.toml`).
-fn sample_rules() -> Vec<Rule> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("index_data/rules.toml");
-    let value: toml::Value = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    value["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| serde_json::from_value(serde_json::to_value(r).unwrap()).unwrap())
-        .collect()
-}
-
 fn sample_engine() -> Engine {
     let engine = Engine::builder().temporary().unwrap();
-    engine.upsert_rules(sample_rules()).unwrap();
+    engine.upsert_rules(crate::sample::rules()).unwrap();
     engine.commit().unwrap();
     engine
 }

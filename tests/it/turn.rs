@@ -1,61 +1,20 @@
 //! One call per turn: the scenario, the rules, the memory and the tools of a message,
 //! within a token budget, over the bundled sample index.
 
-use std::path::Path;
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use ruchedb::config::TurnPart;
 use ruchedb::turn::Activation;
 use ruchedb::{
-    Chunk, Engine, Rule, Scenario, Scope, SearchRequest, SearchResponse, Timestamp, Tool,
-    TurnRequest, TurnResponse, count_tokens,
+    Chunk, Engine, Rule, Scenario, Scope, SearchRequest, SearchResponse, Timestamp, TurnRequest,
+    TurnResponse, count_tokens,
 };
-
-fn toml_records<T: serde::de::DeserializeOwned>(file: &str, table: &str) -> Vec<T> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("index_data")
-        .join(file);
-    let value: toml::Value = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    value[table]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| serde_json::from_value(serde_json::to_value(r).unwrap()).unwrap())
-        .collect()
-}
-
-fn chunks(file: &str) -> Vec<Chunk> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("index_data")
-        .join(file);
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 /// The sample index: rules, scenarios, tools, the knowledge base and a conversation.
 fn sample() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| {
-        let engine = Engine::builder().temporary().unwrap();
-        engine
-            .upsert_rules(toml_records::<Rule>("rules.toml", "rules"))
-            .unwrap();
-        engine
-            .upsert_scenarios(toml_records::<Scenario>("scenarios.toml", "scenarios"))
-            .unwrap();
-        engine
-            .upsert_tools(toml_records::<Tool>("tools.toml", "tools"))
-            .unwrap();
-        engine.upsert_chunks(chunks("chunks.jsonl")).unwrap();
-        engine.upsert_chunks(chunks("conversation.jsonl")).unwrap();
-        engine.commit().unwrap();
-        engine
-    })
+    ENGINE.get_or_init(crate::sample::engine)
 }
 
 fn now() -> Timestamp {
@@ -164,7 +123,10 @@ fn an_active_scenario_is_kept_unless_the_message_clearly_leaves_it() {
         .create(dir.path().join("i"))
         .unwrap();
     strict
-        .upsert_scenarios(toml_records::<Scenario>("scenarios.toml", "scenarios"))
+        .upsert_scenarios(crate::sample::toml_records::<Scenario>(
+            "scenarios.toml",
+            "scenarios",
+        ))
         .unwrap();
     strict.commit().unwrap();
     let held = strict
