@@ -641,6 +641,174 @@ fn headless(chromium: &Path, profile: &Path, args: &[&str], url: &str) -> Output
     child.wait_with_output().unwrap()
 }
 
+/// Headless Chromium driven over its DevTools protocol on a pipe (`--remote-debugging-pipe`:
+/// JSON messages ended by a NUL byte, written to its descriptor 3, read from its 4), as a
+/// user would: it types into the page and clicks, and no script of the test runs in it.
+#[cfg(unix)]
+struct Browser {
+    child: Child,
+    to: std::io::PipeWriter,
+    from: BufReader<std::io::PipeReader>,
+    next_id: u64,
+    session: Option<String>,
+}
+
+#[cfg(unix)]
+impl Browser {
+    fn start(chromium: &Path, profile: &Path) -> Browser {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let (child_reads, to) = std::io::pipe().unwrap();
+        let (from, child_writes) = std::io::pipe().unwrap();
+        let (read_fd, write_fd) = (child_reads.as_raw_fd(), child_writes.as_raw_fd());
+        let mut command = Command::new(chromium);
+        command
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--remote-debugging-pipe",
+                "--window-size=1280,1000",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: between fork and exec, only async-signal-safe fcntl and dup2 calls. Both
+        // ends are first copied above 9 (either may be 3 or 4 already), then onto 3 and 4,
+        // which clears their close-on-exec flag.
+        unsafe {
+            command.pre_exec(move || {
+                let read = libc::fcntl(read_fd, libc::F_DUPFD_CLOEXEC, 10);
+                let write = libc::fcntl(write_fd, libc::F_DUPFD_CLOEXEC, 10);
+                if read < 0 || write < 0 || libc::dup2(read, 3) < 0 || libc::dup2(write, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn().unwrap();
+        drop((child_reads, child_writes));
+        Browser {
+            child,
+            to,
+            from: BufReader::new(from),
+            next_id: 0,
+            session: None,
+        }
+    }
+
+    /// Sends `method` (to the page once attached) and returns its result.
+    fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.try_call(method, params)
+            .unwrap_or_else(|error| panic!("{method}: {error}"))
+    }
+
+    /// Sends `method` and returns its result, or the error it got.
+    fn try_call(
+        &mut self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, serde_json::Value> {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut message = serde_json::json!({"id": id, "method": method, "params": params});
+        if let Some(session) = &self.session {
+            message["sessionId"] = session.clone().into();
+        }
+        self.to.write_all(message.to_string().as_bytes()).unwrap();
+        self.to.write_all(b"\0").unwrap();
+        loop {
+            let mut raw = Vec::new();
+            let read = self.from.read_until(0, &mut raw).unwrap();
+            assert!(read > 0, "chromium closed its DevTools pipe");
+            raw.pop();
+            let reply: serde_json::Value = serde_json::from_slice(&raw).unwrap();
+            if reply["id"] == id {
+                return match reply.get("error") {
+                    Some(error) => Err(error.clone()),
+                    None => Ok(reply["result"].clone()),
+                };
+            }
+        }
+    }
+
+    /// Opens `url` in a new page and attaches to it.
+    fn open(&mut self, url: &str) {
+        let target = self.call("Target.createTarget", serde_json::json!({"url": url}));
+        let attached = self.call(
+            "Target.attachToTarget",
+            serde_json::json!({"targetId": target["targetId"], "flatten": true}),
+        );
+        self.session = Some(attached["sessionId"].as_str().unwrap().to_string());
+    }
+
+    /// The page's HTML, once `ready` says it is there (within 30 s).
+    fn html_when(&mut self, ready: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            // A page that is loading may drop the node between the two calls: read again.
+            let document = self.call("DOM.getDocument", serde_json::json!({"depth": 0}));
+            let html = self
+                .try_call(
+                    "DOM.getOuterHTML",
+                    serde_json::json!({"nodeId": document["root"]["nodeId"]}),
+                )
+                .map(|result| result["outerHTML"].as_str().unwrap_or_default().to_string())
+                .unwrap_or_default();
+            if ready(&html) {
+                return html;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the page never got there: {html}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Clicks the middle of the element `selector` selects.
+    fn click(&mut self, selector: &str) {
+        let document = self.call("DOM.getDocument", serde_json::json!({"depth": 0}));
+        let node = self.call(
+            "DOM.querySelector",
+            serde_json::json!({"nodeId": document["root"]["nodeId"], "selector": selector}),
+        );
+        let model = self.call(
+            "DOM.getBoxModel",
+            serde_json::json!({"nodeId": node["nodeId"]}),
+        );
+        let quad: Vec<f64> = model["model"]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        let x = (quad[0] + quad[2] + quad[4] + quad[6]) / 4.0;
+        let y = (quad[1] + quad[3] + quad[5] + quad[7]) / 4.0;
+        for kind in ["mousePressed", "mouseReleased"] {
+            self.call(
+                "Input.dispatchMouseEvent",
+                serde_json::json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}),
+            );
+        }
+    }
+}
+
+#[cfg(unix)]
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 #[test]
 fn inspect_playground_in_headless_chromium() {
     let Some(chromium) = chromium() else {
@@ -649,7 +817,33 @@ fn inspect_playground_in_headless_chromium() {
     let fixture = Fixture::new();
     let server = Server::start(&fixture.index, &[]);
     let profile = fixture.dir.path().join("chromium-profile");
-    // The form's GET URL: what submitting "I want my money back" loads.
+    // The playground's empty form; a message typed into it (the message box has the
+    // focus) and the Search button clicked.
+    #[cfg(unix)]
+    {
+        let mut browser = Browser::start(&chromium, &fixture.dir.path().join("cdp-profile"));
+        browser.open(&server.url);
+        browser.html_when(|html| html.contains("<textarea"));
+        browser.call(
+            "Input.insertText",
+            serde_json::json!({"text": "I want my money back"}),
+        );
+        browser.click(r#"form.q button[type="submit"]"#);
+        let dom = browser.html_when(|html| html.contains("<figure>"));
+        assert!(
+            dom.contains("I want my money back</textarea>"),
+            "the message submitted: {dom}"
+        );
+        assert!(
+            dom.contains(r#"href="/doc?kind=rule&amp;id=refund""#),
+            "the expected rule in the DOM: {dom}"
+        );
+        assert!(
+            dom.contains("<svg") && dom.contains("selection cut ("),
+            "the cut drawn: {dom}"
+        );
+    }
+    // The form's GET URL, as a link to the view loads it.
     let url = format!("{}?q=I+want+my+money+back&kind=rules", server.url);
     let output = headless(&chromium, &profile, &["--dump-dom"], &url);
     let dom = stdout(&output);
