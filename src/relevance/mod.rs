@@ -248,14 +248,14 @@ impl LegsRan {
 /// The built-in anchor of a memory search, `(bias, vector_weight, information_weight)`:
 /// fitted on LoCoMo's dev conversations (evidence turns against off-topic, nonsense and
 /// general-knowledge messages), held out one conversation at a time, its bias then
-/// lowered until no LoCoMo or SciFact question and no question of a one-chunk index
+/// raised until no LoCoMo or SciFact question and no question of a one-chunk index
 /// lost its answer (`docs/relevance.md`). None for the bundled static model: its cosines
 /// put a paraphrase that shares no word ("how should I contact them" for "prefers email
 /// over phone calls") below nonsense, so an anchor would forget facts.
 fn anchor_coefficients(family: EmbedderFamily) -> Option<(f64, f64, f64)> {
     match family {
         EmbedderFamily::Static => None,
-        EmbedderFamily::MiniLm => Some((-11.3437, 27.5967, 2.7597)),
+        EmbedderFamily::MiniLm => Some((-9.5783, 27.5967, 2.7597)),
     }
 }
 
