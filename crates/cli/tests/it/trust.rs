@@ -316,6 +316,55 @@ pub(crate) fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// `repair` of derived parts only (the store intact): the text index and the files for
+/// readers rebuilt, and a user's files inside `text/`, `view/`, `store/` and beside them
+/// kept as they were.
+#[test]
+fn repairing_derived_parts_keeps_every_file_of_the_user_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    create(&index, notes(0..200));
+    let before = counts(&index);
+    let mine = [
+        "mine.txt",
+        "text/mine.txt",
+        "view/mine.txt",
+        "store/mine.txt",
+    ];
+    for (i, file) in mine.iter().enumerate() {
+        std::fs::write(index.join(file), format!("user {i}")).unwrap();
+    }
+    // One byte changed in the text index's largest file.
+    let largest = std::fs::read_dir(index.join("text"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.file_name().unwrap() != "mine.txt")
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let mut bytes = std::fs::read(&largest).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&largest, bytes).unwrap();
+    let path = index.to_str().unwrap();
+    assert_code(&ruche(&["check", path]), 1);
+    let output = ruche(&["repair", path]);
+    assert_code(&output, 0);
+    assert!(
+        !stdout(&output).contains("store.damaged"),
+        "the store was intact: {}",
+        stdout(&output)
+    );
+    assert_code(&ruche(&["check", path]), 0);
+    assert_eq!(counts(&index), before);
+    for (i, file) in mine.iter().enumerate() {
+        assert_eq!(
+            std::fs::read_to_string(index.join(file)).unwrap(),
+            format!("user {i}"),
+            "{file}"
+        );
+    }
+}
+
 #[test]
 fn nothing_outside_the_index_is_touched() {
     let dir = tempfile::tempdir().unwrap();
