@@ -302,6 +302,8 @@ fn demo_finds_the_refund_rule_for_a_paraphrase() {
         first.trim_start().starts_with("1. refund-request "),
         "{first}\n{text}"
     );
+    // A tool found and chosen by the greedy policy (seed 002).
+    assert!(text.contains("policy greedy: chose track_order"), "{text}");
 }
 
 const SCENARIOS_TOML: &str = r#"
