@@ -568,6 +568,10 @@ fn a_reader_walks_the_published_graph_and_finds_what_the_exact_scan_finds() {
     let open = |threshold: usize| {
         let mut config = Config::default();
         config.pipeline.retrieval.exact_scan_threshold = threshold;
+        // A beam as wide as the index: the walk reaches every document (the graph is
+        // built by several threads, so which neighbours a narrower beam misses varies
+        // from run to run), and what is checked is the walk's cosines and order.
+        config.vector.ef_search = 1_000;
         Engine::builder()
             .config(config)
             .open_read_only(&path)
