@@ -608,20 +608,23 @@ fn chromium() -> Option<PathBuf> {
     found
 }
 
+/// Headless Chromium, quiet, with nothing fetched but the page.
+const CHROMIUM_FLAGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+];
+
 /// Runs headless Chromium on `url` with `args`, and returns its output.
 fn headless(chromium: &Path, profile: &Path, args: &[&str], url: &str) -> Output {
     let mut child = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-        ])
+        .args(CHROMIUM_FLAGS)
+        .arg("--hide-scrollbars")
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(args)
         .arg(url)
@@ -663,18 +666,8 @@ impl Browser {
         let (read_fd, write_fd) = (child_reads.as_raw_fd(), child_writes.as_raw_fd());
         let mut command = Command::new(chromium);
         command
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--remote-debugging-pipe",
-                "--window-size=1280,1000",
-            ])
+            .args(CHROMIUM_FLAGS)
+            .args(["--remote-debugging-pipe", "--window-size=1280,1000"])
             .arg(format!("--user-data-dir={}", profile.display()))
             .arg("about:blank")
             .stdin(Stdio::null())
