@@ -114,7 +114,7 @@ pub(crate) struct RankPlan {
     /// background ([`crate::relevance`]).
     pub background: Option<f64>,
     /// The memory anchor applies (chunks, the vector leg ran, the gate on, the built-in
-    /// calibrations).
+    /// calibrations, an embedder family that has an anchor).
     pub anchor: bool,
     /// The rarity of the query's words ([`Retrieved::query_information`]).
     pub query_information: Option<f32>,
@@ -220,6 +220,7 @@ impl RankPlan {
                     && gate.calibration.is_none()
                     && request.min_relevance.unwrap_or(gate.min_relevance) > 0.0
                     && vector_leg
+                    && anchor_of(family, 0.0, 0.0).is_some()
             },
             query_information: None,
         })
@@ -288,8 +289,7 @@ pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ran
     };
     // A memory search is answered only when some candidate anchors it.
     const FULL_COVERAGE: f64 = 0.999;
-    let anchored = plan.anchor && anchor_of(plan.family, 0.0, 0.0).is_some();
-    let answered = match (anchored, plan.query_information) {
+    let answered = match (plan.anchor, plan.query_information) {
         (true, Some(information)) => {
             let best = scored
                 .iter()

@@ -201,7 +201,12 @@ impl TurnRequest {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn search_request(&self, kind: Kind, scenario: &TurnScenario) -> SearchRequest {
-        let mut request = self.part(kind, self.now.unwrap_or_else(Timestamp::now));
+        self.decided_part(kind, self.now.unwrap_or_else(Timestamp::now), scenario)
+    }
+
+    /// The search of one part once the scenario is decided: rules inside it.
+    fn decided_part(&self, kind: Kind, now: Timestamp, scenario: &TurnScenario) -> SearchRequest {
+        let mut request = self.part(kind, now);
         if kind == Kind::Rule {
             request.scenario_id.clone_from(&scenario.active);
             request.step_id.clone_from(&scenario.step);
@@ -512,10 +517,7 @@ impl Run<'_> {
                             scenario.keep(request);
                         }
                     }
-                    let mut rules = rules_request.clone();
-                    rules.scenario_id.clone_from(&scenario.active);
-                    rules.step_id.clone_from(&scenario.step);
-                    let rules = search(&rules)?;
+                    let rules = search(&request.decided_part(Kind::Rule, now, &scenario))?;
                     Ok((scenario, rules, search(&request.part(Kind::Tool, now))?))
                 })());
             },
