@@ -55,6 +55,7 @@ pub struct SearchRequest {
     pub(crate) adaptive: Option<bool>,
     pub(crate) min_relevance: Option<f64>,
     pub(crate) max_tokens: Option<usize>,
+    pub(crate) browse: bool,
 }
 
 impl SearchRequest {
@@ -105,6 +106,7 @@ impl SearchRequest {
             adaptive: None,
             min_relevance: None,
             max_tokens: None,
+            browse: false,
         }
     }
 
@@ -140,6 +142,15 @@ impl SearchRequest {
     #[must_use]
     pub fn step(mut self, step_id: impl Into<String>) -> SearchRequest {
         self.step_id = Some(step_id.into());
+        self
+    }
+
+    /// Browses chunks: with no text and no vector, every chunk the filters admit is a
+    /// candidate, ordered by importance and recency (what is remembered of a context,
+    /// `.context(..)`). Without it, a message with no text and no vector gets no answer.
+    #[must_use]
+    pub fn browse(mut self) -> SearchRequest {
+        self.browse = true;
         self
     }
 

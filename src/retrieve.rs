@@ -47,8 +47,9 @@ pub struct RetrievalQuery<'a> {
     pub limit: usize,
     /// The time filters (expiry) are evaluated at.
     pub now: Timestamp,
-    /// No query text and no vector: every document that passes the filters is a
-    /// candidate (browsing chunks by importance and recency).
+    /// A browse of chunks ([`SearchRequest::browse`]) with no query text and no vector:
+    /// every document that passes the filters is a candidate (by importance and
+    /// recency).
     pub browse: bool,
 }
 
@@ -60,8 +61,10 @@ impl<'a> RetrievalQuery<'a> {
         limit: usize,
         now: Timestamp,
     ) -> RetrievalQuery<'a> {
-        let browse =
-            request.kind() == Kind::Chunk && request.text().trim().is_empty() && vector.is_none();
+        let browse = request.browse
+            && request.kind() == Kind::Chunk
+            && request.text().trim().is_empty()
+            && vector.is_none();
         RetrievalQuery {
             request,
             vector,

@@ -72,9 +72,10 @@ impl CheckReport {
 /// Verifies the files published for readers: each one the manifest lists is there,
 /// of its length and CRC-32, and they are of the store's last commit; a mapped base's
 /// table and rows agree with its documents.
-fn check_view(dir: &Path, seq: u64, report: &mut CheckReport) {
+fn check_view(layout: &swap::Layout, seq: u64, report: &mut CheckReport) {
     const PART: &str = "view/ (published for readers)";
-    let list = match manifest::read_with_view(dir) {
+    let dir = &layout.view;
+    let list = match manifest::read_with_view(&layout.manifest) {
         Ok(Some((_, Some(list)))) => list,
         // A damaged manifest is reported above.
         Ok(Some((_, None))) | Ok(None) | Err(_) => {
@@ -188,44 +189,66 @@ impl Engine {
         let mut report = RepairReport::default();
         if check.store_damaged() {
             salvage(dir, &config, &check, &mut report)?;
+            crate::crash::point("repair:before-open");
+            // Opening builds the graphs of the salvaged store; closing checkpoints them.
+            let engine = Engine::builder().config(config).open_locked(dir, &held)?;
+            engine.sync_graph()?;
+            engine.close()?;
         } else {
-            {
-                let store = Store::open(&dir.join(STORE_DIR), false, 16 << 20)?;
-                for kind in Kind::ALL {
-                    store.clear_checkpoint(kind)?;
-                }
-                // Derived again from the documents at the open below.
-                store.clear_entity_lists()?;
-                store.flush()?;
-            }
-            // The engine's own files only: the open below builds them again.
-            swap::remove_part(&dir.join(TEXT_DIR), TEXT_DIR)?;
-            swap::remove_part(&dir.join(view::VIEW_DIR), view::VIEW_DIR)?;
-            if check.damaged.iter().any(|d| d.part == "MANIFEST") {
-                swap::remove_part(&manifest::path(dir), manifest::MANIFEST_FILE)?;
-            }
-            report
-                .repaired
-                .push("text index rebuilt from the store".to_string());
-            report
-                .repaired
-                .push("graph checkpoints dropped: the graphs are rebuilt from the store".into());
-            report
-                .repaired
-                .push("entity lists derived again from the documents".into());
-            report
-                .repaired
-                .push("files for readers published again from the store".into());
-            report.repaired.push("MANIFEST rewritten".to_string());
+            rebuild_derived(dir, config, &check)?;
+            report.repaired.extend(
+                [
+                    "text index rebuilt from the store",
+                    "graph checkpoints dropped: the graphs are rebuilt from the store",
+                    "entity lists derived again from the documents",
+                    "files for readers published again from the store",
+                    "MANIFEST rewritten",
+                ]
+                .map(String::from),
+            );
         }
-        crate::crash::point("repair:before-open");
-        // Opening rebuilds what is missing and writes the manifest; closing checkpoints
-        // the rebuilt graphs.
-        let engine = Engine::builder().config(config).open_locked(dir, &held)?;
-        engine.sync_graph()?;
-        engine.close()?;
+        drop(held);
         Ok(report)
     }
+}
+
+/// Rebuilds every part derived from an intact store (the text index, the graph
+/// checkpoints, the entity lists, the published files and the manifest) in a new index
+/// beside the old one, from a copy of its store, and swaps it in: readers read the old
+/// index until the swap, and a repair stopped before it leaves the old index as it was
+/// (the caller holds the index's lock).
+fn rebuild_derived(dir: &Path, config: Config, check: &CheckReport) -> Result<()> {
+    let staging = Staging::new(dir, "repair")?;
+    let index = staging.index();
+    swap::copy_owned(
+        &dir.join(STORE_DIR),
+        &index.join(STORE_DIR),
+        STORE_DIR,
+        true,
+    )?;
+    {
+        let store = Store::open(&index.join(STORE_DIR), false, 16 << 20)?;
+        for kind in Kind::ALL {
+            store.clear_checkpoint(kind)?;
+        }
+        // Derived again from the documents at the open below.
+        store.clear_entity_lists()?;
+        store.flush()?;
+    }
+    // An intact manifest is checked against the copy at its open; a damaged one is
+    // written again.
+    let manifest_damaged = check.damaged.iter().any(|d| d.part == "MANIFEST");
+    if !manifest_damaged && let Some((recorded, _)) = manifest::read_with_view(dir)? {
+        manifest::write(&index, &recorded, None)?;
+    }
+    crate::crash::point("repair:before-open");
+    // Opening builds the text index, the entity lists and the published files; closing
+    // checkpoints the graphs it built.
+    let engine = Engine::builder().config(config).open(&index)?;
+    engine.sync_graph()?;
+    engine.close()?;
+    crate::crash::point("repair:rebuilt");
+    staging.swap(None)
 }
 
 /// Whether `err` says the index is on a read-only volume (its lock file cannot be
@@ -237,8 +260,13 @@ fn is_read_only_volume(err: &Error) -> bool {
 }
 
 /// [`Engine::check`] once the lock is held (`locked`), or on a read-only volume.
+///
+/// Nothing of the index is written: the store is opened from a copy outside the index
+/// (sled writes to the files it opens), and on a swap stopped half-way each part of the
+/// new index is checked where it is ([`swap::Layout`]).
 fn check_held(dir: &Path, config: &Config, locked: bool) -> CheckReport {
-    let store_dir = dir.join(STORE_DIR);
+    let layout = swap::Layout::of(dir);
+    let store_dir = layout.store.join(STORE_DIR);
     let mut report = CheckReport::default();
     if swap::pending(dir) {
         report.damaged(
@@ -247,7 +275,7 @@ fn check_held(dir: &Path, config: &Config, locked: bool) -> CheckReport {
             true,
         );
     }
-    let recorded = match manifest::read(dir) {
+    let recorded = match manifest::read(&layout.manifest) {
         Ok(Some(recorded)) => {
             report.ok(format!(
                 "MANIFEST: change {}, {} rules, {} chunks",
@@ -269,23 +297,42 @@ fn check_held(dir: &Path, config: &Config, locked: bool) -> CheckReport {
             "store/db: not opened (a read-only volume: sled opens its files only for writing); what readers use is checked below",
         );
         let seq = recorded.map_or(0, |m| m.seq);
-        check_text(dir, config, None, &mut report);
-        check_view(dir, seq, &mut report);
+        check_text(&layout.text, config, None, &mut report);
+        check_view(&layout, seq, &mut report);
         return report;
     }
-    let store = match Store::open(&store_dir, false, 16 << 20) {
-        Ok(store) => store,
+    if !store_dir.is_dir() {
+        report.damaged("store/db", "missing", false);
+        check_text(&layout.text, config, None, &mut report);
+        return report;
+    }
+    let copied = tempfile::Builder::new()
+        .prefix("ruche-check-")
+        .tempdir()
+        .map_err(|err| Error::io_at(&std::env::temp_dir(), err))
+        .and_then(|copy| {
+            swap::copy_owned(&store_dir, copy.path(), STORE_DIR, false)?;
+            Ok(copy)
+        });
+    let opened = copied.and_then(|copy| {
+        let store = Store::open(copy.path(), false, 16 << 20)?;
+        Ok((copy, store))
+    });
+    let opened = match opened {
+        Ok(opened) => opened,
         Err(err) => {
             report.damaged("store/db", err, false);
-            check_text(dir, config, None, &mut report);
+            check_text(&layout.text, config, None, &mut report);
             return report;
         }
     };
+    // The copy is removed once the store is closed (bindings drop last to first).
+    let (_copy, store) = opened;
     let loaded = match super::maintain::load_catalog(&store, true) {
         Ok(loaded) => loaded,
         Err(err) => {
             report.damaged("store/db", err, false);
-            check_text(dir, config, None, &mut report);
+            check_text(&layout.text, config, None, &mut report);
             return report;
         }
     };
@@ -299,13 +346,13 @@ fn check_held(dir: &Path, config: &Config, locked: bool) -> CheckReport {
         )),
     }
     check_text(
-        dir,
+        &layout.text,
         config,
         Some((found.seq, catalog.len() as u64)),
         &mut report,
     );
     check_entities(&loaded, &mut report);
-    check_view(dir, found.seq, &mut report);
+    check_view(&layout, found.seq, &mut report);
     for kind in Kind::ALL {
         let part = format!("graph checkpoint ({kind}s)");
         match check_graph(&store, kind) {
@@ -442,7 +489,7 @@ fn salvage(
     let store_dir = dir.join(STORE_DIR);
     let copy = staging.scratch().join("store-copy");
     let (mut from_store, store_meta) = if store_dir.exists() {
-        copy_dir(&store_dir, &copy)?;
+        swap::copy_all(&store_dir, &copy, false)?;
         match Store::open(&copy, false, 16 << 20) {
             Ok(store) => {
                 let meta = store.meta();
@@ -634,22 +681,3 @@ fn read_view(dir: &Path, list: &view::ViewList) -> Option<ViewDocs> {
 
 /// Where a repair keeps a damaged store.
 const DAMAGED_STORE: &str = "store.damaged";
-
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).map_err(|err| Error::io_at(to, err))?;
-    for entry in std::fs::read_dir(from).map_err(|err| Error::io_at(from, err))? {
-        let entry = entry.map_err(|err| Error::io_at(from, err))?;
-        let path = entry.path();
-        let target = to.join(entry.file_name());
-        if entry
-            .file_type()
-            .map_err(|err| Error::io_at(&path, err))?
-            .is_dir()
-        {
-            copy_dir(&path, &target)?;
-        } else {
-            std::fs::copy(&path, &target).map_err(|err| Error::io_at(&path, err))?;
-        }
-    }
-    Ok(())
-}

@@ -39,19 +39,31 @@ impl Engine {
     /// into place once complete: a backup stopped at any step leaves no index in `dest`
     /// or a complete one.
     ///
+    /// A backup stopped before its copy was complete leaves only its scratch in `dest`:
+    /// the next backup into `dest` removes it and starts again. One stopped while it
+    /// moved a complete copy into place is finished first, and `dest` then holds that
+    /// copy ([`ErrorKind::IndexExists`]).
+    ///
     /// # Errors
     ///
-    /// [`ErrorKind::NotAnIndex`] when `dest` is not empty; storage and I/O errors.
+    /// [`ErrorKind::InvalidInput`] when `dest` is this index's directory or inside it
+    /// (the copy would be part of what it copies, and the index's own maintenance
+    /// removes what it finds in its parts); [`ErrorKind::NotAnIndex`] when `dest` holds
+    /// other files; [`ErrorKind::IndexExists`] when it holds an index; storage and I/O
+    /// errors.
     pub fn backup(&self, dest: impl AsRef<Path>) -> Result<()> {
         self.inner.writable()?;
         let dest = dest.as_ref();
-        if !super::is_empty_or_missing(dest)? {
-            return Err(Error::new(ErrorKind::NotAnIndex {
+        Engine::check_backup_destination(&self.inner.dir, dest)?;
+        std::fs::create_dir_all(dest).map_err(|err| Error::io_at(dest, err))?;
+        let dest_lock = Arc::new(lock(dest, std::time::Duration::ZERO)?);
+        // A killed backup's swap is finished, its unfinished copy removed.
+        swap::recover(dest)?;
+        if swap::holds_index(dest) {
+            return Err(Error::new(ErrorKind::IndexExists {
                 path: dest.to_path_buf(),
             }));
         }
-        std::fs::create_dir_all(dest).map_err(|err| Error::io_at(dest, err))?;
-        let dest_lock = Arc::new(lock(dest, std::time::Duration::ZERO)?);
         let staging = Staging::new(dest, "backup")?;
         let copy = staging.index();
         {
@@ -79,6 +91,40 @@ impl Engine {
         crate::crash::point("backup:built");
         staging.swap(None)?;
         drop(dest_lock);
+        Ok(())
+    }
+
+    /// Checks, without touching either, that `dest` can take a backup of the index in
+    /// `dir` ([`Engine::backup`] checks it too): `dest` is neither `dir` nor inside it,
+    /// whatever path or symbolic link leads there, and is missing, empty, or holds only
+    /// what a killed backup left.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidInput`] when `dest` is `dir` or inside it;
+    /// [`ErrorKind::IndexExists`] when it holds an index; [`ErrorKind::NotAnIndex`]
+    /// when it holds other files; I/O errors naming the path.
+    pub fn check_backup_destination(dir: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<()> {
+        let (dir, dest) = (dir.as_ref(), dest.as_ref());
+        let source = dir.canonicalize().map_err(|err| Error::io_at(dir, err))?;
+        if super::resolved(dest)?.starts_with(&source) {
+            return Err(Error::invalid_input(format!(
+                "{}: a backup cannot be written into the index it copies ({})",
+                dest.display(),
+                dir.display()
+            )));
+        }
+        if dest.join(STORE_DIR).exists() {
+            return Err(Error::new(ErrorKind::IndexExists {
+                path: dest.to_path_buf(),
+            }));
+        }
+        // Only a killed backup's leftovers (its lock and scratch) may be there.
+        if !super::is_empty_or_missing(dest)? {
+            return Err(Error::new(ErrorKind::NotAnIndex {
+                path: dest.to_path_buf(),
+            }));
+        }
         Ok(())
     }
 

@@ -115,6 +115,9 @@ pub(crate) struct Inner {
     pub(crate) feedback: Mutex<std::collections::HashMap<String, crate::feedback::FeedbackWindow>>,
     /// The files published for readers (a writer's, to extend; a reader's, as read).
     pub(crate) view: Mutex<Option<ViewList>>,
+    /// Why the text index could not be read (a reader's, when it is damaged): every
+    /// search fails with it, while documents are read from the published files.
+    pub(crate) text_damaged: Option<String>,
     /// The index's lock (a writer's; a reader takes none).
     _lock_file: Option<File>,
     _temp_dir: Option<tempfile::TempDir>,
@@ -482,6 +485,7 @@ impl Engine {
             id_key,
             feedback: Mutex::new(feedback),
             view: Mutex::new(Some(view)),
+            text_damaged: None,
             _lock_file: Some(lock_file),
             _temp_dir: temp_dir,
         });
@@ -499,7 +503,7 @@ impl Engine {
         builder.config.validate()?;
         let phase = std::time::Instant::now();
         let patterns_in_text = builder.config.fusion.patterns_in_text;
-        let (store, text) = read_published(dir, patterns_in_text)?;
+        let (store, text, text_damaged) = read_published(dir, patterns_in_text)?;
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "published view read"
@@ -560,6 +564,7 @@ impl Engine {
             id_key,
             feedback: Mutex::new(feedback),
             view: Mutex::new(list),
+            text_damaged,
             _lock_file: None,
             _temp_dir: None,
         });
@@ -597,7 +602,8 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let latest = manifest::read_with_view(&self.inner.dir)?.and_then(|(_, view)| view);
+        let latest = manifest::read_with_view(&swap::Layout::of(&self.inner.dir).manifest)?
+            .and_then(|(_, view)| view);
         if latest.is_none() || latest == current {
             return Ok(false);
         }
@@ -774,7 +780,17 @@ impl Engine {
         self.inner.wait_for_worker();
         self.stop_worker();
         maintain::checkpoint_all(&self.inner, true)?;
-        self.inner.store.flush()
+        self.inner.store.flush()?;
+        self.close_store()
+    }
+
+    /// Closes the store now when nothing else holds the engine, so that a failure of
+    /// its last sync is this call's error rather than a log line at the last drop.
+    fn close_store(&mut self) -> Result<()> {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.store.close(),
+            None => Ok(()),
+        }
     }
 
     /// Flushes and closes the index without finishing its graphs (a copy whose graphs
@@ -787,7 +803,8 @@ impl Engine {
             let _ = verifier.join();
         }
         self.stop_worker();
-        self.inner.store.flush()
+        self.inner.store.flush()?;
+        self.close_store()
     }
 
     fn stop_worker(&mut self) {
@@ -1097,22 +1114,26 @@ fn load_with_embedder(
 /// writer holds the index, then take the text index as it is: its extra versions are
 /// not in the catalog, so they are never returned, but the versions that commit replaced
 /// or deleted have no text leg until the next writer publishes).
-fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextIndex)> {
+///
+/// A text index that cannot be read while no writer holds the index is damaged: the
+/// documents are read all the same (`export`, `get`, `stats` need no text index), with
+/// an empty text index in its place and the error kept, which every search returns.
+fn read_published(
+    dir: &Path,
+    patterns_in_text: bool,
+) -> Result<(Store, TextIndex, Option<String>)> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
         let late = std::time::Instant::now() >= deadline;
         // A new index being swapped in (repair, compact, reembed, backup): wait for the
-        // writer that swaps it; a swap stopped half-way is finished by the next open
-        // for writing.
-        while swap::pending(dir) {
-            if !writer_alive(dir) || std::time::Instant::now() >= deadline {
-                return Err(Error::new(ErrorKind::NotPublished {
-                    path: dir.to_path_buf(),
-                }));
-            }
+        // writer that swaps it. A swap stopped half-way (its writer gone) is finished
+        // by the next open for writing; until then the new index is read where its
+        // parts are.
+        while swap::pending(dir) && writer_alive(dir) && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        let Some((manifest, list)) = manifest::read_with_view(dir)? else {
+        let layout = swap::Layout::of(dir);
+        let Some((manifest, list)) = manifest::read_with_view(&layout.manifest)? else {
             return Err(if dir.join(STORE_DIR).exists() {
                 Error::new(ErrorKind::Uncommitted {
                     path: dir.to_path_buf(),
@@ -1128,7 +1149,7 @@ fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextInde
                 path: dir.to_path_buf(),
             }));
         };
-        let Some(published) = view::Published::load(dir, &list)? else {
+        let Some(published) = view::Published::load(&layout.view, &list)? else {
             if late {
                 return Err(Error::corrupt(format!(
                     "{}: the published files changed faster than they could be read",
@@ -1138,14 +1159,14 @@ fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextInde
             continue;
         };
         let manifest_moved = || {
-            manifest::read_with_view(dir)
+            manifest::read_with_view(&swap::Layout::of(dir).manifest)
                 .ok()
                 .flatten()
                 .is_none_or(|(now, view)| (now, view) != (manifest, Some(list.clone())))
         };
         // The text commit the manifest names (an earlier version's manifest names none:
         // the text index's last commit then, whatever it holds).
-        let text_dir = dir.join(TEXT_DIR);
+        let text_dir = layout.text.join(TEXT_DIR);
         let opened = match &list.text {
             Some(meta) => TextIndex::open_snapshot(&text_dir, patterns_in_text, meta),
             None => last_text_commit(&text_dir)
@@ -1160,7 +1181,7 @@ fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextInde
                         "the text index and the published files are of different commits"
                     );
                 }
-                return Ok((Store::published(published), text));
+                return Ok((Store::published(published), text, None));
             }
             Err(err) => {
                 // A file of the commit is gone: a writer published a newer one (read
@@ -1171,7 +1192,12 @@ fn read_published(dir: &Path, patterns_in_text: bool) -> Result<(Store, TextInde
                     continue;
                 }
                 if !writer_alive(dir) {
-                    return Err(err);
+                    let damaged = format!(
+                        "{}: the text index cannot be read ({err}); `ruche repair` rebuilds it",
+                        text_dir.display()
+                    );
+                    let empty = TextIndex::empty_in_memory(patterns_in_text)?;
+                    return Ok((Store::published(published), empty, Some(damaged)));
                 }
                 while !manifest_moved() && std::time::Instant::now() < deadline {
                     std::thread::sleep(std::time::Duration::from_millis(5));
@@ -1280,9 +1306,35 @@ fn is_empty_or_missing(dir: &Path) -> Result<bool> {
     match std::fs::read_dir(dir) {
         Ok(entries) => Ok(entries
             .flatten()
-            .all(|entry| entry.file_name() == LOCK_FILE)),
+            .all(|entry| entry.file_name() == LOCK_FILE || entry.file_name() == swap::SCRATCH_DIR)),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(true),
         Err(err) => Err(Error::io_at(dir, err)),
+    }
+}
+
+/// `path` made absolute with every symbolic link resolved, for the part of it that
+/// exists (a destination about to be made is resolved through its nearest existing
+/// ancestor).
+fn resolved(path: &Path) -> Result<PathBuf> {
+    let absolute = std::path::absolute(path).map_err(|err| Error::io_at(path, err))?;
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    loop {
+        match existing.canonicalize() {
+            Ok(mut found) => {
+                for name in rest.iter().rev() {
+                    found.push(name);
+                }
+                return Ok(found);
+            }
+            Err(_) => match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_os_string());
+                    existing = parent;
+                }
+                _ => return Ok(absolute),
+            },
+        }
     }
 }
 

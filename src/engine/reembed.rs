@@ -45,6 +45,14 @@ impl Engine {
             .config(config)
             .embedder_spec(spec.clone())
             .create(staging.index())?;
+        // Feedback is about the legs, not the model: it carries over, and the key that
+        // signs query ids with it, before the commit publishes the key for readers
+        // (copied after, readers would sign ids the new index refuses).
+        // Feedback given on the old index counts once on the new one.
+        old.inner.store.copy_marks_into(&new.inner.store)?;
+        for (tenant, window) in old.inner.lock_feedback().iter() {
+            new.inner.store.save_feedback(tenant, window.entries())?;
+        }
         let mut n_docs = 0;
         for kind in Kind::ALL {
             let mut batch = Vec::with_capacity(BATCH);
@@ -59,12 +67,6 @@ impl Engine {
             new.upsert(batch)?;
         }
         new.commit()?;
-        // Feedback is about the legs, not the model: it carries over.
-        // Feedback given on the old index counts once on the new one.
-        old.inner.store.copy_marks_into(&new.inner.store)?;
-        for (tenant, window) in old.inner.lock_feedback().iter() {
-            new.inner.store.save_feedback(tenant, window.entries())?;
-        }
         new.close()?;
         old.close_without_graphs()?;
         crate::crash::point("reembed:built");

@@ -16,7 +16,7 @@ use crate::rank::{Searcher, search_with_id};
 use crate::relevance::{EmbedderFamily, LegsRan};
 use crate::retrieve::{RetrievalQuery, Retrieved, RetrievedDoc, Retriever};
 use crate::turn::{Run, TurnRequest, TurnResponse};
-use crate::{Kind, Result};
+use crate::{Error, Kind, Result};
 
 impl Engine {
     /// Runs a search.
@@ -133,7 +133,16 @@ pub(super) fn start_helper_for(catalog: &Catalog) {
 }
 
 impl Inner {
+    /// Fails when the text index could not be read (a reader of a damaged one).
+    fn searchable(&self) -> Result<()> {
+        match &self.text_damaged {
+            Some(why) => Err(Error::corrupt(why.clone())),
+            None => Ok(()),
+        }
+    }
+
     fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
+        self.searchable()?;
         let embedder = self.embedder();
         if request.embedding.is_none() && embedder.is_some() && !request.text.trim().is_empty() {
             self.counters.embedded_texts.fetch_add(1, Ordering::Relaxed);
@@ -163,6 +172,7 @@ impl Inner {
     }
 
     fn turn(&self, request: &TurnRequest) -> Result<TurnResponse> {
+        self.searchable()?;
         let embedder = self.embedder();
         if request.embedding.is_none() && embedder.is_some() && !request.text.trim().is_empty() {
             self.counters.embedded_texts.fetch_add(1, Ordering::Relaxed);

@@ -110,6 +110,62 @@ fn rename(from: &Path, to: &Path) -> Result<()> {
     std::fs::rename(from, to).map_err(|err| Error::io_at(from, err))
 }
 
+/// Copies the entries the engine owns in `from` (the part `part` of an index) into `to`;
+/// with `durable`, each file synced, then each directory, so that the copy is durable
+/// once this returns. A user's files in the part are not copied (the swap carries them
+/// over).
+pub(crate) fn copy_owned(from: &Path, to: &Path, part: &str, durable: bool) -> Result<()> {
+    std::fs::create_dir_all(to).map_err(|err| Error::io_at(to, err))?;
+    for entry in std::fs::read_dir(from).map_err(|err| Error::io_at(from, err))? {
+        let entry = entry.map_err(|err| Error::io_at(from, err))?;
+        let path = entry.path();
+        let is_dir = entry
+            .file_type()
+            .map_err(|err| Error::io_at(&path, err))?
+            .is_dir();
+        if !owns(part, &entry.file_name().to_string_lossy(), is_dir) {
+            continue;
+        }
+        let target = to.join(entry.file_name());
+        if is_dir {
+            copy_all(&path, &target, durable)?;
+        } else {
+            copy_file(&path, &target, durable)?;
+        }
+    }
+    if durable { sync_dir(to) } else { Ok(()) }
+}
+
+/// Copies the directory `from` and all it holds into `to` (with `durable`, synced).
+pub(crate) fn copy_all(from: &Path, to: &Path, durable: bool) -> Result<()> {
+    std::fs::create_dir_all(to).map_err(|err| Error::io_at(to, err))?;
+    for entry in std::fs::read_dir(from).map_err(|err| Error::io_at(from, err))? {
+        let entry = entry.map_err(|err| Error::io_at(from, err))?;
+        let path = entry.path();
+        let target = to.join(entry.file_name());
+        if entry
+            .file_type()
+            .map_err(|err| Error::io_at(&path, err))?
+            .is_dir()
+        {
+            copy_all(&path, &target, durable)?;
+        } else {
+            copy_file(&path, &target, durable)?;
+        }
+    }
+    if durable { sync_dir(to) } else { Ok(()) }
+}
+
+fn copy_file(from: &Path, to: &Path, durable: bool) -> Result<()> {
+    std::fs::copy(from, to).map_err(|err| Error::io_at(from, err))?;
+    if !durable {
+        return Ok(());
+    }
+    std::fs::File::open(to)
+        .and_then(|file| file.sync_all())
+        .map_err(|err| Error::io_at(to, err))
+}
+
 /// Makes the entries of `dir` (renames, new files) durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     std::fs::File::open(dir)
@@ -121,6 +177,44 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 /// finishes it).
 pub(crate) fn pending(dir: &Path) -> bool {
     exists(&dir.join(SCRATCH_DIR).join(JOURNAL))
+}
+
+/// Where a reader finds each part of the index in `dir`: each is the directory the part
+/// is in (`root.join(part)` is the part). In place, unless a swap stopped half-way
+/// waits for the next writer: then each part of the new index is wherever it is now,
+/// in the staging directory until the swap moves it in place. The journal is written
+/// once the new index is complete, so the new index is whole at every step; a part
+/// moved while a reader reads it is read again (the reader's retry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// Where `MANIFEST` is.
+    pub(crate) manifest: PathBuf,
+    /// Where `view/` is.
+    pub(crate) view: PathBuf,
+    /// Where `text/` is.
+    pub(crate) text: PathBuf,
+    /// Where `store/` is.
+    pub(crate) store: PathBuf,
+}
+
+impl Layout {
+    /// The parts of the index in `dir`, as they are now (see [`Layout`]).
+    pub(crate) fn of(dir: &Path) -> Layout {
+        let staging = std::fs::read(dir.join(SCRATCH_DIR).join(JOURNAL))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Journal>(&bytes).ok())
+            .map(|journal| dir.join(SCRATCH_DIR).join(journal.op).join("index"));
+        let root = |part: &str| match &staging {
+            Some(staging) if exists(&staging.join(part)) => staging.clone(),
+            _ => dir.to_path_buf(),
+        };
+        Layout {
+            manifest: root(MANIFEST_FILE),
+            view: root(VIEW_DIR),
+            text: root(TEXT_DIR),
+            store: root(STORE_DIR),
+        }
+    }
 }
 
 /// Whether `dir` holds an index: its store, or a swap of one under way.
@@ -201,7 +295,7 @@ impl Staging {
         sync_dir(&scratch)?;
         crate::crash::point("swap:journal-written");
         self.swapped = true;
-        recover(&self.dir)
+        complete(&self.dir, false)
     }
 }
 
@@ -217,6 +311,12 @@ impl Drop for Staging {
 /// left in the scratch directory (the caller holds the index's lock). Without a
 /// journal, nothing of the index is touched.
 pub(crate) fn recover(dir: &Path) -> Result<()> {
+    complete(dir, true)
+}
+
+/// Finishes the swap the journal records, if any (a `stopped` one, left by a process
+/// killed in it, is logged), then removes the scratch directory.
+fn complete(dir: &Path, stopped: bool) -> Result<()> {
     let scratch = dir.join(SCRATCH_DIR);
     if !exists(&scratch) {
         return Ok(());
@@ -226,7 +326,9 @@ pub(crate) fn recover(dir: &Path) -> Result<()> {
         Ok(bytes) => {
             let journal: Journal = serde_json::from_slice(&bytes)
                 .map_err(|err| Error::corrupt(format!("{}: {err}", path.display())))?;
-            tracing::warn!(dir = %dir.display(), op = %journal.op, "finishing the swap of a new index");
+            if stopped {
+                tracing::warn!(dir = %dir.display(), op = %journal.op, "finishing the swap of a new index that a stopped process left");
+            }
             finish(dir, &journal)?;
             remove_file(&path)?;
             sync_dir(&scratch)?;

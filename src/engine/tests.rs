@@ -96,6 +96,7 @@ fn a_damaged_graph_checkpoint_is_detected_and_rebuilt() {
     let mut config = Config::default();
     config.pipeline.retrieval.exact_scan_threshold = 0;
     let query = SearchRequest::chunks("")
+        .browse()
         .embedding(chunk(7).embedding.unwrap())
         .top_k(5);
     let before = {
@@ -390,6 +391,7 @@ fn vector(i: usize) -> Vec<f32> {
 /// vector scores' bits.
 fn vector_top(engine: &Engine, q: usize) -> Vec<(String, u64)> {
     let request = SearchRequest::chunks("")
+        .browse()
         .embedding(vector(10_000 + q))
         .top_k(10);
     engine

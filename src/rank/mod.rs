@@ -43,7 +43,7 @@ use crate::relevance::{
     BackgroundCalibration, EmbedderFamily, Evidence, GateDecision, GateSummary, LegsRan,
     RelevanceConfig, anchor_of,
 };
-use crate::retrieve::{RetrievalQuery, RetrievedDoc, Retriever};
+use crate::retrieve::{RetrievalQuery, Retrieved, RetrievedDoc, Retriever};
 use crate::select::SelectionConfig;
 use crate::{Error, ErrorKind, Kind, Result};
 
@@ -286,6 +286,7 @@ pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ran
         background: None,
         codes: plan.codes.clone(),
         anchor: None,
+        empty_message: false,
     };
     // A memory search is answered only when some candidate anchors it.
     const FULL_COVERAGE: f64 = 0.999;
@@ -837,7 +838,14 @@ pub(crate) fn search_with_id(
         .max(request.max_candidates.unwrap_or(0))
         .max(request.top_k.unwrap_or(0));
     let query = RetrievalQuery::new(request, vector, limit, now);
-    let retrieved = retriever.candidates(&query)?;
+    // No text and no vector ask nothing, unless the request browses chunks: no leg runs,
+    // and nothing is answered.
+    let empty_message = vector.is_none() && request.text.trim().is_empty() && !query.browse;
+    let retrieved = if empty_message {
+        Retrieved::default()
+    } else {
+        retriever.candidates(&query)?
+    };
     let mut plan = RankPlan::new(
         config,
         request,
@@ -850,7 +858,8 @@ pub(crate) fn search_with_id(
     plan.background = retrieved.background;
     plan.query_information = retrieved.query_information;
     let retrieved_graph_entities = retrieved.graph_entities;
-    let ranked = rank(retrieved.candidates, &plan)?;
+    let mut ranked = rank(retrieved.candidates, &plan)?;
+    ranked.gate.empty_message = empty_message;
     let query_id = (searcher.query_id)(next_query_id(), ranked.hits.first());
     let selection = &ranked.selection;
     macro_rules! log_selection {

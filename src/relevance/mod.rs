@@ -522,6 +522,9 @@ pub struct GateSummary {
     /// The best anchor of a memory search ([`anchor_of`]), when the anchor applied; below
     /// 0.5 the search was not answered at all.
     pub anchor: Option<f64>,
+    /// The message had no text to match and no vector: nothing was searched, and
+    /// nothing is answered (not the filters' documents by importance or recency).
+    pub empty_message: bool,
 }
 
 /// The signals a candidate's relevance was made of (part of explain).
@@ -542,6 +545,9 @@ impl GateSummary {
     pub fn abstention_reason(&self) -> Option<String> {
         if self.passed > 0 {
             return None;
+        }
+        if self.empty_message {
+            return Some("the message is empty: there is nothing to match".to_string());
         }
         if let Some(anchor) = self.anchor.filter(|anchor| *anchor < 0.5) {
             return Some(format!(

@@ -570,6 +570,14 @@ fn validate(request: &TurnRequest) -> Result<()> {
     if request.step_id.is_some() && request.scenario_id.is_none() {
         return Err(Error::invalid_input("a `step_id` needs its `scenario_id`"));
     }
+    if let Some(budget) = request.budget_tokens
+        && budget > crate::model::MAX_COUNT
+    {
+        return Err(Error::invalid_input(format!(
+            "`budget_tokens` must be between 0 and {}, got {budget}",
+            crate::model::MAX_COUNT
+        )));
+    }
     Ok(())
 }
 

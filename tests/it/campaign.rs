@@ -136,6 +136,7 @@ fn a_writer_killed_at_random_points_loses_no_acknowledged_commit() {
             let by_vector = engine
                 .search(
                     &SearchRequest::chunks("")
+                        .browse()
                         .embedding(vector(last))
                         .min_relevance(0.0)
                         .top_k(1),
@@ -307,7 +308,7 @@ proptest! {
                 prop_assert_eq!(&by_text.hits[0].id, &format!("m{id:02}"));
                 let by_vector = e
                     .search(
-                        &SearchRequest::chunks("")
+                        &SearchRequest::chunks("").browse()
                             .embedding(vec![1.0, f32::from(*id), f32::from(*word), 0.5])
                             .min_relevance(0.0)
                             .top_k(1),

@@ -455,8 +455,9 @@ fn texts_without_known_tokens_get_no_vector() {
     assert_finite(&response);
     let unknown = response.hits.iter().find(|h| h.id == "unknown").unwrap();
     assert_eq!(unknown.breakdown.vector, None);
-    let browse = search(&engine, SearchRequest::chunks(""));
+    let browse = search(&engine, SearchRequest::chunks("").browse());
     assert_eq!(browse.hits.len(), 4);
+    assert!(search(&engine, SearchRequest::chunks("")).hits.is_empty());
     assert_finite(&browse);
 }
 

@@ -374,6 +374,7 @@ fn kill_after_commit_loses_nothing() {
         let by_vector = engine
             .search(
                 &SearchRequest::chunks("")
+                    .browse()
                     .embedding(chunk.embedding.clone().unwrap())
                     .chunk_weights(relevance_only)
                     .top_k(3),

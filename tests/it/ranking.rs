@@ -90,6 +90,7 @@ fn top10(engine: &Engine, query: &[f32]) -> Vec<(String, f64)> {
     engine
         .search(
             &SearchRequest::chunks("")
+                .browse()
                 .embedding(query.to_vec())
                 .chunk_weights(vector_only())
                 .min_relevance(0.0)
@@ -215,7 +216,7 @@ proptest! {
         engine.commit().unwrap();
         for query in &queries {
             for context in [None, Some("u1")] {
-                let mut request = SearchRequest::chunks("")
+                let mut request = SearchRequest::chunks("").browse()
                     .embedding(query.to_vec())
                     .chunk_weights(vector_only())
                     .min_relevance(0.0)

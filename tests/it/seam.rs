@@ -59,7 +59,10 @@ fn engine_search_is_the_pipeline_over_the_local_retriever() {
         SearchRequest::rules("xyzzy plugh"),
         SearchRequest::chunks("order NW-15007"),
         SearchRequest::chunks("refund euros").top_k(10),
-        SearchRequest::chunks("").top_k(5).now(Timestamp::now()),
+        SearchRequest::chunks("")
+            .browse()
+            .top_k(5)
+            .now(Timestamp::now()),
     ] {
         let by_engine = engine.search(&request).unwrap();
         let by_seam =

@@ -163,9 +163,13 @@ pub struct ReembedArgs {
 pub struct SearchArgs {
     /// The index directory.
     pub dir: PathBuf,
-    /// The query text (omit with --batch; may be empty for chunks).
-    #[arg(required_unless_present = "batch")]
+    /// The query text (omit with --batch, or with --browse).
+    #[arg(required_unless_present_any = ["batch", "browse"])]
     pub text: Option<String>,
+    /// With no text: list the chunks the filters admit (`--context C`), by importance
+    /// and recency.
+    #[arg(long, conflicts_with_all = ["text", "batch"])]
+    pub browse: bool,
     /// JSONL file of queries (`-` for stdin); prints one JSON line per query.
     #[arg(long, value_name = "FILE", conflicts_with = "text")]
     pub batch: Option<PathBuf>,

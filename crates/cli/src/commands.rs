@@ -232,12 +232,8 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
     let mut created = false;
     let dir_existed = args.dir.exists();
     let result = index_into(config, &args.dir, explicit, docs, dimensions, &mut created);
-    // A commit that happened stays, even when publishing it failed.
-    let committed = result.as_ref().is_err_and(|err| {
-        err.chain()
-            .filter_map(|cause| cause.downcast_ref::<ruchedb::Error>())
-            .any(|err| matches!(err.kind(), ruchedb::ErrorKind::Unpublished { .. }))
-    });
+    // A commit that happened stays, even when publishing it, or what came after, failed.
+    let committed = result.as_ref().is_err_and(crate::committed);
     if result.is_err() && created && !committed {
         // Do not leave a half-made new index behind: what this import created goes.
         let _ = Engine::remove(&args.dir);
@@ -334,6 +330,8 @@ fn index_into(
     let committing = Phase::start("commit", 0, Unit::Items("changes"));
     let changes = engine.commit()?;
     committing.finish(&format!("{changes} changes, searchable now"));
+    // From here on the import happened, whatever fails.
+    let after = || crate::Committed { changes };
     // The graph is built in the background; searches scan what it does not cover yet.
     // An interrupted build resumes from its last checkpoint at the next open.
     if engine.stats().dimensions.is_some() {
@@ -343,12 +341,13 @@ fn index_into(
             &mut graph,
             || engine.sync_graph(),
             || backlog.saturating_sub(engine.graph_backlog() as u64),
-        )?;
+        )
+        .with_context(after)?;
         graph.finish(&format!(
             "every vector in the HNSW graph ({backlog} inserted after the commit)"
         ));
     }
-    engine.close()?;
+    engine.close().with_context(after)?;
     Ok(changes)
 }
 
@@ -426,6 +425,7 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
         min_relevance: None,
         max_tokens: None,
         now: None,
+        browse: args.browse,
         note: None,
     };
     let request = line.to_request(&defaults)?;
@@ -760,6 +760,11 @@ pub fn compact(config: &Config, args: &MaintainArgs) -> Result<ExitCode> {
 }
 
 pub fn backup(config: &Config, args: &BackupArgs) -> Result<ExitCode> {
+    // Before the source is opened for writing: a refused backup changes nothing.
+    refuse_milvus(&args.dir)?;
+    if args.dir.is_dir() {
+        Engine::check_backup_destination(&args.dir, &args.dest)?;
+    }
     let engine = open(config, &args.dir)?;
     engine.backup(&args.dest)?;
     engine.close()?;

@@ -19,10 +19,18 @@ const RANKED_DEPTH: usize = 100;
 
 /// Reads TSV (`query-id, doc-id, relevance`, header skipped) or TREC qrels.
 pub fn read_qrels(path: &std::path::Path) -> Result<HashMap<String, Qrels>> {
-    let reader = BufReader::new(input::open(path)?);
+    read_qrels_from(BufReader::new(input::open(path)?), path)
+}
+
+/// As [`read_qrels`], from `reader`; errors name `path`.
+pub fn read_qrels_from(
+    reader: impl BufRead,
+    path: &std::path::Path,
+) -> Result<HashMap<String, Qrels>> {
     let mut qrels: HashMap<String, Qrels> = HashMap::new();
     for (idx, line) in reader.lines().enumerate() {
-        let line = line?;
+        let line =
+            line.with_context(|| format!("{}: line {}: cannot read", path.display(), idx + 1))?;
         let fields: Vec<&str> = line.split_whitespace().collect();
         let (query, doc, relevance) = match fields.as_slice() {
             [] => continue,
@@ -160,6 +168,17 @@ pub fn read_judged(
 ) -> Result<Vec<(String, ruchedb::SearchRequest, Qrels)>> {
     let lines: Vec<QueryLine> = input::read_jsonl(queries)?;
     let judgements = read_qrels(qrels)?;
+    pair_judged(lines, &judgements, queries, qrels, defaults)
+}
+
+/// Each query line with its judgements, as requests (lines without any are skipped).
+pub fn pair_judged(
+    lines: Vec<QueryLine>,
+    judgements: &HashMap<String, Qrels>,
+    queries: &std::path::Path,
+    qrels: &std::path::Path,
+    defaults: &QueryDefaults,
+) -> Result<Vec<(String, ruchedb::SearchRequest, Qrels)>> {
     let mut judged = Vec::new();
     for (idx, line) in lines.iter().enumerate() {
         let id = id_string(&line.id);

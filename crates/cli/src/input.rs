@@ -45,6 +45,45 @@ pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
     Ok(Box::new(Counted(file)))
 }
 
+/// Reads a whole regular file of at most `limit` bytes, never blocking on what is not
+/// one: a FIFO, a device or a socket is refused before anything is read from it (the
+/// file is opened non-blocking and checked through the opened handle, so a path swapped
+/// after a check is refused too).
+pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let metadata = file
+        .metadata()
+        .with_context(|| format!("cannot read the metadata of {}", path.display()))?;
+    if !metadata.is_file() {
+        bail!("{}: not a regular file", path.display());
+    }
+    if metadata.len() > limit {
+        bail!(
+            "{}: {} bytes, more than the {limit} this reads",
+            path.display(),
+            metadata.len()
+        );
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
+    // The file may grow after the check: never read past the limit.
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if bytes.len() as u64 > limit {
+        bail!("{}: more than the {limit} bytes this reads", path.display());
+    }
+    Ok(bytes)
+}
+
 /// Parses every non-blank line of JSONL as a `T`, failing on the first bad line with
 /// its number (a UTF-8 byte-order mark before the first line is skipped).
 pub fn read_jsonl<T: DeserializeOwned + Send>(path: &Path) -> Result<Vec<T>> {
@@ -58,8 +97,15 @@ pub fn read_jsonl<T: DeserializeOwned + Send>(path: &Path) -> Result<Vec<T>> {
 /// time, while the batch before is parsed in parallel; the first bad line (by number)
 /// is the error, and nothing after it is read.
 pub fn read_numbered<T: DeserializeOwned + Send>(path: &Path) -> Result<Vec<(usize, T)>> {
+    read_numbered_from(BufReader::with_capacity(1 << 20, open(path)?), path)
+}
+
+/// As [`read_numbered`], from `reader`; errors name `path`.
+pub fn read_numbered_from<T: DeserializeOwned + Send>(
+    reader: impl BufRead + Send,
+    path: &Path,
+) -> Result<Vec<(usize, T)>> {
     const BATCH_LINES: usize = 4_096;
-    let reader = BufReader::with_capacity(1 << 20, open(path)?);
     std::thread::scope(|scope| {
         // Two batches in flight: one parsing, one read ahead.
         let (batches, received) = std::sync::mpsc::sync_channel::<Vec<(usize, String)>>(1);
@@ -123,6 +169,14 @@ fn parse_line<T: DeserializeOwned>(line: &str) -> std::result::Result<T, String>
     // field (tracking the path costs a fifth of the parse, per vector element).
     if let Ok(item) = serde_json::from_str(line) {
         return Ok(item);
+    }
+    // An array, a string or a number where an object belongs: say so, not what serde
+    // makes of it ("expected struct TurnLine with 12 elements").
+    match serde_json::from_str::<serde::de::IgnoredAny>(line) {
+        Ok(_) if !line.trim_start().starts_with('{') => {
+            return Err("expected a JSON object ({...}) on each line".to_string());
+        }
+        _ => {}
     }
     let mut de = serde_json::Deserializer::from_str(line);
     let result: std::result::Result<T, _> = serde_path_to_error::deserialize(&mut de);
@@ -337,6 +391,9 @@ pub struct TurnLine {
 impl TurnLine {
     /// The turn of this line; the line's fields win over `defaults`.
     pub fn to_request(&self, defaults: &TurnLine) -> Result<TurnRequest> {
+        if self.text.trim().is_empty() && self.embedding.is_none() {
+            bail!("`text` is missing or empty: a turn needs the message");
+        }
         let mut request = TurnRequest::new(self.text.clone());
         if let Some(embedding) = &self.embedding {
             request = request.embedding(embedding.clone());
@@ -393,6 +450,10 @@ pub struct QueryLine {
     pub min_relevance: Option<f64>,
     pub max_tokens: Option<usize>,
     pub now: Option<Timestamp>,
+    /// With no text: list the chunks the filters admit by importance and recency
+    /// ([`SearchRequest::browse`]).
+    #[serde(default)]
+    pub browse: bool,
     /// Free text describing the query (ignored by the engine; the demo prints it).
     pub note: Option<String>,
 }
@@ -426,7 +487,15 @@ impl QueryLine {
             Some(kind) => kind.parse::<Kind>()?,
             None => defaults.kind.unwrap_or(Kind::Rule),
         };
+        if self.text.trim().is_empty() && self.embedding.is_none() && !self.browse {
+            bail!(
+                "`text` is missing or empty: a search needs the message (or `\"browse\": true` to list a context's chunks)"
+            );
+        }
         let mut request = SearchRequest::new(kind, self.text.clone());
+        if self.browse {
+            request = request.browse();
+        }
         if let Some(embedding) = &self.embedding {
             request = request.embedding(embedding.clone());
         }

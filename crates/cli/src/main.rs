@@ -2,9 +2,10 @@
 //!
 //! Exit codes: `search` of one query exits 0 with hits and 1 without; every other
 //! command exits 0 on success; any error exits 2 with a one-line message on stderr, except
-//! a commit that is durable but could not be published for readers (a full disk while
-//! the text index or the published files were written), which exits 3: the change
-//! happened, and readers see it after the next open for writing.
+//! an error after a durable commit, which exits 3: the change happened. That is a commit
+//! that could not be published for readers (a full disk while the text index or the
+//! published files were written: readers see it after the next open for writing), or a
+//! failure of what follows a commit (building the graph, closing the store).
 
 /// mimalloc instead of the system allocator: an import allocates and frees every
 /// document several times over, and a search a few hundred small buffers.
@@ -43,15 +44,39 @@ fn main() -> ExitCode {
             {
                 return ExitCode::SUCCESS;
             }
-            let committed = err
-                .chain()
-                .filter_map(|cause| cause.downcast_ref::<ruchedb::Error>())
-                .any(|err| matches!(err.kind(), ruchedb::ErrorKind::Unpublished { .. }));
+            let committed = committed(&err);
             let mut stderr = std::io::stderr().lock();
             let _ = writeln!(stderr, "ruche: {}", one_line(&format!("{err:#}")));
             ExitCode::from(if committed { 3 } else { 2 })
         }
     }
+}
+
+/// The context of an error that came after a durable commit.
+#[derive(Debug)]
+pub struct Committed {
+    /// The changes the commit made.
+    pub changes: usize,
+}
+
+impl std::fmt::Display for Committed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the commit of {} changes is durable and searchable, but what follows it failed",
+            self.changes
+        )
+    }
+}
+
+/// Whether `err` came after a durable commit (exit 3): the commit could not be
+/// published, or what follows it failed.
+pub fn committed(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<Committed>().is_some()
+        || err
+            .chain()
+            .filter_map(|cause| cause.downcast_ref::<ruchedb::Error>())
+            .any(|err| matches!(err.kind(), ruchedb::ErrorKind::Unpublished { .. }))
 }
 
 /// Logs on stderr. `RUCHE_LOG` is a level (`info`: ruche's events at info, the
@@ -78,6 +103,24 @@ fn init_logging() {
         builder.event_format(JsonLines).init();
     } else {
         builder.init();
+    }
+    // A panic is one error line of the log (a dependency's panic that the library
+    // contains, such as sled's on a failed sync, is then followed by the typed error);
+    // with RUST_BACKTRACE set, the standard report with its backtrace.
+    if std::env::var_os("RUST_BACKTRACE").is_none() {
+        std::panic::set_hook(Box::new(|info| {
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let at = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            tracing::error!(at = %at, "panic: {message}");
+        }));
     }
 }
 

@@ -94,7 +94,7 @@ struct ContextArgs {
     step: Option<String>,
     tenant: Option<String>,
     agent: Option<String>,
-    #[serde(default, deserialize_with = "top_k")]
+    #[serde(default, deserialize_with = "budget")]
     budget_tokens: Option<usize>,
 }
 
@@ -177,6 +177,11 @@ fn integer<'de, D: serde::Deserializer<'de>>(
 
 fn top_k<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<usize>, D::Error> {
     Ok(integer(deserializer, 1..=MAX_TOP_K)?.and_then(|k| usize::try_from(k).ok()))
+}
+
+/// A turn's token budget: the CLI's and the library's range.
+fn budget<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<usize>, D::Error> {
+    Ok(integer(deserializer, 0..=MAX_TOP_K)?.and_then(|k| usize::try_from(k).ok()))
 }
 
 fn importance<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u8>, D::Error> {
@@ -276,7 +281,7 @@ fn specs() -> Vec<Spec> {
                     "context": {"type": "string", "description": "The conversation (or user) whose memory to search."},
                     "scenario": {"type": "string", "description": "The scenario the agent has active, if any: kept unless the message clearly leaves it."},
                     "step": {"type": "string", "description": "The active step of that scenario."},
-                    "budget_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "description": "The most tokens the block may take (o200k_base); default: no limit."},
+                    "budget_tokens": {"type": "integer", "minimum": 0, "maximum": MAX_TOP_K, "description": "The most tokens the block may take (o200k_base); default: no limit."},
                     "tenant": tenant, "agent": agent,
                 },
                 "required": ["message"],

@@ -148,11 +148,13 @@ class Index:
                fusion_params: Optional[Mapping[str, Any]] = None,
                adaptive: Optional[bool] = None,
                chunk_weights: Optional[Mapping[str, float]] = None,
-               now: Any = None) -> dict:
+               now: Any = None, browse: bool = False) -> dict:
         """Searches documents of `kind`. Returns a dict: `query_id`, `hits` (each with
         `id`, `score`, `breakdown` and `document`), `abstained` (why nothing passed the
-        relevance gate, or None), `selection`, `fusion`, `gate`, `timings`."""
-        request: dict = {"text": text, "kind": _kind(kind)}
+        relevance gate, or None), `selection`, `fusion`, `gate`, `timings`. An empty
+        `text` without an `embedding` gets no hits, unless `browse=True` (chunks: every
+        one the filters admit, by importance and recency)."""
+        request: dict = {"text": text, "kind": _kind(kind), "browse": browse}
         for key, value in (("tenant", tenant), ("agent", agent), ("scenario", scenario),
                            ("step", step), ("context", context), ("top_k", top_k),
                            ("max_k", max_k), ("min_k", min_k),
@@ -182,7 +184,8 @@ class Index:
         return self.search(text, "rule", **kwargs)
 
     def search_memory(self, text: str = "", **kwargs: Any) -> dict:
-        """Memory chunks relevant to a question (empty text: by importance and recency)."""
+        """Memory chunks relevant to a question (`browse=True` with no text: every chunk
+        the filters admit, by importance and recency)."""
         return self.search(text, "chunk", **kwargs)
 
     def search_scenarios(self, text: str, **kwargs: Any) -> dict:

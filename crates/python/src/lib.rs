@@ -174,12 +174,17 @@ struct RequestArgs {
     adaptive: Option<bool>,
     chunk_weights: Option<ruchedb::chunk::ChunkWeights>,
     now: Option<Timestamp>,
+    #[serde(default)]
+    browse: bool,
 }
 
 impl RequestArgs {
     fn into_request(self, config: &Config) -> ruchedb::Result<SearchRequest> {
         let kind: Kind = self.kind.parse()?;
         let mut r = SearchRequest::new(kind, self.text);
+        if self.browse {
+            r = r.browse();
+        }
         if let Some(tenant) = self.tenant {
             r = r.tenant(tenant);
         }

@@ -91,7 +91,8 @@ def test_memory_filters_identifiers_and_importance(index):
 
 def test_chunk_weights_are_taken(index):
     # Importance alone decides among what passed the gate.
-    response = index.search_memory("", top_k=2, chunk_weights={
+    assert index.search_memory("")["hits"] == []
+    response = index.search_memory("", browse=True, top_k=2, chunk_weights={
         "relevance_weight": 0.0, "importance_weight": 1.0, "recency_weight": 0.0})
     assert ids(response)[0] == "m1"
     with pytest.raises(RucheError):

@@ -66,6 +66,8 @@ pub(crate) struct Salvaged {
 
 /// The sled database of one index.
 struct Sled {
+    /// Where it is (what its I/O errors name).
+    dir: std::path::PathBuf,
     db: sled::Db,
     main: sled::Tree,
     /// Embeddings by model and text hash (`model id` + 0 + xxh3-128 of the text, BE).
@@ -161,13 +163,22 @@ impl Store {
                 other => break other?,
             }
         };
-        let main = db.open_tree("main").map_err(sled_err)?;
-        let embed_cache = db.open_tree("embed_cache").map_err(sled_err)?;
-        let queries = db.open_tree("queries").map_err(sled_err)?;
-        let feedback = db.open_tree("feedback").map_err(sled_err)?;
+        let main = db.open_tree("main").map_err(|err| sled_error(err, path))?;
+        let embed_cache = db
+            .open_tree("embed_cache")
+            .map_err(|err| sled_error(err, path))?;
+        let queries = db
+            .open_tree("queries")
+            .map_err(|err| sled_error(err, path))?;
+        let feedback = db
+            .open_tree("feedback")
+            .map_err(|err| sled_error(err, path))?;
         let mut graphs = Vec::with_capacity(Kind::COUNT);
         for kind in Kind::ALL {
-            graphs.push(db.open_tree(format!("graph_{kind}")).map_err(sled_err)?);
+            graphs.push(
+                db.open_tree(format!("graph_{kind}"))
+                    .map_err(|err| sled_error(err, path))?,
+            );
         }
         let graphs: [sled::Tree; Kind::COUNT] = graphs
             .try_into()
@@ -187,14 +198,16 @@ impl Store {
             let meta = Meta::new();
             let mut batch = sled::Batch::default();
             meta.write(&mut batch);
-            main.apply_batch(batch).map_err(sled_err)?;
-            db.flush().map_err(sled_err)?;
+            main.apply_batch(batch)
+                .map_err(|err| sled_error(err, path))?;
+            db.flush().map_err(|err| sled_error(err, path))?;
             meta
         } else {
             Meta::read(&main)?
         };
         Ok(Store {
             sled: Some(Sled {
+                dir: path.to_path_buf(),
                 db,
                 main,
                 embed_cache,
@@ -253,6 +266,28 @@ impl Store {
     /// Whether this store only reads published files.
     pub(crate) fn is_read_only(&self) -> bool {
         self.sled.is_none()
+    }
+
+    /// A sled error, an I/O one naming the store's directory.
+    fn sled_err(&self, err: sled::Error) -> Error {
+        match &self.sled {
+            Some(sled) => sled_error(err, &sled.dir),
+            None => sled_err(err),
+        }
+    }
+
+    /// Closes the sled database now, its last flush and sync included: sled 0.34
+    /// unwraps the sync of its log file when its last handle goes, so a failing disk
+    /// makes that a panic inside sled, which is caught here and returned as the I/O
+    /// error it is. (Dropped without this, the store catches it the same way and logs
+    /// it.)
+    pub(crate) fn close(&mut self) -> Result<()> {
+        let Some(sled) = self.sled.take() else {
+            return Ok(());
+        };
+        let dir = sled.dir.clone();
+        let result = sled.db.flush().map_err(|err| sled_error(err, &dir));
+        close_sled(sled).and(result.map(drop))
     }
 
     fn sled(&self) -> Result<&Sled> {
@@ -315,8 +350,11 @@ impl Store {
         change(&mut meta);
         let mut batch = sled::Batch::default();
         meta.write(&mut batch);
-        self.sled()?.main.apply_batch(batch).map_err(sled_err)?;
-        self.sled()?.db.flush().map_err(sled_err)?;
+        self.sled()?
+            .main
+            .apply_batch(batch)
+            .map_err(|err| self.sled_err(err))?;
+        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
         *guard = meta;
         Ok(())
     }
@@ -330,7 +368,7 @@ impl Store {
             .sled()?
             .main
             .get(keys::block_key(block::block_of(doc)))
-            .map_err(sled_err)?
+            .map_err(|err| self.sled_err(err))?
         else {
             return Ok(None);
         };
@@ -362,7 +400,10 @@ impl Store {
             .sled()?
             .main
             .scan_prefix([keys::BLOCK])
-            .map(|item| item.map(|(_, value)| value).map_err(sled_err))
+            .map(|item| {
+                item.map(|(_, value)| value)
+                    .map_err(|err| self.sled_err(err))
+            })
             .collect::<Result<_>>()?;
         let entries: Vec<Vec<BlockEntry>> = blocks
             .par_iter()
@@ -379,7 +420,7 @@ impl Store {
         }
         let mut lists = rustc_hash::FxHashMap::default();
         for item in self.sled()?.main.scan_prefix([keys::ENTITIES]) {
-            let (_, bytes) = item.map_err(sled_err)?;
+            let (_, bytes) = item.map_err(|err| self.sled_err(err))?;
             for (doc, entities) in entities::decode(&bytes)? {
                 lists.insert(DocId::new(doc), entities);
             }
@@ -404,8 +445,11 @@ impl Store {
         for (block_no, block) in blocks {
             batch.insert(&keys::entities_key(block_no), entities::encode(&block));
         }
-        self.sled()?.main.apply_batch(batch).map_err(sled_err)?;
-        self.sled()?.db.flush().map_err(sled_err)?;
+        self.sled()?
+            .main
+            .apply_batch(batch)
+            .map_err(|err| self.sled_err(err))?;
+        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 
@@ -414,7 +458,7 @@ impl Store {
             .sled()?
             .main
             .get(keys::entities_key(block_no))
-            .map_err(sled_err)?
+            .map_err(|err| self.sled_err(err))?
         {
             Some(bytes) => entities::decode(&bytes),
             None => Ok(entities::EntityBlock::new()),
@@ -425,11 +469,14 @@ impl Store {
     pub(crate) fn clear_entity_lists(&self) -> Result<()> {
         let mut batch = sled::Batch::default();
         for item in self.sled()?.main.scan_prefix([keys::ENTITIES]) {
-            let (key, _) = item.map_err(sled_err)?;
+            let (key, _) = item.map_err(|err| self.sled_err(err))?;
             batch.remove(key);
         }
-        self.sled()?.main.apply_batch(batch).map_err(sled_err)?;
-        self.sled()?.db.flush().map_err(sled_err)?;
+        self.sled()?
+            .main
+            .apply_batch(batch)
+            .map_err(|err| self.sled_err(err))?;
+        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 
@@ -448,7 +495,7 @@ impl Store {
         let mut batch = sled::Batch::default();
         let mut pending = 0;
         for item in self.sled()?.main.iter() {
-            let (key, value) = item.map_err(sled_err)?;
+            let (key, value) = item.map_err(|err| self.sled_err(err))?;
             if key.first() == Some(&keys::LOG) {
                 continue;
             }
@@ -459,17 +506,21 @@ impl Store {
                     .sled()?
                     .main
                     .apply_batch(std::mem::take(&mut batch))
-                    .map_err(sled_err)?;
+                    .map_err(|err| self.sled_err(err))?;
                 pending = 0;
             }
         }
-        target.sled()?.main.apply_batch(batch).map_err(sled_err)?;
+        target
+            .sled()?
+            .main
+            .apply_batch(batch)
+            .map_err(|err| self.sled_err(err))?;
         // The feedback windows of the tenants `keep_tenant` keeps (of every kind), the
         // marks' horizon, and the marks (ids and a legs byte: no text), so that feedback
         // given before still counts once.
         let mut batch = sled::Batch::default();
         for item in self.sled()?.feedback.iter() {
-            let (key, value) = item.map_err(sled_err)?;
+            let (key, value) = item.map_err(|err| self.sled_err(err))?;
             let tenant = match key.as_ref() {
                 b"window" => Some(crate::DEFAULT_TENANT.to_string()),
                 other => other.strip_prefix(b"w").map(|rest| {
@@ -485,9 +536,13 @@ impl Store {
             .sled()?
             .feedback
             .apply_batch(batch)
-            .map_err(sled_err)?;
+            .map_err(|err| self.sled_err(err))?;
         self.copy_marks_into(&target)?;
-        target.sled()?.db.flush().map_err(sled_err)?;
+        target
+            .sled()?
+            .db
+            .flush()
+            .map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 
@@ -546,7 +601,7 @@ impl Store {
         }
         for item in sled.main.scan_prefix([keys::LOG]) {
             let commit = item
-                .map_err(sled_err)
+                .map_err(|err| self.sled_err(err))
                 .and_then(|(_, value)| record::decode::<Vec<(u64, LogEntry)>>(&value, "log entry"));
             match commit {
                 Ok(commit) => salvaged.log.extend(commit),
@@ -567,7 +622,7 @@ impl Store {
             .main
             .range(keys::log_key(after.saturating_add(1))..=keys::log_key(u64::MAX))
         {
-            let (_, value) = item.map_err(sled_err)?;
+            let (_, value) = item.map_err(|err| self.sled_err(err))?;
             let commit: Vec<(u64, LogEntry)> = record::decode(&value, "log entry")?;
             entries.extend(commit.into_iter().filter(|(seq, _)| *seq > after));
         }
@@ -586,10 +641,13 @@ impl Store {
             .main
             .range(keys::log_key(0)..=keys::log_key(upto))
         {
-            let (key, _) = item.map_err(sled_err)?;
+            let (key, _) = item.map_err(|err| self.sled_err(err))?;
             batch.remove(key);
         }
-        self.sled()?.main.apply_batch(batch).map_err(sled_err)
+        self.sled()?
+            .main
+            .apply_batch(batch)
+            .map_err(|err| self.sled_err(err))
     }
 
     /// Applies `changes` (in order) as one atomic, durable batch, and records the
@@ -613,7 +671,7 @@ impl Store {
                     .sled()?
                     .main
                     .get(keys::block_key(block_no))
-                    .map_err(sled_err)?
+                    .map_err(|err| self.sled_err(err))?
                 {
                     Some(bytes) => block::decode(&bytes)?,
                     None => {
@@ -713,8 +771,11 @@ impl Store {
         meta.next_doc = next_doc;
         meta.last_seq = last_seq;
         meta.write(&mut batch);
-        self.sled()?.main.apply_batch(batch).map_err(sled_err)?;
-        self.sled()?.db.flush().map_err(sled_err)?;
+        self.sled()?
+            .main
+            .apply_batch(batch)
+            .map_err(|err| self.sled_err(err))?;
+        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
         *guard = meta;
         Ok(())
     }
@@ -735,7 +796,7 @@ impl Store {
         let tree = self.graph_tree(kind)?;
         let mut batch = sled::Batch::default();
         for item in tree.iter() {
-            let (key, _) = item.map_err(sled_err)?;
+            let (key, _) = item.map_err(|err| self.sled_err(err))?;
             batch.remove(key);
         }
         for (file_idx, file) in files.iter().enumerate() {
@@ -744,8 +805,8 @@ impl Store {
             }
         }
         batch.insert(b"manifest".as_slice(), manifest);
-        tree.apply_batch(batch).map_err(sled_err)?;
-        self.sled()?.db.flush().map_err(sled_err)?;
+        tree.apply_batch(batch).map_err(|err| self.sled_err(err))?;
+        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 
@@ -755,11 +816,11 @@ impl Store {
         let tree = self.graph_tree(kind)?;
         let mut batch = sled::Batch::default();
         for item in tree.iter() {
-            let (key, _) = item.map_err(sled_err)?;
+            let (key, _) = item.map_err(|err| self.sled_err(err))?;
             batch.remove(key);
         }
-        tree.apply_batch(batch).map_err(sled_err)?;
-        self.sled()?.db.flush().map_err(sled_err)?;
+        tree.apply_batch(batch).map_err(|err| self.sled_err(err))?;
+        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 
@@ -768,7 +829,7 @@ impl Store {
         Ok(self
             .graph_tree(kind)?
             .get(b"manifest")
-            .map_err(sled_err)?
+            .map_err(|err| self.sled_err(err))?
             .map(|v| v.to_vec()))
     }
 
@@ -780,7 +841,7 @@ impl Store {
             let mut bytes = Vec::new();
             let prefix = part_key(file_idx, 0);
             for item in tree.scan_prefix(&prefix[..2]) {
-                let (_, value) = item.map_err(sled_err)?;
+                let (_, value) = item.map_err(|err| self.sled_err(err))?;
                 bytes.extend_from_slice(&value);
             }
             files.push(bytes);
@@ -798,7 +859,7 @@ impl Store {
             .sled()?
             .embed_cache
             .get(cache_key(model_id, text))
-            .map_err(sled_err)?;
+            .map_err(|err| self.sled_err(err))?;
         value
             .map(|bytes| {
                 if bytes.len() % 4 != 0 {
@@ -831,7 +892,7 @@ impl Store {
         self.sled()?
             .embed_cache
             .apply_batch(batch)
-            .map_err(sled_err)
+            .map_err(|err| self.sled_err(err))
     }
 
     /// Records a feedback mark (query id to the legs that found its top hit, with the
@@ -843,9 +904,14 @@ impl Store {
             .sled()?
             .queries
             .insert(query_id.as_bytes(), entry)
-            .map_err(sled_err)?
+            .map_err(|err| self.sled_err(err))?
             .is_none();
-        let counted = match self.sled()?.feedback.get(MARKS).map_err(sled_err)? {
+        let counted = match self
+            .sled()?
+            .feedback
+            .get(MARKS)
+            .map_err(|err| self.sled_err(err))?
+        {
             Some(bytes) => keys::decode_u64(&bytes)? + u64::from(is_new),
             // Not counted yet (an index of an earlier version): count once.
             None => self.sled()?.queries.len() as u64,
@@ -859,8 +925,8 @@ impl Store {
         self.sled()?
             .feedback
             .insert(MARKS, &counted.to_be_bytes())
-            .map_err(sled_err)?;
-        self.sled()?.db.flush().map_err(sled_err)?;
+            .map_err(|err| self.sled_err(err))?;
+        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 
@@ -871,7 +937,7 @@ impl Store {
             .sled()?
             .queries
             .get(query_id.as_bytes())
-            .map_err(sled_err)?;
+            .map_err(|err| self.sled_err(err))?;
         Ok(value.map(|v| v.to_vec()))
     }
 
@@ -885,7 +951,7 @@ impl Store {
         let mut batch = sled::Batch::default();
         let mut newest = None;
         for item in self.sled()?.queries.iter().take(len - keep) {
-            let (key, _) = item.map_err(sled_err)?;
+            let (key, _) = item.map_err(|err| self.sled_err(err))?;
             newest = Some(key.clone());
             batch.remove(key);
         }
@@ -895,10 +961,13 @@ impl Store {
             self.sled()?
                 .feedback
                 .insert(HORIZON, newest)
-                .map_err(sled_err)?;
-            self.sled()?.db.flush().map_err(sled_err)?;
+                .map_err(|err| self.sled_err(err))?;
+            self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
         }
-        self.sled()?.queries.apply_batch(batch).map_err(sled_err)?;
+        self.sled()?
+            .queries
+            .apply_batch(batch)
+            .map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 
@@ -913,12 +982,12 @@ impl Store {
                 .sled()?
                 .main
                 .insert(keys::meta_key(meta::ID_KEY), key.as_slice())
-                .map_err(sled_err)?;
+                .map_err(|err| self.sled_err(err))?;
             target.lock_meta().id_key = Some(key);
         }
         let mut batch = sled::Batch::default();
         for item in self.sled()?.queries.iter() {
-            let (key, value) = item.map_err(sled_err)?;
+            let (key, value) = item.map_err(|err| self.sled_err(err))?;
             if value.len() == 1 {
                 batch.insert(key, value);
             }
@@ -927,17 +996,26 @@ impl Store {
             .sled()?
             .queries
             .apply_batch(batch)
-            .map_err(sled_err)?;
+            .map_err(|err| self.sled_err(err))?;
         for key in [HORIZON, MARKS] {
-            if let Some(value) = self.sled()?.feedback.get(key).map_err(sled_err)? {
+            if let Some(value) = self
+                .sled()?
+                .feedback
+                .get(key)
+                .map_err(|err| self.sled_err(err))?
+            {
                 target
                     .sled()?
                     .feedback
                     .insert(key, value)
-                    .map_err(sled_err)?;
+                    .map_err(|err| self.sled_err(err))?;
             }
         }
-        target.sled()?.db.flush().map_err(sled_err)?;
+        target
+            .sled()?
+            .db
+            .flush()
+            .map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 
@@ -946,7 +1024,7 @@ impl Store {
         self.sled()?
             .feedback
             .get(HORIZON)
-            .map_err(sled_err)?
+            .map_err(|err| self.sled_err(err))?
             .map(|bytes| {
                 String::from_utf8(bytes.to_vec()).map_err(|_| Error::corrupt("feedback horizon"))
             })
@@ -965,7 +1043,7 @@ impl Store {
         }
         let mut windows = std::collections::HashMap::new();
         for item in self.sled()?.feedback.iter() {
-            let (key, bytes) = item.map_err(sled_err)?;
+            let (key, bytes) = item.map_err(|err| self.sled_err(err))?;
             let tenant = if key.as_ref() == b"window" {
                 crate::DEFAULT_TENANT.to_string()
             } else if let Some(tenant) = key.strip_prefix(b"w") {
@@ -993,8 +1071,8 @@ impl Store {
         self.sled()?
             .feedback
             .insert(key, record::encode(&entries))
-            .map_err(sled_err)?;
-        self.sled()?.db.flush().map_err(sled_err)?;
+            .map_err(|err| self.sled_err(err))?;
+        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 
@@ -1003,19 +1081,22 @@ impl Store {
         // The marks' horizon stays: ids older than it still cannot count again.
         let mut batch = sled::Batch::default();
         for item in self.sled()?.feedback.iter() {
-            let (key, _) = item.map_err(sled_err)?;
+            let (key, _) = item.map_err(|err| self.sled_err(err))?;
             if key.as_ref() != HORIZON && key.as_ref() != MARKS {
                 batch.remove(key);
             }
         }
-        self.sled()?.feedback.apply_batch(batch).map_err(sled_err)?;
-        self.sled()?.db.flush().map_err(sled_err)?;
+        self.sled()?
+            .feedback
+            .apply_batch(batch)
+            .map_err(|err| self.sled_err(err))?;
+        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 
     /// Flushes every tree to disk.
     pub(crate) fn flush(&self) -> Result<()> {
-        self.sled()?.db.flush().map_err(sled_err)?;
+        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 
@@ -1046,9 +1127,54 @@ fn part_key(file_idx: usize, part_idx: usize) -> [u8; 6] {
     key
 }
 
+/// Drops the sled database, containing the panic sled 0.34 raises when the last sync of
+/// its log file fails.
+fn close_sled(sled: Sled) -> Result<()> {
+    let dir = sled.dir.clone();
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(sled))).map_err(|_| {
+        Error::io_at(
+            &dir,
+            std::io::Error::other("the store's log could not be synced to disk as it closed"),
+        )
+    })
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Some(sled) = self.sled.take()
+            && let Err(err) = close_sled(sled)
+        {
+            tracing::error!(error = %err, "closing the store");
+        }
+    }
+}
+
+/// sled reports an I/O error as a new error whose message is the original one's debug
+/// text (`Os { code: 28, kind: StorageFull, .. }`): the operating system's error again,
+/// from its code, when the text has one.
+fn plain_io(io: std::io::Error) -> std::io::Error {
+    if io.raw_os_error().is_some() {
+        return io;
+    }
+    let text = io.to_string();
+    let code = text
+        .split("code: ")
+        .nth(1)
+        .map(|rest| {
+            rest.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
+        .and_then(|digits| digits.parse::<i32>().ok());
+    match code {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => io,
+    }
+}
+
 pub(crate) fn sled_err(err: sled::Error) -> Error {
     match err {
-        sled::Error::Io(io) => Error::with_source(ErrorKind::Io { path: None }, io),
+        sled::Error::Io(io) => Error::with_source(ErrorKind::Io { path: None }, plain_io(io)),
         sled::Error::Corruption { .. } => Error::with_source(
             ErrorKind::Corrupt {
                 what: "the document store (sled)".to_string(),
@@ -1096,7 +1222,10 @@ fn sled_error(err: sled::Error, path: &Path) -> Error {
             err,
         );
     }
-    sled_err(err)
+    match err {
+        sled::Error::Io(io) => Error::io_at(path, plain_io(io)),
+        other => sled_err(other),
+    }
 }
 
 #[cfg(test)]

@@ -302,8 +302,24 @@ impl LiveFreqs {
     }
 }
 
+/// A tantivy error; an I/O one as the operating system's error naming the file (in
+/// `text/`), not tantivy's debug text of it.
 fn tantivy_err(err: tantivy::TantivyError) -> Error {
-    Error::storage("tantivy", err)
+    use tantivy::TantivyError;
+    use tantivy::directory::error::{OpenReadError, OpenWriteError};
+    let plain = |io: &std::io::Error| match io.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::new(io.kind(), io.to_string()),
+    };
+    let in_text = |file: &Path| Path::new("text").join(file);
+    match &err {
+        TantivyError::OpenWriteError(OpenWriteError::IoError { io_error, filepath })
+        | TantivyError::OpenReadError(OpenReadError::IoError { io_error, filepath }) => {
+            Error::io_at(&in_text(filepath), plain(io_error))
+        }
+        TantivyError::IoError(io_error) => Error::io_at(Path::new("text"), plain(io_error)),
+        _ => Error::storage("tantivy", err),
+    }
 }
 
 /// Runs `f`, turning a panic into a `Corrupt` error: tantivy trusts its files, and a
@@ -515,6 +531,14 @@ impl TextIndex {
             )));
         }
         Ok((text, payload.seq))
+    }
+
+    /// An empty index in memory: what a reader searches when the index's own is
+    /// damaged (its searches then fail: see `Inner::text_damaged`).
+    pub(crate) fn empty_in_memory(patterns_in_text: bool) -> Result<TextIndex> {
+        let (schema, fields) = schema();
+        let index = Index::create_in_ram(schema);
+        TextIndex::with_index(index, fields, patterns_in_text, None)
     }
 
     /// Creates an empty index in `dir`, in place of the index there: tantivy's files

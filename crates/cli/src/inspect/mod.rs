@@ -3,7 +3,9 @@
 //! Read-only (the index is opened with `open_read_only` and refreshed to the last
 //! published commit on each request), on 127.0.0.1 only, GET only, no scripts and no
 //! external resources: pages are rendered on the server (maud), charts are inline SVG
-//! (plotters).
+//! (plotters). A URL never names a file: the Evaluate page reads only the judged files
+//! given on the command line, regular files of bounded size, read before the engine is
+//! taken; a long evaluation shares the engine with the other pages instead of holding it.
 
 mod chart;
 mod explain;
@@ -14,7 +16,7 @@ use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError, RwLock, TryLockError};
 
 use anyhow::{Context, Result, bail};
 use axum::Router;
@@ -34,18 +36,62 @@ use pages::{Form, Shown, Site, given};
 /// At most this many score curves in an evaluation report (wrong answers and refusals).
 const REPORT_CURVES: usize = 50;
 
+/// The largest judged file the Evaluate page reads (64 MiB).
+const JUDGED_FILE_LIMIT: u64 = 64 << 20;
+
 /// What the handlers share.
 struct App {
-    engine: Mutex<Engine>,
+    /// Pages read it together; only moving it to a newer commit takes it alone.
+    engine: RwLock<Engine>,
     dir: String,
     /// The `Host` headers accepted (a page on another name is a DNS-rebinding attempt).
     hosts: [String; 2],
-    /// The Evaluate page's files from the command line.
-    queries: Option<PathBuf>,
-    qrels: Option<PathBuf>,
+    /// The Evaluate page's files, from the command line only.
+    judged: Option<Judged>,
+}
+
+/// The judged messages' files the user named at start (`--queries`, `--qrels`).
+struct Judged {
+    queries: PathBuf,
+    qrels: PathBuf,
+}
+
+impl Judged {
+    /// The files as given, each checked once now: a regular file within the limit.
+    fn from_args(args: &InspectArgs) -> Result<Option<Judged>> {
+        let (Some(queries), Some(qrels)) = (&args.queries, &args.qrels) else {
+            return Ok(None);
+        };
+        for (flag, path) in [("--queries", queries), ("--qrels", qrels)] {
+            crate::input::read_regular_file(path, JUDGED_FILE_LIMIT)
+                .with_context(|| format!("{flag} {}", path.display()))?;
+        }
+        Ok(Some(Judged {
+            queries: queries.clone(),
+            qrels: qrels.clone(),
+        }))
+    }
+
+    /// Reads and parses both files as they are now (each a regular file within the
+    /// limit: a file replaced by a FIFO or a device since the start is refused, not
+    /// waited on).
+    fn read(
+        &self,
+        defaults: &crate::input::QueryDefaults,
+    ) -> Result<Vec<(String, ruchedb::SearchRequest, ruchedb::eval::Qrels)>> {
+        let queries = crate::input::read_regular_file(&self.queries, JUDGED_FILE_LIMIT)?;
+        let qrels = crate::input::read_regular_file(&self.qrels, JUDGED_FILE_LIMIT)?;
+        let lines = crate::input::read_numbered_from(&queries[..], &self.queries)?
+            .into_iter()
+            .map(|(_, line)| line)
+            .collect();
+        let judgements = crate::eval::read_qrels_from(&qrels[..], &self.qrels)?;
+        crate::eval::pair_judged(lines, &judgements, &self.queries, &self.qrels, defaults)
+    }
 }
 
 pub fn run(config: &Config, args: &InspectArgs) -> Result<ExitCode> {
+    let judged = Judged::from_args(args)?;
     let engine = open(config, &args.dir)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -59,14 +105,13 @@ pub fn run(config: &Config, args: &InspectArgs) -> Result<ExitCode> {
             .with_context(|| format!("--port {}: cannot listen on {address}", args.port))?;
         let address = listener.local_addr()?;
         let app = Arc::new(App {
-            engine: Mutex::new(engine),
+            engine: RwLock::new(engine),
             dir: args.dir.display().to_string(),
             hosts: [
                 format!("127.0.0.1:{}", address.port()),
                 format!("localhost:{}", address.port()),
             ],
-            queries: args.queries.clone(),
-            qrels: args.qrels.clone(),
+            judged,
         });
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "ruche inspect: http://{address}/")?;
@@ -176,17 +221,23 @@ fn failed(status: StatusCode, message: impl std::fmt::Display) -> Page {
 }
 
 /// Renders a page on a blocking thread, with the engine refreshed to the last commit
-/// its writer published.
+/// its writer published (unless another page is reading it: then this page shows the
+/// commit that one reads, rather than wait for it).
 async fn render<F>(app: Arc<App>, current: &'static str, page: F) -> Response
 where
     F: FnOnce(&App, &Engine) -> Page + Send + 'static,
 {
     let rendered = tokio::task::spawn_blocking(move || {
-        let mut engine = app.engine.lock().unwrap_or_else(PoisonError::into_inner);
-        let stale = engine.refresh().err().map(|err| {
+        let stale = match app.engine.try_write() {
+            Ok(mut engine) => engine.refresh().err(),
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().refresh().err(),
+            Err(TryLockError::WouldBlock) => None,
+        }
+        .map(|err| {
             tracing::warn!(error = %err, "could not move to the last published commit");
             err.to_string()
         });
+        let engine = app.engine.read().unwrap_or_else(PoisonError::into_inner);
         let (status, title, body) = page(&app, &engine);
         let stats = engine.stats();
         let site = Site {
@@ -361,6 +412,8 @@ async fn document(State(app): State<Arc<App>>, Query(query): Query<DocQuery>) ->
 
 #[derive(serde::Deserialize)]
 struct EvalQuery {
+    /// Refused when given: a URL names no file (any page a browser visits could send
+    /// one); the files come from the command line.
     queries: Option<String>,
     qrels: Option<String>,
     kind: Option<String>,
@@ -368,40 +421,62 @@ struct EvalQuery {
 }
 
 async fn evaluate(State(app): State<Arc<App>>, Query(query): Query<EvalQuery>) -> Response {
-    render(app, "/eval", move |app, engine| {
-        let path = |given_path: &Option<String>, default: &Option<PathBuf>| {
-            given(given_path)
-                .map(PathBuf::from)
-                .or_else(|| default.clone())
+    let kind = given(&query.kind).map(str::parse::<Kind>).transpose();
+    let tenant = given(&query.tenant).unwrap_or(DEFAULT_TENANT).to_string();
+    let named_files = query.queries.is_some() || query.qrels.is_some();
+    // The files are read before the engine is taken: a slow disk delays this page only.
+    let reading = app.clone();
+    let read_tenant = tenant.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        let judged = match (&reading.judged, &kind) {
+            (Some(judged), Ok(given)) if !named_files => {
+                let defaults = crate::input::QueryDefaults {
+                    kind: Some(given.unwrap_or(Kind::Rule)),
+                    tenant: Some(read_tenant),
+                    ..Default::default()
+                };
+                Some(judged.read(&defaults).map_err(|err| format!("{err:#}")))
+            }
+            _ => None,
         };
-        let queries = path(&query.queries, &app.queries);
-        let qrels = path(&query.qrels, &app.qrels);
-        let kind = match given(&query.kind).map(str::parse::<Kind>).transpose() {
+        (kind, judged)
+    })
+    .await;
+    let (kind, judged) = match read {
+        Ok(read) => read,
+        Err(err) => {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the page failed: {err}\n"),
+            )
+                .into_response();
+        }
+    };
+    render(app, "/eval", move |app, engine| {
+        let kind = match kind {
             Ok(kind) => kind.unwrap_or(Kind::Rule),
             Err(err) => return failed(StatusCode::BAD_REQUEST, err),
         };
-        let tenant = given(&query.tenant).unwrap_or(DEFAULT_TENANT).to_string();
-        let shown = |p: &Option<PathBuf>| {
-            p.as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
-        };
-        let form = pages::eval_form(&shown(&queries), &shown(&qrels), kind, &tenant);
-        let (Some(queries), Some(qrels)) = (queries, qrels) else {
+        let files = app.judged.as_ref().map(|j| (&j.queries, &j.qrels));
+        let form = pages::eval_form(files, kind, &tenant);
+        if named_files {
             let body = html! {
                 (form)
-                p { "Judged messages: a queries JSONL and a qrels TSV, as " code { "ruche eval" } " takes them (paths on this machine)." }
+                (pages::error_box("The Evaluate page reads only the files given on the command line: `ruche inspect DIR --queries FILE --qrels FILE`. A URL cannot name a file."))
+            };
+            return (StatusCode::BAD_REQUEST, "Evaluate".into(), body);
+        }
+        let Some(judged) = judged else {
+            let body = html! {
+                (form)
+                p { "Judged messages: start the inspector with " code { "--queries FILE --qrels FILE" } ", as " code { "ruche eval" } " takes them." }
             };
             return (StatusCode::OK, "Evaluate".into(), body);
         };
-        let defaults = crate::input::QueryDefaults {
-            kind: Some(kind),
-            tenant: Some(tenant),
-            ..Default::default()
-        };
-        let evaluation = crate::eval::read_judged(&queries, &qrels, &defaults)
-            .and_then(|judged| crate::eval::evaluate(engine, judged));
-        let shown = evaluation.and_then(|e| pages::evaluation(&e, true, &BTreeMap::new()));
+        let shown = judged
+            .map_err(anyhow::Error::msg)
+            .and_then(|judged| crate::eval::evaluate(engine, judged))
+            .and_then(|e| pages::evaluation(&e, true, &BTreeMap::new()));
         match shown {
             Ok(body) => (
                 StatusCode::OK,

@@ -2,6 +2,7 @@
 //! the charts' SVG (made by plotters, which escapes its text) is inserted as is.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use ruchedb::turn::Activation;
@@ -727,13 +728,15 @@ pub fn document(doc: &Document, checks: &[ExampleCheck]) -> Markup {
     }
 }
 
-/// The Evaluate page's form (paths on this machine, as `ruche eval` takes them).
-pub fn eval_form(queries: &str, qrels: &str, kind: Kind, tenant: &str) -> Markup {
+/// The Evaluate page's form: the kind and tenant to evaluate; the files are the ones
+/// given on the command line (`files`), shown, never asked for.
+pub fn eval_form(files: Option<(&PathBuf, &PathBuf)>, kind: Kind, tenant: &str) -> Markup {
     html! {
         h1 { "Evaluate" }
+        @if let Some((queries, qrels)) = files {
+            p { "Judged messages " code { (queries.display()) } ", judgements " code { (qrels.display()) } "." }
+        }
         form.q method="get" action="/eval" {
-            label { "queries (JSONL path)" input.path type="text" name="queries" value=(queries); }
-            label { "qrels (TSV path)" input.path type="text" name="qrels" value=(qrels); }
             (kind_select(Some(kind), false))
             label { "tenant" input type="text" name="tenant" value=(tenant); }
             button type="submit" { "Evaluate" }

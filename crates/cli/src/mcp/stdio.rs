@@ -199,6 +199,9 @@ fn next_line(input: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> io::Re
 /// the end of input (which ends the session) or rmcp stops.
 fn read_frames(mut input: impl BufRead, to_rmcp: &mpsc::Sender<ClientJsonRpcMessage>, out: &Out) {
     let mut line = Vec::new();
+    // Until the client sends `initialize`, its other requests (but `ping`, which MCP
+    // allows at any time) are answered here, saying so.
+    let mut initialized = false;
     loop {
         let last = match next_line(&mut input, &mut line, MAX_LINE) {
             Ok(Read::Line) => false,
@@ -218,7 +221,22 @@ fn read_frames(mut input: impl BufRead, to_rmcp: &mpsc::Sender<ClientJsonRpcMess
             }
         };
         match check(&line) {
+            Verdict::Forward(message) if !initialized && before_initialize(&message).is_some() => {
+                let id = before_initialize(&message).unwrap_or(Value::Null);
+                out.post(error_line(
+                    &id,
+                    ErrorCode::INVALID_REQUEST,
+                    "Invalid Request: the session is not initialized: send `initialize` first, then `notifications/initialized`",
+                ));
+            }
             Verdict::Forward(message) => {
+                if let JsonRpcMessage::Request(JsonRpcRequest {
+                    request: ClientRequest::InitializeRequest(_),
+                    ..
+                }) = message.as_ref()
+                {
+                    initialized = true;
+                }
                 if to_rmcp.blocking_send(*message).is_err() {
                     return;
                 }
@@ -229,6 +247,21 @@ fn read_frames(mut input: impl BufRead, to_rmcp: &mpsc::Sender<ClientJsonRpcMess
         if last {
             return;
         }
+    }
+}
+
+/// The id of a request that must wait for `initialize` (anything but `initialize` and
+/// `ping`); `None` for those two, and for notifications and responses.
+fn before_initialize(message: &ClientJsonRpcMessage) -> Option<Value> {
+    match message {
+        JsonRpcMessage::Request(JsonRpcRequest {
+            request: ClientRequest::InitializeRequest(_) | ClientRequest::PingRequest(_),
+            ..
+        }) => None,
+        JsonRpcMessage::Request(request) => {
+            Some(serde_json::to_value(&request.id).unwrap_or(Value::Null))
+        }
+        _ => None,
     }
 }
 

@@ -145,16 +145,20 @@ fn flip(file: &Path, at: usize) {
     std::fs::write(file, bytes).unwrap();
 }
 
-/// `compact`, `reembed` and `repair` killed at each of their steps: the next open for
-/// writing (or the same command again) finds one whole index with every document, and
-/// the user's files stay where they were. `repair` runs on a damaged store (one bit of
-/// `store/conf`), so that it salvages and swaps.
+/// `compact`, `reembed` and `repair` killed at each of their steps: readers read one
+/// whole index at once (the old one, or the new one where a stopped swap left its
+/// parts), and neither they nor `check` write anything; the next open for writing (or
+/// the same command again) finds one whole index with every document, and the user's
+/// files stay where they were. `repair` runs twice: on a damaged store (one bit of
+/// `store/conf`), so that it salvages and swaps, and on an intact one, so that it
+/// rebuilds the derived parts beside the old ones and swaps.
 #[test]
 fn maintenance_killed_at_every_step_leaves_one_whole_index() {
     let dir = tempfile::tempdir().unwrap();
     let pristine = dir.path().join("pristine");
     fixture(&pristine, 200);
     let expected = exported(&pristine);
+    let expected_hits = searched(&pristine, "parcel of order NW-10042");
     assert_eq!(expected.len(), 202);
     let path = dir.path().join("idx");
     let index = path.to_str().unwrap();
@@ -169,7 +173,7 @@ fn maintenance_killed_at_every_step_leaves_one_whole_index() {
         "swap:installed#4",
         "swap:carried",
     ];
-    let commands: [(&str, Vec<&str>, Vec<&str>); 3] = [
+    let commands: [(&str, Vec<&str>, Vec<&str>); 4] = [
         (
             "compact",
             vec!["compact", index],
@@ -184,6 +188,11 @@ fn maintenance_killed_at_every_step_leaves_one_whole_index() {
             "repair",
             vec!["repair", index],
             vec!["repair:store-read", "repair:built", "repair:before-open"],
+        ),
+        (
+            "repair of an intact store",
+            vec!["repair", index],
+            vec!["repair:before-open", "repair:rebuilt"],
         ),
     ];
     let mut kills = 0;
@@ -207,14 +216,29 @@ fn maintenance_killed_at_every_step_leaves_one_whole_index() {
                 std::fs::read_to_string(path.join("sub/deeper.txt")).unwrap(),
                 "deeper"
             );
-            // A reader reads a whole commit, or is told to let a writer finish.
-            match Engine::builder().open_read_only(&path) {
-                Ok(reader) => assert_eq!(reader.stats().chunks, 200, "{context}"),
-                Err(err) => assert!(
-                    matches!(err.kind(), ErrorKind::NotPublished { .. }),
-                    "{context}: {err}"
-                ),
+            // Readers read a whole index, and write nothing; `check` writes nothing.
+            let before = tree(&path);
+            let reader = Engine::builder()
+                .open_read_only(&path)
+                .unwrap_or_else(|err| panic!("{context}: {err}"));
+            assert_eq!(reader.stats().chunks, 200, "{context}");
+            drop(reader);
+            assert_eq!(exported(&path), expected, "{context}");
+            if *name != "reembed" {
+                assert_eq!(
+                    searched(&path, "parcel of order NW-10042"),
+                    expected_hits,
+                    "{context}"
+                );
             }
+            assert_code(&ruche(&["stats", index]), 0);
+            let checked = ruche(&["check", index]);
+            assert!(
+                matches!(checked.status.code(), Some(0 | 1)),
+                "{context}: {}",
+                stderr(&checked)
+            );
+            assert!(tree(&path) == before, "{context}: a reader or check wrote");
             // The same command again finishes the job.
             let output = ruche(args);
             assert_code(&output, 0);
@@ -271,6 +295,18 @@ fn a_backup_killed_at_any_step_is_no_index_or_a_whole_one() {
                 );
             }
             other => panic!("{point}: exit {other:?}: {}", stderr(&stats)),
+        }
+        // The same backup again: a killed copy's leftovers are cleared and it runs; a
+        // complete copy (a killed swap, finished now) is kept and named.
+        let again = ruche(&args);
+        match again.status.code() {
+            Some(0) => assert_eq!(exported(&dest), expected, "{point}: backup again"),
+            Some(2) => assert!(
+                stderr(&again).contains("already"),
+                "{point}: backup again: {}",
+                stderr(&again)
+            ),
+            other => panic!("{point}: backup again: exit {other:?}: {}", stderr(&again)),
         }
         // A writer's open finishes a complete copy or finds none.
         match Engine::builder().open(&dest) {
@@ -590,9 +626,22 @@ fn an_index_on_a_read_only_volume_is_searchable() {
         ))
         .output();
     if !probe.is_ok_and(|output| output.status.success()) {
-        eprintln!("no read-only mount can be made here (unshare -rm): skipped");
+        crate::run::skip_without(
+            "a read-only bind mount (`unshare -rm`, util-linux, user namespaces)",
+            "util-linux's unshare with unprivileged user namespaces",
+        );
         return;
     }
+    let read_only = |command: &str| {
+        Command::new("unshare")
+            .args(["-rm", "sh", "-c"])
+            .arg(format!(
+                "mount --bind {index} {index} && mount -o remount,bind,ro {index} && {command}"
+            ))
+            .env_remove("RUCHE_CONFIG")
+            .output()
+            .unwrap()
+    };
     for (command, expect) in [
         (
             format!("{bin} search {index} --kind chunks parcel --top-k 3 --json"),
@@ -602,14 +651,7 @@ fn an_index_on_a_read_only_volume_is_searchable() {
         (format!("{bin} stats {index}"), "80"),
         (format!("{bin} check {index}"), "intact"),
     ] {
-        let output = Command::new("unshare")
-            .args(["-rm", "sh", "-c"])
-            .arg(format!(
-                "mount --bind {index} {index} && mount -o remount,bind,ro {index} && {command}"
-            ))
-            .env_remove("RUCHE_CONFIG")
-            .output()
-            .unwrap();
+        let output = read_only(&command);
         assert_code(&output, 0);
         assert!(
             stdout(&output).contains(expect),
@@ -617,4 +659,32 @@ fn an_index_on_a_read_only_volume_is_searchable() {
             stdout(&output)
         );
     }
+    // A compaction killed half-way through its swap: the new index is read where its
+    // parts are, on the read-only mount too.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    crash(&["compact", index], "swap:installed#3", &tmp);
+    for (command, expect) in [
+        (
+            format!("{bin} search {index} --kind chunks parcel --top-k 3 --json"),
+            "n0",
+        ),
+        (format!("{bin} export {index}"), "n0079"),
+        (format!("{bin} stats {index}"), "80"),
+    ] {
+        let output = read_only(&command);
+        assert_code(&output, 0);
+        assert!(
+            stdout(&output).contains(expect),
+            "{command}: {}",
+            stdout(&output)
+        );
+    }
+    let output = read_only(&format!("{bin} check {index}"));
+    assert_code(&output, 1);
+    assert!(
+        stdout(&output).contains(".ruche/SWAP"),
+        "{}",
+        stdout(&output)
+    );
 }

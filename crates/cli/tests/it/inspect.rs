@@ -396,32 +396,23 @@ fn inspect_serves_each_page_and_writes_nothing() {
     assert!(page.contains("Each finds this scenario first."), "{page}");
     assert_eq!(server.get("/doc?kind=rule&id=missing").status, 404);
 
-    // Evaluate: metrics, the confusion, the wrong answer and the refusal, linked.
+    // Evaluate without judged files: the page says how to give them; a URL naming files
+    // is refused, whatever it names.
+    let page = server.get("/eval").ok();
+    assert!(page.contains("--queries FILE --qrels FILE"), "{page}");
     let target = format!(
         "/eval?queries={}&qrels={}&kind=rules",
         fixture.file("queries.jsonl"),
         fixture.file("qrels.tsv")
     );
-    let page = server.get(&target).ok();
-    for needle in [
-        "Metrics over 3 judged messages",
-        "nDCG@10",
-        "1 answered wrong",
-        "1 refused",
-        r#"<td>refund</td><td>cancel</td>"#,
-        r#"href="/?q=stop+my+order&amp;kind=rules""#,
-        r#"href="/?q=what+is+the+weather+on+Mars&amp;kind=rules""#,
-        "<svg",
-    ] {
-        assert!(page.contains(needle), "{needle} in {page}");
-    }
-    let page = server.get("/eval?queries=/nonexistent.jsonl&qrels=/nonexistent.tsv");
+    let page = server.get(&target);
     assert_eq!(page.status, 400);
     assert!(
-        page.body.contains("cannot open /nonexistent.jsonl"),
+        page.body.contains("A URL cannot name a file"),
         "{}",
         page.body
     );
+    assert!(!page.body.contains("Metrics over"), "{}", page.body);
 
     // Outside the app: 404; other methods: 405; another host name: 403; no scripts.
     for target in ["/nope", "/static/app.js", "/../etc/passwd", "/rules/x"] {
@@ -529,6 +520,97 @@ fn inspect_shows_a_writer_s_new_commits() {
     );
 }
 
+/// The Evaluate page reads the judged files given at start, and nothing a URL names: the
+/// URLs that once aborted the server (`/dev/zero`) or hung every page (a FIFO) are
+/// refused, and a file swapped for a FIFO after the start is refused, not waited on.
+#[test]
+fn inspect_evaluates_only_the_files_given_at_start() {
+    let fixture = Fixture::new();
+    let queries = fixture.file("queries.jsonl");
+    let qrels = fixture.file("qrels.tsv");
+    let server = Server::start(&fixture.index, &["--queries", &queries, "--qrels", &qrels]);
+
+    // Evaluate: metrics, the confusion, the wrong answer and the refusal, linked.
+    let page = server.get("/eval?kind=rules").ok();
+    for needle in [
+        "Metrics over 3 judged messages",
+        "nDCG@10",
+        "1 answered wrong",
+        "1 refused",
+        r#"<td>refund</td><td>cancel</td>"#,
+        r#"href="/?q=stop+my+order&amp;kind=rules""#,
+        r#"href="/?q=what+is+the+weather+on+Mars&amp;kind=rules""#,
+        "<svg",
+    ] {
+        assert!(page.contains(needle), "{needle} in {page}");
+    }
+    assert!(
+        page.contains(&queries),
+        "the page names the files it read: {page}"
+    );
+
+    // Files named by a URL, hostile or not, are never read.
+    for target in [
+        "/eval?queries=/dev/zero&qrels=/dev/zero",
+        "/eval?queries=/etc/passwd&qrels=/etc/passwd&kind=rules",
+        &format!("/eval?queries={queries}&qrels={qrels}"),
+        "/eval?qrels=/dev/zero",
+    ] {
+        let page = server.get(target);
+        assert_eq!(page.status, 400, "{target}");
+        assert!(
+            page.body.contains("A URL cannot name a file"),
+            "{}",
+            page.body
+        );
+        assert!(!page.body.contains("root:"), "{}", page.body);
+    }
+    assert!(server.get("/rules").ok().contains("refund"));
+
+    // The queries file swapped for a FIFO nobody writes: the page refuses it at once and
+    // the other pages go on.
+    #[cfg(unix)]
+    {
+        std::fs::remove_file(&queries).unwrap();
+        let made = Command::new("mkfifo").arg(&queries).status().unwrap();
+        assert!(made.success());
+        let started = Instant::now();
+        let page = server.get("/eval?kind=rules");
+        assert_eq!(page.status, 400);
+        assert!(page.body.contains("not a regular file"), "{}", page.body);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(server.get("/rules").ok().contains("refund"));
+    }
+    drop(server);
+
+    // At start: a FIFO, a device and a file over the limit are refused with their flag.
+    let big = fixture.file("big.jsonl");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(65 << 20)
+        .unwrap();
+    for (bad, reason) in [
+        ("/dev/zero", "not a regular file"),
+        (queries.as_str(), "not a regular file"),
+        (big.as_str(), "more than the"),
+    ] {
+        let output = ruche(&[
+            "inspect",
+            &fixture.index,
+            "--queries",
+            bad,
+            "--qrels",
+            &qrels,
+        ]);
+        assert_code(&output, 2);
+        let err = stderr(&output);
+        assert!(
+            err.contains("--queries") && err.contains(reason),
+            "{bad}: {err}"
+        );
+    }
+}
+
 #[test]
 fn inspect_rejects_bad_arguments() {
     let dir = tempfile::tempdir().unwrap();
@@ -592,18 +674,17 @@ fn eval_report_is_one_self_contained_file() {
     assert!(html.contains("stop my order") && html.contains("what is the weather on Mars"));
 }
 
-/// Chromium, or `None` when `RUCHE_SKIP_BROWSER=1` allows the test to skip without it.
+/// Chromium, or `None` (the test skips) where it is not installed.
 fn chromium() -> Option<PathBuf> {
     let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .into_iter()
         .map(PathBuf::from)
         .find(|path| path.exists());
     if found.is_none() {
-        assert!(
-            std::env::var("RUCHE_SKIP_BROWSER").as_deref() == Ok("1"),
-            "chromium not found: install Debian's `chromium` (.ci/run does), or set RUCHE_SKIP_BROWSER=1 to skip"
+        crate::run::skip_without(
+            "chromium",
+            "Debian's `chromium` package; .ci/run installs it",
         );
-        eprintln!("RUCHE_SKIP_BROWSER=1: the browser test is skipped");
     }
     found
 }

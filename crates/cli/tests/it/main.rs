@@ -3,6 +3,7 @@
 mod cli;
 mod cli_more;
 mod crashes;
+mod edges;
 mod inspect;
 mod mcp;
 mod run;

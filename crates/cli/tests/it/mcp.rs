@@ -479,6 +479,21 @@ fn a_notification_or_a_bad_frame_before_the_handshake_does_not_end_the_session()
     mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     mcp.send(&json!({"jsonrpc": "2.0", "id": "from-the-client", "result": {}}));
     assert_error(&mcp.answer_to(b"{not json"), -32700, &Value::Null);
+    // A request before `initialize` is told to initialize first; a ping is answered.
+    for (frame, id) in [
+        (&br#"{"jsonrpc":"2.0","id":"early","method":"tools/list"}"#[..], json!("early")),
+        (
+            br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"stats","arguments":{}}}"#,
+            json!(7),
+        ),
+    ] {
+        let answer = mcp.answer_to(frame);
+        assert_error(&answer, -32600, &id);
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("not initialized") && message.contains("`initialize`"), "{answer}");
+    }
+    let pong = mcp.answer_to(br#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#);
+    assert!(pong["result"].is_object(), "{pong}");
     let answer = mcp.answer_to(br#"{"jsonrpc":"2.0","id":"init","method":"initialize"}"#);
     assert_error(&answer, -32602, &json!("init"));
     assert!(
@@ -705,6 +720,36 @@ fn numeric_arguments_outside_the_library_range_are_invalid_params() {
             json!({"query": "refund", "top_k": top_k}),
             "top_k",
         );
+    }
+    // A turn's budget: the CLI's and the library's range, 0 to 1,000,000.
+    let context_tool = tools
+        .iter()
+        .find(|tool| {
+            tool["inputSchema"]["properties"]
+                .get("budget_tokens")
+                .is_some()
+        })
+        .unwrap_or_else(|| panic!("no tool takes a budget: {list}"));
+    let budget = &context_tool["inputSchema"]["properties"]["budget_tokens"];
+    assert_eq!(
+        (&budget["minimum"], &budget["maximum"]),
+        (&json!(0), &json!(1_000_000))
+    );
+    let context_name = context_tool["name"].as_str().unwrap().to_string();
+    for budget in [json!(-1), json!(1_000_001), json!(2.5)] {
+        refused(
+            &mut mcp,
+            &context_name,
+            json!({"message": "refund", "budget_tokens": budget}),
+            "budget_tokens",
+        );
+    }
+    for budget in [0, 1_000_000] {
+        let (_, error) = mcp.call(
+            &context_name,
+            json!({"message": "I want my money back", "budget_tokens": budget}),
+        );
+        assert!(!error, "budget {budget}");
     }
     for importance in [json!(0), json!(11), json!(256), json!(-3)] {
         refused(
@@ -1128,7 +1173,10 @@ fn the_server_fuzzed_with_malformed_frames_answers_each_once_and_goes_on() {
 fn the_official_mcp_python_sdk_client_lists_and_calls_tools() {
     // `RUCHE_MCP_PYTHON`: a Python with the `mcp` package (PyPI); .ci/run sets it.
     let Some(python) = std::env::var_os("RUCHE_MCP_PYTHON") else {
-        eprintln!("skipped: set RUCHE_MCP_PYTHON to a Python with the `mcp` package");
+        crate::run::skip_without(
+            "the MCP Python SDK",
+            "RUCHE_MCP_PYTHON naming a Python with PyPI's `mcp`; .ci/run sets it",
+        );
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -34,3 +34,16 @@ pub(crate) fn ruche_env(args: &[&str], env: &[(&str, &str)]) -> Output {
 pub(crate) fn ruche(args: &[&str]) -> Output {
     ruche_env(args, &[])
 }
+
+/// Whether a test that needs `tool` (missing here) may skip: on a developer's machine it
+/// skips with a message naming what to install; where `RUCHE_REQUIRE_TOOLS=1` (`.ci/run`
+/// sets it, having installed every tool) a missing tool fails the test.
+#[track_caller]
+pub(crate) fn skip_without(tool: &str, install: &str) -> bool {
+    assert!(
+        std::env::var("RUCHE_REQUIRE_TOOLS").as_deref() != Ok("1"),
+        "{tool} is required here (RUCHE_REQUIRE_TOOLS=1): {install}"
+    );
+    eprintln!("skipped: {tool} is not available ({install})");
+    true
+}

@@ -825,7 +825,7 @@ fn a_backup_taken_while_writing_is_one_committed_state() {
         assert_code(&ruche(&["check", dest.to_str().unwrap()]), 0);
     }
     let err = engine.backup(dir.path().join("backup0")).unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::NotAnIndex { .. }), "{err}");
+    assert!(matches!(err.kind(), ErrorKind::IndexExists { .. }), "{err}");
 }
 
 mod tenants {
