@@ -420,6 +420,36 @@ fn turn_bench(n: usize) {
     );
 }
 
+/// One message embedded by each compiled-in model, p50 and p99 (interleaved, after a
+/// warm-up): what a search or a turn spends before any leg runs.
+fn embed_bench(rounds: usize) {
+    use ruchedb::{Embedder, MiniLmEmbedder, StaticEmbedder};
+    // 20 words, as a user's message is.
+    const MESSAGE: &str = "hello, I ordered a tent two weeks ago and it still has not arrived, can you check where it is";
+    let minilm = MiniLmEmbedder::bundled().unwrap();
+    let bundled_static = StaticEmbedder::bundled().unwrap();
+    let models: [(&str, &dyn Embedder); 2] = [
+        ("all-MiniLM-L6-v2 (compiled in, int8)", &minilm),
+        ("static model (compiled in)", &bundled_static),
+    ];
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); models.len()];
+    for round in 0..rounds + 50 {
+        for (i, (_, model)) in models.iter().enumerate() {
+            let started = Instant::now();
+            let vectors = model.embed_batch(&[MESSAGE]).unwrap();
+            let elapsed = started.elapsed();
+            assert_eq!(vectors.len(), 1);
+            if round >= 50 {
+                samples[i].push(elapsed);
+            }
+        }
+    }
+    for ((name, _), samples) in models.iter().zip(samples) {
+        let (p50, p99) = percentiles(samples);
+        println!("| query embedding, 20 words, {name} | p50 {p50:.3} ms, p99 {p99:.3} ms |");
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs it as a quick smoke.
     let smoke = !std::env::args().any(|a| a == "--bench");
@@ -432,10 +462,16 @@ fn main() {
         return;
     }
     println!("| what | measured |\n| --- | --- |");
-    if std::env::var("RUCHE_BENCH_ONLY").is_ok_and(|only| only == "turn") {
+    let only = std::env::var("RUCHE_BENCH_ONLY").unwrap_or_default();
+    if only == "embed" {
+        embed_bench(2_000);
+        return;
+    }
+    if only == "turn" {
         turn_bench(n);
         return;
     }
+    embed_bench(if smoke { 20 } else { 2_000 });
     turn_bench(n);
     rules_bench();
     // RUCHE_BENCH_DIR keeps the chunk index between runs (built once).

@@ -15,7 +15,7 @@ use ruchedb::relevance::LegsRan;
 use ruchedb::retrieve::{
     RetrievalQuery, Retrieved, RetrievedDoc, Retriever, coverage, indexed_text,
 };
-use ruchedb::{Config, Document, PerLeg, Rule, Scope, SearchRequest};
+use ruchedb::{Config, Document, Kind, PerLeg, Rule, Scope, SearchRequest};
 
 /// Documents with their vectors, kept in memory.
 struct InMemory {
@@ -54,7 +54,7 @@ impl InMemory {
 }
 
 impl Retriever for InMemory {
-    fn dimensions(&self) -> Option<usize> {
+    fn dimensions(&self, _kind: Kind) -> Option<usize> {
         Some(3)
     }
 

@@ -20,7 +20,7 @@ const RULES: &str = r#"{"id": "rule-format-json", "condition": "a tool returned 
 /// directory, with the bundled embedder) returns for the agent's situation.
 fn candidates() -> ruchedb::Result<Vec<Candidate>> {
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::Default)
+        .embedder_spec(EmbedderSpec::StaticBundled)
         .temporary()?;
     let rules = RULES.lines().map(|r| serde_json::from_str(r).unwrap());
     engine.upsert_rules(rules)?;

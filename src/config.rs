@@ -78,7 +78,8 @@ use crate::select::SelectionConfig;
 use crate::{Error, Result};
 
 /// The top-level sections, the only ones `RUCHE_<SECTION>__<KEY>` variables can set.
-const SECTIONS: [&str; 7] = [
+const SECTIONS: [&str; 8] = [
+    "embed",
     "pipeline",
     "relevance",
     "fusion",
@@ -93,6 +94,8 @@ const SECTIONS: [&str; 7] = [
 #[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
 pub struct Config {
+    /// The embedder of each kind, for a new index.
+    pub embed: EmbedConfig,
     /// Retrieval sizes and k-selection.
     pub pipeline: PipelineConfig,
     /// The relevance gate, per kind.
@@ -107,6 +110,70 @@ pub struct Config {
     pub graph: crate::config::GraphConfig,
     /// A turn's scenario detection and shared token budget.
     pub turn: TurnConfig,
+}
+
+/// `[embed]`: the embedder of each kind, as [`EmbedderSpec`](crate::EmbedderSpec)
+/// strings (`minilm`, `static`, `none`, `static:DIR`, `bert:DIR`). A new index records
+/// them; a kind left out takes its default ([`EmbedderSpecs::default`](crate::EmbedderSpecs)).
+/// Naming another embedder than the one an existing index recorded is an error at
+/// open: `ruche reembed` moves a kind to another model.
+///
+/// ```toml
+/// [embed]
+/// chunks = "minilm"
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct EmbedConfig {
+    /// Rules' embedder.
+    pub rules: Option<String>,
+    /// Chunks' embedder.
+    pub chunks: Option<String>,
+    /// Scenarios' embedder.
+    pub scenarios: Option<String>,
+    /// Tools' embedder.
+    pub tools: Option<String>,
+}
+
+impl EmbedConfig {
+    /// The defaults ([`EmbedderSpecs::default`](crate::EmbedderSpecs)) with the kinds
+    /// named here replaced.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidConfig`](crate::ErrorKind::InvalidConfig) naming the key.
+    pub fn specs(&self) -> Result<crate::EmbedderSpecs> {
+        let mut specs = crate::EmbedderSpecs::default();
+        for kind in crate::Kind::ALL {
+            if let Some(spec) = self.spec(kind)? {
+                specs = specs.with(kind, spec);
+            }
+        }
+        Ok(specs)
+    }
+
+    /// The spec named for `kind`, if any.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidConfig`](crate::ErrorKind::InvalidConfig) naming the key.
+    pub fn spec(&self, kind: crate::Kind) -> Result<Option<crate::EmbedderSpec>> {
+        let named = match kind {
+            crate::Kind::Rule => &self.rules,
+            crate::Kind::Chunk => &self.chunks,
+            crate::Kind::Scenario => &self.scenarios,
+            crate::Kind::Tool => &self.tools,
+        };
+        named
+            .as_deref()
+            .map(|text| {
+                text.parse().map_err(|err: Error| {
+                    Error::invalid_config(format!("embed.{}", kind.plural()), err.to_string())
+                })
+            })
+            .transpose()
+    }
 }
 
 /// `[pipeline]`.
@@ -157,6 +224,12 @@ pub struct RetrievalConfig {
     /// only value with a meaning here is `"default"`; any other is an error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding_provider: Option<String>,
+    /// A tool search whose message asks for several things (sentences, or clauses joined
+    /// by `, and`, `and also`, `as well as`, `plus`, `then`) also searches each part, and
+    /// the short list takes the whole message's tools and each part's in turn, at most
+    /// this many (default 6; 0: the whole message only). Multi-tool requests get each
+    /// of their tools (StableToolBench, `docs/relevance.md`).
+    pub tool_parts: usize,
 }
 
 impl RetrievalConfig {
@@ -199,6 +272,7 @@ impl Default for RetrievalConfig {
                 min_score: None,
             },
             embedding_provider: None,
+            tool_parts: 6,
         }
     }
 }
@@ -497,6 +571,9 @@ impl Config {
             ));
         }
 
+        for kind in crate::Kind::ALL {
+            self.embed.spec(kind)?;
+        }
         self.relevance.validate("relevance")?;
         self.graph.validate("graph")?;
         self.turn.validate()?;

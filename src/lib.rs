@@ -70,7 +70,7 @@
 //! # Crate features
 //!
 //! - `bundled-model` (default): compiles the static embedding model (8 MB, distilled
-//!   from all-MiniLM-L6-v2) into the binary, for [`EmbedderSpec::Default`].
+//!   from all-MiniLM-L6-v2) into the binary, for [`EmbedderSpec::StaticBundled`].
 //! - `bert`: `BertEmbedder`, the full all-MiniLM-L6-v2 transformer through candle.
 //!
 //! # Quirks
@@ -114,7 +114,9 @@ pub mod turn;
 pub use crate::config::Config;
 #[cfg(feature = "bert")]
 pub use crate::embed::BertEmbedder;
-pub use crate::embed::{Embedder, EmbedderSpec, StaticEmbedder};
+#[cfg(feature = "bundled-model")]
+pub use crate::embed::MiniLmEmbedder;
+pub use crate::embed::{Embedder, EmbedderSpec, EmbedderSpecs, Embedders, StaticEmbedder};
 pub use crate::engine::{Engine, EngineBuilder, Stats};
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::model::doc::{Chunk, DEFAULT_TENANT, Document, Relation, Rule, Scope};

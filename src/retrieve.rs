@@ -220,10 +220,10 @@ impl Retrieved {
 
 /// Where candidates come from: the local index, a distributed engine, or your own.
 pub trait Retriever {
-    /// The dimension of the document vectors the retriever searches; `None` when it holds
-    /// none (the vector leg then does not run). A query vector of another dimension is
-    /// refused before any leg runs.
-    fn dimensions(&self) -> Option<usize>;
+    /// The dimension of the vectors of `kind`'s documents the retriever searches; `None`
+    /// when it holds none (the vector leg then does not run). A query vector of another
+    /// dimension is refused before any leg runs.
+    fn dimensions(&self, kind: Kind) -> Option<usize>;
 
     /// Runs both legs (those that can run) and returns their candidates, each with the
     /// scores of the legs that found it.

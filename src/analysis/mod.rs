@@ -551,6 +551,80 @@ fn is_file_path(text: &str) -> bool {
 /// notes about orders should be as close to it as to "where is my order?").
 /// Every search embeds this (see [`search_with`](crate::rank::search_with)):
 /// `where is my order NW-15699?` is embedded as `where is my order`.
+/// The parts of a message that asks for several things, each searched on its own (a tool
+/// search: "find flights to Rome, and also book a hotel near the Colosseum"): its
+/// sentences, each cut at `, and `, ` and also `, `, as well as `, `, plus `, `, then `
+/// and `; `. Parts of fewer than 3 words are dropped; a message of one part has none.
+pub(crate) fn parts(text: &str) -> Vec<String> {
+    const JOINERS: [&str; 6] = [
+        ", and also ",
+        " and also ",
+        ", as well as ",
+        ", plus ",
+        ", then ",
+        ", and ",
+    ];
+    let words = |part: &str| {
+        part.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .count()
+    };
+    let mut parts = Vec::new();
+    for sentence in sentences(text) {
+        let mut rest = sentence.as_str();
+        loop {
+            let next = JOINERS
+                .iter()
+                .filter_map(|joiner| {
+                    let at = rest.find(joiner)?;
+                    // `, and ` joins clauses when a lowercase word follows ("…, and book").
+                    let after = &rest[at + joiner.len()..];
+                    (*joiner != ", and " || after.starts_with(|c: char| c.is_lowercase()))
+                        .then_some((at, joiner.len()))
+                })
+                // The first joiner; of two at one place, the longer (`, and also `).
+                .min_by_key(|&(at, len)| (at, std::cmp::Reverse(len)));
+            match next {
+                Some((at, len)) => {
+                    parts.push(rest[..at].trim().to_string());
+                    rest = &rest[at + len..];
+                }
+                None => {
+                    parts.push(rest.trim().to_string());
+                    break;
+                }
+            }
+        }
+    }
+    parts.retain(|part| words(part) >= 3);
+    if parts.len() < 2 {
+        parts.clear();
+    }
+    parts
+}
+
+/// The sentences of `text`: cut after `.`, `?`, `!` or `;` followed by whitespace.
+fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    for (i, &(at, c)) in chars.iter().enumerate() {
+        let ends = matches!(c, '.' | '?' | '!' | ';')
+            && chars
+                .get(i + 1)
+                .is_some_and(|(_, next)| next.is_whitespace());
+        if ends {
+            out.push(text[start..at + c.len_utf8()].trim().to_string());
+            start = at + c.len_utf8();
+        }
+    }
+    let last = text[start..].trim();
+    if !last.is_empty() {
+        out.push(last.to_string());
+    }
+    out
+}
+
 pub(crate) fn text_to_embed(text: &str) -> std::borrow::Cow<'_, str> {
     let mut dropped = false;
     let kept: Vec<&str> = text
@@ -584,6 +658,38 @@ pub(crate) fn query_codes(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_message_asking_several_things_has_parts() {
+        assert_eq!(
+            parts(
+                "Find me flights to Rome next week, and also book a hotel near the Colosseum. What is the weather there?"
+            ),
+            [
+                "Find me flights to Rome next week",
+                "book a hotel near the Colosseum.",
+                "What is the weather there?"
+            ]
+        );
+        assert_eq!(
+            parts("get the latest NBA scores, as well as the standings of the western conference"),
+            [
+                "get the latest NBA scores",
+                "the standings of the western conference"
+            ]
+        );
+        // One request, or parts too short to stand alone: no parts.
+        for one in [
+            "where is my order NW-15007?",
+            "I want salt and pepper chips",
+            "Refund, and Tom's order too",
+            "Hi. Where is my order?",
+            "",
+        ] {
+            assert!(parts(one).is_empty(), "{one}: {:?}", parts(one));
+        }
+    }
+
     use super::*;
     use proptest::prelude::*;
 

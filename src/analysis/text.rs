@@ -269,6 +269,20 @@ pub(crate) fn words_of_codes(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// `H:MM` or `HH:MM`, a time of day (a reservation at `2:00` is not about the rule
+/// whose example says `2:00`).
+fn is_clock_time(token: &str) -> bool {
+    let Some((hours, minutes)) = token.split_once(':') else {
+        return false;
+    };
+    (1..=2).contains(&hours.len())
+        && minutes.len() == 2
+        && hours
+            .bytes()
+            .chain(minutes.bytes())
+            .all(|b| b.is_ascii_digit())
+}
+
 /// Removes one occurrence of `token` from `pool`; whether there was one.
 pub(crate) fn take_one(pool: &mut Vec<String>, token: &str) -> bool {
     match pool.iter().position(|t| t == token) {
@@ -286,10 +300,14 @@ pub(crate) fn take_one(pool: &mut Vec<String>, token: &str) -> bool {
 /// code verbatim is about that thing.
 ///
 /// A code has at least 4 characters and 2 digits, and is not a quantity with a unit or
-/// an ordinal (`10am`, `15kg`, `23rd`). Names with a single digit (`HNF4A`, `Rac1`,
-/// `PD-1`) are not codes: they name families of things that many documents discuss.
+/// an ordinal (`10am`, `15kg`, `23rd`), nor a time of day (`2:00`, `14:30`). Names with a
+/// single digit (`HNF4A`, `Rac1`, `PD-1`) are not codes: they name families of things
+/// that many documents discuss.
 pub(crate) fn is_code(token: &str) -> bool {
     if token.chars().count() < 4 || token.bytes().filter(u8::is_ascii_digit).count() < 2 {
+        return false;
+    }
+    if is_clock_time(token) {
         return false;
     }
     let digits = token.bytes().take_while(u8::is_ascii_digit).count();
@@ -373,6 +391,8 @@ mod tests {
             "entitystore",
             "hnf4a",
             "pd-1",
+            "2:00",
+            "14:30",
         ] {
             assert!(!is_code(not_code), "{not_code}");
         }

@@ -4,20 +4,22 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::Engine;
-use crate::Result;
 use crate::config::Config;
-use crate::embed::{Embedder, EmbedderSpec};
+use crate::embed::{Embedder, EmbedderSpec, EmbedderSpecs, Embedders};
+use crate::{Kind, Result};
 
 /// Configures and opens an [`Engine`].
 ///
 /// ## Defaults
 ///
 /// - configuration: [`Config::default`] (see [`Config`] for every value);
-/// - embedder: the one the index recorded at creation (see
-///   [`EngineBuilder::embedder_spec`]). A new index for which none is named uses the
-///   bundled model ([`EmbedderSpec::Default`](crate::EmbedderSpec::Default)), unless the
-///   documents of its first write carry their own vectors: then it keeps theirs (model id
-///   `external`) and queries without a vector use the text leg alone.
+/// - embedders: the ones the index recorded at creation, one per kind (see
+///   [`EngineBuilder::embedder_specs`]). A new index for which none is named (here or in
+///   the configuration's `[embed]`) uses the compiled-in models
+///   ([`EmbedderSpecs::default`](crate::EmbedderSpecs::default): all-MiniLM-L6-v2 for
+///   rules, scenarios and tools, the static model for chunks), unless the documents of
+///   its first write carry their own vectors: then it keeps theirs (model id `external`)
+///   and queries without a vector use the text leg alone.
 ///   [`EmbedderSpec::None`](crate::EmbedderSpec::None) makes a BM25-only index;
 /// - sled page cache: 64 MiB.
 ///
@@ -37,8 +39,10 @@ use crate::embed::{Embedder, EmbedderSpec};
 #[must_use]
 pub struct EngineBuilder {
     pub(crate) config: Config,
-    pub(crate) embedder: Option<Arc<dyn Embedder>>,
-    pub(crate) embedder_spec: Option<EmbedderSpec>,
+    /// Embedders given as objects, by kind (they cannot be recorded).
+    pub(crate) embedders: Embedders,
+    /// Embedders named, by kind (recorded in a new index).
+    pub(crate) embedder_specs: [Option<EmbedderSpec>; Kind::COUNT],
     pub(crate) dimensions: Option<usize>,
     pub(crate) cache_bytes: u64,
     pub(crate) wait: std::time::Duration,
@@ -51,11 +55,8 @@ impl std::fmt::Debug for EngineBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EngineBuilder")
             .field("config", &self.config)
-            .field(
-                "embedder",
-                &self.embedder.as_ref().map(|e| e.model_id().to_string()),
-            )
-            .field("embedder_spec", &self.embedder_spec)
+            .field("embedders", &self.embedders)
+            .field("embedder_specs", &self.embedder_specs)
             .field("dimensions", &self.dimensions)
             .field("cache_bytes", &self.cache_bytes)
             .field("wait", &self.wait)
@@ -67,8 +68,8 @@ impl Default for EngineBuilder {
     fn default() -> EngineBuilder {
         EngineBuilder {
             config: Config::default(),
-            embedder: None,
-            embedder_spec: None,
+            embedders: Embedders::default(),
+            embedder_specs: Default::default(),
             dimensions: None,
             cache_bytes: 64 << 20,
             wait: std::time::Duration::ZERO,
@@ -84,23 +85,42 @@ impl EngineBuilder {
         self
     }
 
-    /// Embeds records and queries that carry no vector of their own with `embedder`.
+    /// Embeds records and queries of every kind that carry no vector of their own with
+    /// `embedder`.
     ///
-    /// An index records the model id and dimension of its embedder at creation; opening
-    /// it with another embedder is an error. A custom embedder cannot be recorded: pass it
-    /// again at every open (or use [`EngineBuilder::embedder_spec`]).
+    /// An index records the model id and dimension of each kind's embedder at creation;
+    /// opening it with another embedder is an error. A custom embedder cannot be recorded:
+    /// pass it again at every open (or use [`EngineBuilder::embedder_spec`]).
     pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> EngineBuilder {
-        self.embedder = Some(embedder);
+        self.embedders = Embedders::uniform(Some(embedder));
+        self.embedder_specs = Default::default();
         self
     }
 
-    /// Embeds with the embedder `spec` names, and records the spec in a new index so that
-    /// later opens load the same embedder without being told.
+    /// Embeds the documents and queries of `kind` with `embedder` (as
+    /// [`EngineBuilder::embedder`] does for every kind).
+    pub fn embedder_for(mut self, kind: Kind, embedder: Arc<dyn Embedder>) -> EngineBuilder {
+        self.embedders = self.embedders.with(kind, Some(embedder));
+        self.embedder_specs[kind.index()] = None;
+        self
+    }
+
+    /// Embeds every kind with the embedder `spec` names, and records it in a new index so
+    /// that later opens load the same embedder without being told.
     ///
-    /// An existing index keeps the embedder it was created with: giving another here is
+    /// An existing index keeps the embedders it was created with: giving another here is
     /// an error when the index is opened (re-embed the index to change models).
-    pub fn embedder_spec(mut self, spec: EmbedderSpec) -> EngineBuilder {
-        self.embedder_spec = Some(spec);
+    pub fn embedder_spec(self, spec: EmbedderSpec) -> EngineBuilder {
+        self.embedder_specs(EmbedderSpecs::uniform(spec))
+    }
+
+    /// Embeds each kind with the embedder `specs` names for it (recorded as
+    /// [`EngineBuilder::embedder_spec`] is).
+    pub fn embedder_specs(mut self, specs: EmbedderSpecs) -> EngineBuilder {
+        for kind in Kind::ALL {
+            self.embedder_specs[kind.index()] = Some(specs.get(kind).clone());
+        }
+        self.embedders = Embedders::default();
         self
     }
 
@@ -160,9 +180,10 @@ impl EngineBuilder {
         Engine::open_dir(self, dir, super::OpenMode::Open, None)
     }
 
-    /// The embedder to use, if any (a reader refreshed keeps its own).
-    pub(crate) fn embedder_or_none(mut self, embedder: Option<Arc<dyn Embedder>>) -> EngineBuilder {
-        self.embedder = embedder;
+    /// The embedders to use (a reader refreshed, or an index copied, keeps its own).
+    pub(crate) fn embedders_of(mut self, embedders: Embedders) -> EngineBuilder {
+        self.embedders = embedders;
+        self.embedder_specs = Default::default();
         self
     }
 

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::swap::{self, Staging};
 use super::{Engine, STORE_DIR, TEXT_DIR, lock, manifest, manifest_of};
 use crate::config::Config;
-use crate::embed::EmbedderSpec;
+use crate::embed::EmbedderSpecs;
 use crate::local::store::view;
 use crate::local::store::{LogEntry, Meta, Salvaged, Store};
 use crate::local::text::TextIndex;
@@ -567,7 +567,7 @@ fn salvage(
     {
         let mut builder = Engine::builder().config(config.clone());
         if let Some(spec) = meta.as_ref().and_then(|m| m.embedder.as_deref()) {
-            builder = builder.embedder_spec(spec.parse::<EmbedderSpec>()?);
+            builder = builder.embedder_specs(spec.parse::<EmbedderSpecs>()?);
         }
         crate::crash::fail("repair:build")?;
         let engine = builder.create(staging.index())?;

@@ -85,7 +85,7 @@ impl Engine {
         // writing.
         Engine::builder()
             .config(self.inner.config.clone())
-            .embedder_or_none(self.inner.embedder())
+            .embedders_of(self.inner.embedders())
             .open(&copy)?
             .close_without_graphs()?;
         crate::crash::point("backup:built");
@@ -150,12 +150,12 @@ impl Engine {
         swap::recover(dir)?;
         let before = disk_size(dir);
         let staging = Staging::new(dir, "compact")?;
-        let embedder;
+        let embedders;
         {
             let engine = Engine::builder()
                 .config(config.clone())
                 .open_locked(dir, &held)?;
-            embedder = engine.embedder();
+            embedders = engine.embedders();
             // The feedback of a tenant that has no document left goes with it.
             let live: std::collections::HashSet<String> = engine
                 .inner
@@ -178,7 +178,7 @@ impl Engine {
             // Its text index and graphs built from the new store, its state published.
             let new = Engine::builder()
                 .config(config)
-                .embedder_or_none(embedder)
+                .embedders_of(embedders)
                 .open(staging.index())?;
             new.close()?;
         }

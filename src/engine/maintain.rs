@@ -89,7 +89,7 @@ pub(super) fn load_catalog(store: &Store, verify: bool) -> Result<Loaded> {
         mismatched: Vec::new(),
         untokened: None,
     };
-    let mut placed = place_vectors(&mut loaded.catalog, &entries, store.dimensions());
+    let mut placed = place_vectors(&mut loaded.catalog, &entries, store.all_dimensions());
     // The decoded vectors are in the arenas now: free them on every thread, not one.
     let mut entries = entries;
     entries.par_iter_mut().for_each(|entry| entry.2 = None);
@@ -179,14 +179,14 @@ type Built = (DocId, Entry, Option<StoredVectors>, Vec<String>, bool, bool);
 fn place_vectors(
     catalog: &mut Catalog,
     entries: &[Built],
-    dim: Option<usize>,
+    dims: [Option<usize>; Kind::COUNT],
 ) -> Vec<Option<Placed>> {
     use rayon::prelude::*;
     let mut placed: Vec<Option<Placed>> = entries.iter().map(|_| None).collect();
-    let Some(dim) = dim.filter(|&dim| dim > 0) else {
-        return placed;
-    };
     for kind in Kind::ALL {
+        let Some(dim) = dims[kind.index()].filter(|&dim| dim > 0) else {
+            continue;
+        };
         let with_vectors: Vec<(usize, &StoredVectors)> = entries
             .iter()
             .enumerate()
@@ -517,7 +517,7 @@ fn install_published_graph(
     else {
         return Ok(None);
     };
-    let manifest = checked_manifest(&inner.store, &manifest)?;
+    let manifest = checked_manifest(&inner.store, kind, &manifest)?;
     if flat.len() != manifest.n_points {
         return Err(Error::corrupt("published graph: point count mismatch"));
     }
@@ -543,14 +543,14 @@ fn published_checkpoint(store: &Store, kind: Kind) -> Result<Option<Found>> {
     else {
         return Ok(None);
     };
-    let manifest = checked_manifest(store, &manifest)?;
+    let manifest = checked_manifest(store, kind, &manifest)?;
     Ok(Some(Found::InPlace(manifest, dir, basename)))
 }
 
-/// A checkpoint's manifest, decoded and checked against the index's dimension.
-fn checked_manifest(store: &Store, bytes: &[u8]) -> Result<Manifest> {
+/// A checkpoint's manifest of `kind`, decoded and checked against that kind's dimension.
+fn checked_manifest(store: &Store, kind: Kind, bytes: &[u8]) -> Result<Manifest> {
     let manifest = decode_manifest(bytes)?;
-    if Some(manifest.dimensions) != store.meta().dimensions && manifest.n_points > 0 {
+    if Some(manifest.dimensions) != store.dimensions(kind) && manifest.n_points > 0 {
         return Err(Error::corrupt("graph checkpoint has another dimension"));
     }
     Ok(manifest)
@@ -561,7 +561,7 @@ fn read_checkpoint(store: &Store, kind: Kind) -> Result<Option<(Manifest, Vec<Ve
     let Some(manifest_bytes) = store.checkpoint_manifest(kind)? else {
         return Ok(None);
     };
-    let manifest = checked_manifest(store, &manifest_bytes)?;
+    let manifest = checked_manifest(store, kind, &manifest_bytes)?;
     let phase = std::time::Instant::now();
     let files = store.checkpoint_files(kind, manifest.files.len())?;
     tracing::debug!(
@@ -691,7 +691,7 @@ fn publish_loaded_graphs(inner: &Inner) {
 
 /// One round of maintenance of one graph; returns whether work is left.
 fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
-    let Some(dim) = inner.store.dimensions() else {
+    let Some(dim) = inner.store.dimensions(kind) else {
         return Ok(false);
     };
     let vectors = &inner.vectors;
@@ -816,7 +816,7 @@ pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
     if vectors.dirty(kind) == 0 {
         return Ok(());
     }
-    let Some(dimensions) = inner.store.meta().dimensions else {
+    let Some(dimensions) = inner.store.dimensions(kind) else {
         return Ok(());
     };
     let covered = vectors.covered(kind);

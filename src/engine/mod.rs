@@ -11,6 +11,7 @@ mod beside;
 mod builder;
 mod check;
 mod compact;
+mod embedders;
 mod feedback;
 mod maintain;
 mod manifest;
@@ -34,7 +35,7 @@ use std::thread::JoinHandle;
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::embed::{Embedder, EmbedderSpec};
+use crate::embed::{Embedder, Embedders};
 use crate::local::catalog::Catalog;
 use crate::local::store::Store;
 use crate::local::store::view::{self, ViewList};
@@ -97,8 +98,8 @@ pub(crate) struct Inner {
     pub(crate) text: TextIndex,
     pub(crate) vectors: VectorIndex,
     pub(crate) catalog: RwLock<Catalog>,
-    /// The embedder, `None` for an index of external vectors (or BM25 only).
-    embedder: RwLock<Option<Arc<dyn Embedder>>>,
+    /// The embedder of each kind (none for a kind of external vectors, or BM25 only).
+    embedders: RwLock<Embedders>,
     /// An index created without a word about its embedder uses the bundled model, unless
     /// its first documents carry their own vectors; `true` until its first write decides.
     undecided: Mutex<bool>,
@@ -126,8 +127,8 @@ pub(crate) struct Inner {
 #[derive(Default)]
 pub(crate) struct Pending {
     pub(crate) ops: Vec<write::PendingOp>,
-    /// The dimension of the first vectors written, when the index has none yet.
-    pub(crate) dimensions: Option<usize>,
+    /// The dimension of the first vectors written of each kind that has none yet.
+    pub(crate) dimensions: [Option<usize>; Kind::COUNT],
 }
 
 /// Wakes the background graph builder.
@@ -178,12 +179,16 @@ pub struct Stats {
     /// Distinct entities in the entity graph (per kind and tenant), documents' own ids
     /// included.
     pub entities: usize,
-    /// The vector dimension, once known.
+    /// The vector dimension, once known, when every kind has the same.
     pub dimensions: Option<usize>,
-    /// The model that makes the vectors (`external` when records bring their own).
+    /// The model that makes the vectors (`external` when records bring their own), or
+    /// each kind's (`rules=MODEL@DIM,...`) when they differ.
     pub model_id: Option<String>,
-    /// The embedder the index loads at open (an [`EmbedderSpec`] string), if recorded.
+    /// The embedders the index loads at open (an [`EmbedderSpecs`](crate::EmbedderSpecs)
+    /// string), if recorded.
     pub embedder: Option<String>,
+    /// Each kind's vector space.
+    pub spaces: KindSpaces,
     /// The sequence number of the last committed change.
     pub last_seq: u64,
     /// Documents in the text index.
@@ -202,6 +207,42 @@ pub struct Stats {
     pub store_bytes: u64,
     /// What the engine did since it was opened.
     pub counters: CounterStats,
+}
+
+/// One kind's vector space, once known (part of [`Stats`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct KindSpace {
+    /// The dimension of its vectors.
+    pub dimensions: Option<usize>,
+    /// The model that makes them (`external`: the documents bring their own).
+    pub model_id: Option<String>,
+}
+
+/// Each kind's vector space (part of [`Stats`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct KindSpaces {
+    /// Rules'.
+    pub rules: KindSpace,
+    /// Chunks'.
+    pub chunks: KindSpace,
+    /// Scenarios'.
+    pub scenarios: KindSpace,
+    /// Tools'.
+    pub tools: KindSpace,
+}
+
+impl KindSpaces {
+    /// The space of `kind`.
+    pub fn get(&self, kind: Kind) -> &KindSpace {
+        match kind {
+            Kind::Rule => &self.rules,
+            Kind::Chunk => &self.chunks,
+            Kind::Scenario => &self.scenarios,
+            Kind::Tool => &self.tools,
+        }
+    }
 }
 
 /// The state of one HNSW graph.
@@ -304,14 +345,7 @@ impl Engine {
                 path: dir.to_path_buf(),
             }));
         }
-        let spec = builder.embedder_spec.as_ref().map(EmbedderSpec::absolute);
-        let explicit = builder.embedder.is_some() || spec.is_some() || builder.dimensions.is_some();
-        let mut embedder = builder.embedder.clone();
-        if embedder.is_none()
-            && let Some(spec) = &spec
-        {
-            embedder = spec.load()?;
-        }
+        let asks = embedders::Asks::of(&builder)?;
         if create {
             std::fs::create_dir_all(dir)?;
         }
@@ -328,28 +362,16 @@ impl Engine {
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "store opened"
         );
-        if create {
-            let dimensions = builder
-                .dimensions
-                .or(embedder.as_ref().map(|e| e.dimensions()));
-            if let Some(dimensions) = dimensions {
-                let model_id = embedder.as_ref().map_or("external", |e| e.model_id());
-                let recorded = match (&spec, &embedder, &builder.embedder) {
-                    (Some(spec), Some(_), None) => Some(spec.to_string()),
-                    _ => None,
-                };
-                store.set_vector_space(dimensions, model_id, recorded.as_deref())?;
-            } else if let Some(spec) = &spec {
-                store.set_embedder(&spec.to_string())?;
-            }
-        }
+        let created = create
+            .then(|| embedders::create(&asks, &store))
+            .transpose()?;
         let Opened {
-            embedder,
+            embedders,
             undecided,
             catalog,
             derived,
             ..
-        } = load_with_embedder(&store, embedder, explicit, create)?;
+        } = load_with_embedders(&store, &asks, created)?;
 
         // The store must hold at least what the manifest says was committed: sled drops
         // what it cannot read, so a damaged store can open with less and no error.
@@ -476,7 +498,7 @@ impl Engine {
             text,
             vectors,
             catalog: RwLock::new(catalog),
-            embedder: RwLock::new(embedder),
+            embedders: RwLock::new(embedders),
             undecided: Mutex::new(undecided),
             pending: Mutex::new(Pending::default()),
             commit_lock: Mutex::new(()),
@@ -508,27 +530,19 @@ impl Engine {
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "published view read"
         );
-        let explicit = builder.embedder.is_some()
-            || builder.embedder_spec.is_some()
-            || builder.dimensions.is_some();
-        let mut embedder = builder.embedder.clone();
-        if embedder.is_none()
-            && let Some(spec) = builder.embedder_spec.as_ref().map(EmbedderSpec::absolute)
-        {
-            embedder = spec.load()?;
-        }
+        let asks = embedders::Asks::of(&builder)?;
         let phase = std::time::Instant::now();
         // The published graphs are read and decoded while the catalog is built.
         let (opened, graphs) = std::thread::scope(|scope| {
             let graphs = scope.spawn(|| maintain::read_published_graphs(&store));
-            let opened = load_with_embedder(&store, embedder, explicit, false);
+            let opened = load_with_embedders(&store, &asks, None);
             let graphs = graphs
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (opened, graphs)
         });
         let Opened {
-            embedder,
+            embedders,
             mut catalog,
             untokened,
             ..
@@ -555,7 +569,7 @@ impl Engine {
             store,
             text,
             catalog: RwLock::new(catalog),
-            embedder: RwLock::new(embedder),
+            embedders: RwLock::new(embedders),
             undecided: Mutex::new(false),
             pending: Mutex::new(Pending::default()),
             commit_lock: Mutex::new(()),
@@ -609,7 +623,7 @@ impl Engine {
         }
         let builder = EngineBuilder::default()
             .config(self.inner.config.clone())
-            .embedder_or_none(self.inner.embedder());
+            .embedders_of(self.inner.embedders());
         *self = Engine::open_reader(builder, &self.inner.dir.clone())?;
         Ok(true)
     }
@@ -624,9 +638,14 @@ impl Engine {
         &self.inner.config
     }
 
-    /// The embedder in use, if any.
-    pub fn embedder(&self) -> Option<Arc<dyn Embedder>> {
-        self.inner.embedder()
+    /// The embedder of each kind.
+    pub fn embedders(&self) -> Embedders {
+        self.inner.embedders()
+    }
+
+    /// The embedder of `kind`, if it has one.
+    pub fn embedder(&self, kind: Kind) -> Option<Arc<dyn Embedder>> {
+        self.inner.embedder(kind)
     }
 
     /// The current version of a document, with the vectors the caller supplied.
@@ -712,6 +731,21 @@ impl Engine {
             dimensions: meta.dimensions,
             model_id: meta.model_id.clone(),
             embedder: meta.embedder.clone(),
+            spaces: {
+                let space = |kind: Kind| {
+                    let space = meta.space(kind);
+                    KindSpace {
+                        dimensions: space.as_ref().map(|s| s.dimensions),
+                        model_id: space.map(|s| s.model_id),
+                    }
+                };
+                KindSpaces {
+                    rules: space(Kind::Rule),
+                    chunks: space(Kind::Chunk),
+                    scenarios: space(Kind::Scenario),
+                    tools: space(Kind::Tool),
+                }
+            },
             last_seq: meta.last_seq,
             text_docs: inner.text.num_docs(),
             text_segments: inner.text.segment_count(),
@@ -898,17 +932,26 @@ impl WorkerSignal {
 }
 
 impl Inner {
-    /// The embedder in use, if any.
-    pub(crate) fn embedder(&self) -> Option<Arc<dyn Embedder>> {
-        self.embedder
+    /// The embedder of each kind.
+    pub(crate) fn embedders(&self) -> Embedders {
+        self.embedders
             .read()
             .unwrap_or_else(|poison| poison.into_inner())
             .clone()
     }
 
-    /// Settles the embedder of an index created without one named, at its first write:
+    /// The embedder of `kind`, if it has one.
+    pub(crate) fn embedder(&self, kind: Kind) -> Option<Arc<dyn Embedder>> {
+        self.embedders
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .get(kind)
+            .cloned()
+    }
+
+    /// Settles the embedders of an index created without one named, at its first write:
     /// documents that carry their own vectors make it an index of external vectors, any
-    /// other write keeps the bundled model and records it.
+    /// other write keeps the defaults and records them.
     pub(crate) fn settle_embedder(&self, docs: &[Document]) -> Result<()> {
         let mut undecided = self
             .undecided
@@ -918,20 +961,11 @@ impl Inner {
             return Ok(());
         }
         let carries_vectors = docs.iter().any(Document::has_embeddings);
-        let mut embedder = self
-            .embedder
+        let mut embedders = self
+            .embedders
             .write()
             .unwrap_or_else(|poison| poison.into_inner());
-        if carries_vectors {
-            self.store.set_embedder(&EmbedderSpec::None.to_string())?;
-            *embedder = None;
-        } else if let Some(model) = embedder.as_ref() {
-            self.store.set_vector_space(
-                model.dimensions(),
-                model.model_id(),
-                Some(&EmbedderSpec::Default.to_string()),
-            )?;
-        }
+        embedders::settle(&self.store, &mut embedders, carries_vectors)?;
         *undecided = false;
         Ok(())
     }
@@ -1019,8 +1053,8 @@ fn feedback_windows(
 
 /// What an open read from the store, and the embedder it loaded meanwhile.
 struct Opened {
-    embedder: Option<Arc<dyn Embedder>>,
-    /// Whether the index is still undecided about its embedder (see `Inner::undecided`).
+    embedders: Embedders,
+    /// Whether the index is still undecided about its embedders (see `Inner::undecided`).
     undecided: bool,
     catalog: Catalog,
     /// The entity lists derived because the store did not keep them.
@@ -1029,63 +1063,34 @@ struct Opened {
     untokened: Option<Vec<crate::model::id::DocId>>,
 }
 
-/// Loads the catalog from `store`, with the embedder the index records (unless one was
-/// given) loading on a thread of its own meanwhile.
-fn load_with_embedder(
+/// Loads the catalog from `store`, with the embedders (`created`: those of a new index,
+/// chosen already; otherwise the asked or recorded ones, [`embedders::open`]) loading on
+/// a thread of their own meanwhile (the compiled-in models take tens of milliseconds: a
+/// one-shot search waits for both, not for their sum).
+fn load_with_embedders(
     store: &Store,
-    mut embedder: Option<Arc<dyn Embedder>>,
-    explicit: bool,
-    create: bool,
+    asks: &embedders::Asks,
+    created: Option<embedders::Chosen>,
 ) -> Result<Opened> {
     let meta = store.meta();
-    // Nothing said, nothing recorded, nothing written yet: the bundled model, until
-    // the first write shows whether the documents bring their own vectors.
-    let undecided = !explicit
-        && meta.embedder.is_none()
-        && meta.dimensions.is_none()
-        && meta.last_seq == 0
-        && cfg!(feature = "bundled-model");
-    // The embedder to load, if any, loads on a thread of its own while the catalog
-    // is read (the bundled model takes about 20 ms: a one-shot search waits for
-    // both, not for their sum).
-    let to_load = if undecided {
-        Some((EmbedderSpec::Default, None))
-    } else if embedder.is_none()
-        && !create
-        && let Some(recorded) = &meta.embedder
-    {
-        Some((recorded.parse::<EmbedderSpec>()?, Some(recorded.clone())))
-    } else {
-        None
-    };
     let phase = std::time::Instant::now();
-    let (loaded_embedder, loaded) = std::thread::scope(|scope| {
-        let loading = to_load.map(|(spec, recorded)| {
-            scope.spawn(move || {
-                spec.load().map_err(|err| match recorded {
-                    Some(recorded) => Error::new(ErrorKind::Embedder {
-                        message: format!(
-                            "the index's embedder `{recorded}` cannot be loaded ({err})"
-                        ),
-                    }),
-                    None => err,
-                })
-            })
-        });
+    let (chosen, loaded) = std::thread::scope(|scope| {
+        let choosing = created
+            .is_none()
+            .then(|| scope.spawn(|| embedders::open(asks, &meta)));
         let loaded = maintain::load_catalog(store, false);
-        let loaded_embedder = loading.map(|handle| {
-            handle
+        let chosen = match choosing {
+            Some(handle) => handle
                 .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        });
-        (loaded_embedder, loaded)
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => Ok(created.expect("a new index's embedders")),
+        };
+        (chosen, loaded)
     });
-    if let Some(loaded_embedder) = loaded_embedder {
-        embedder = loaded_embedder?;
-    }
-    if let Some(embedder) = &embedder {
-        check_embedder(embedder.as_ref(), meta.dimensions, meta.model_id.as_deref())?;
-    }
+    let embedders::Chosen {
+        embedders,
+        undecided,
+    } = chosen?;
     let maintain::Loaded {
         catalog,
         derived,
@@ -1097,9 +1102,8 @@ fn load_with_embedder(
         docs = catalog.len(),
         "catalog loaded"
     );
-
     Ok(Opened {
-        embedder,
+        embedders,
         undecided,
         catalog,
         derived,
@@ -1367,30 +1371,5 @@ fn lock(dir: &Path, wait: std::time::Duration) -> Result<File> {
             }
             Err(std::fs::TryLockError::Error(err)) => return Err(Error::io_at(&path, err)),
         }
-    }
-}
-
-/// Checks that `embedder` makes the vectors the index was created with.
-fn check_embedder(
-    embedder: &dyn Embedder,
-    dimensions: Option<usize>,
-    model_id: Option<&str>,
-) -> Result<()> {
-    if let Some(expected) = dimensions
-        && embedder.dimensions() != expected
-    {
-        return Err(Error::new(ErrorKind::DimensionMismatch {
-            expected,
-            got: embedder.dimensions(),
-        }));
-    }
-    match model_id {
-        Some(recorded) if recorded != embedder.model_id() && recorded != "external" => {
-            Err(Error::invalid_input(format!(
-                "the index was created with embedder `{recorded}`, not `{}` (re-embed it to change models)",
-                embedder.model_id()
-            )))
-        }
-        _ => Ok(()),
     }
 }

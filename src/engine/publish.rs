@@ -75,19 +75,24 @@ pub(super) fn publish_base(
         dir,
         list,
         &part,
-        (meta.last_seq, meta.dimensions),
+        (meta.last_seq, store_dimensions(&meta)),
         tokens,
         (phase, "base published from the store"),
     )
 }
 
-/// Writes `base` (of change `seq`, with vectors of `dimensions`) as the list's base, a
+/// Each kind's vector dimension as `meta` records it.
+fn store_dimensions(meta: &crate::local::store::Meta) -> [Option<usize>; Kind::COUNT] {
+    Kind::ALL.map(|kind| meta.dimensions_of(kind))
+}
+
+/// Writes `base` (of change `seq`, with each kind's vectors of its `dimensions`) as the list's base, a
 /// mapped one ([`crate::local::store::base`]), in place of the base and parts.
 fn install_base(
     dir: &Path,
     list: &mut ViewList,
     base: &Part,
-    (seq, dimensions): (u64, Option<usize>),
+    (seq, dimensions): (u64, [Option<usize>; Kind::COUNT]),
     tokens: Tokens<'_>,
     (phase, what): (std::time::Instant, &str),
 ) -> Result<()> {
@@ -188,8 +193,8 @@ fn rebase(
         .header
         .meta
         .as_ref()
-        .map_or((list.seq, store.meta().dimensions), |meta| {
-            (meta.last_seq, meta.dimensions)
+        .map_or((list.seq, store.all_dimensions()), |meta| {
+            (meta.last_seq, store_dimensions(meta))
         });
     let mut merged = merged.merge(part);
     merged.written.sort_by_key(|entry| entry.doc);

@@ -49,7 +49,7 @@ impl Engine {
     /// engine.upsert_scenarios([Scenario::new("returns", "Returns and refunds", "The customer sends an item back")
     ///     .with_examples(["I want to return my shoes", "how do I send this back?"])])?;
     /// engine.upsert_rules([Rule::new("label", "the customer wants to return an item", "email a return label")
-    ///     .with_patterns(["I want to return this", "how do I send it back"])
+    ///     .with_patterns(["I want to return my shoes", "how do I send it back"])
     ///     .with_scope(ruchedb::Scope::scenario("returns"))])?;
     /// engine.commit()?;
     ///
@@ -75,8 +75,8 @@ impl Engine {
 /// `retrieve` already fills every candidate (under one catalog snapshot, the text leg
 /// scoring the vector leg's candidates in its own pass), so `candidates` is `retrieve`.
 impl Retriever for Engine {
-    fn dimensions(&self) -> Option<usize> {
-        self.inner.store.dimensions()
+    fn dimensions(&self, kind: Kind) -> Option<usize> {
+        self.inner.store.dimensions(kind)
     }
 
     fn retrieve(&self, query: &RetrievalQuery<'_>) -> Result<Retrieved> {
@@ -93,8 +93,8 @@ impl Retriever for Engine {
 }
 
 impl Retriever for Inner {
-    fn dimensions(&self) -> Option<usize> {
-        self.store.dimensions()
+    fn dimensions(&self, kind: Kind) -> Option<usize> {
+        self.store.dimensions(kind)
     }
 
     fn retrieve(&self, query: &RetrievalQuery<'_>) -> Result<Retrieved> {
@@ -143,7 +143,7 @@ impl Inner {
 
     fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
         self.searchable()?;
-        let embedder = self.embedder();
+        let embedder = self.embedder(request.kind);
         if request.embedding.is_none() && embedder.is_some() && !request.text.trim().is_empty() {
             self.counters.embedded_texts.fetch_add(1, Ordering::Relaxed);
         }
@@ -173,10 +173,7 @@ impl Inner {
 
     fn turn(&self, request: &TurnRequest) -> Result<TurnResponse> {
         self.searchable()?;
-        let embedder = self.embedder();
-        if request.embedding.is_none() && embedder.is_some() && !request.text.trim().is_empty() {
-            self.counters.embedded_texts.fetch_add(1, Ordering::Relaxed);
-        }
+        let embedders = self.embedders();
         let factors = |kind: Kind| {
             self.config
                 .fusion
@@ -188,9 +185,12 @@ impl Inner {
         };
         let run = Run {
             config: &self.config,
-            embedder: embedder.as_deref(),
+            embedders: &embedders,
             factors: &factors,
             query_id: &query_id,
+            embedded: &|| {
+                self.counters.embedded_texts.fetch_add(1, Ordering::Relaxed);
+            },
         };
         run.turn(self, request, &|a, b| {
             super::beside::join(a, b);
@@ -452,7 +452,8 @@ impl Inner {
                     .and_then(|doc| catalog.vectors(doc))
                     .and_then(|rows| rows.centroid_cosine(vector));
             }
-            let family = EmbedderFamily::of(self.embedder().as_ref().map(|e| e.model_id()));
+            let family =
+                EmbedderFamily::of(self.embedder(request.kind).as_ref().map(|e| e.model_id()));
             let sum = catalog.centroid_sum(request.kind, &request.tenant_id);
             background = crate::relevance::background_of(family, vector, &sum.sum, sum.count);
         }

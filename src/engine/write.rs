@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use rayon::prelude::*;
 
 use super::{Engine, Inner};
+use crate::embed::Embedders;
 use crate::local::catalog::{DocRows, Entry};
 use crate::local::store::{Change, DocRecord, StoredVectors};
 use crate::model::doc::{Chunk, Document, Rule};
@@ -81,9 +82,16 @@ impl Engine {
         self.inner.settle_embedder(&docs)?;
         let prepared = self.inner.prepare(docs)?;
         let mut pending = self.inner.lock_pending();
-        // The first vectors of an index without a dimension fix it.
-        if let Some(dim) = prepared.dimensions {
-            let known = self.inner.store.dimensions().or(pending.dimensions);
+        // The first vectors of a kind without a dimension fix it.
+        for kind in Kind::ALL {
+            let Some(dim) = prepared.dimensions[kind.index()] else {
+                continue;
+            };
+            let known = self
+                .inner
+                .store
+                .dimensions(kind)
+                .or(pending.dimensions[kind.index()]);
             match known {
                 Some(expected) if expected != dim => {
                     return Err(Error::new(ErrorKind::DimensionMismatch {
@@ -92,7 +100,7 @@ impl Engine {
                     }));
                 }
                 Some(_) => {}
-                None => pending.dimensions = Some(dim),
+                None => pending.dimensions[kind.index()] = Some(dim),
             }
         }
         pending.ops.extend(prepared.ops);
@@ -163,12 +171,31 @@ impl Engine {
         let _serial = inner.commit_lock.lock().unwrap_or_else(|p| p.into_inner());
         let (ops, dimensions) = {
             let mut pending = inner.lock_pending();
-            (std::mem::take(&mut pending.ops), pending.dimensions.take())
+            (
+                std::mem::take(&mut pending.ops),
+                std::mem::take(&mut pending.dimensions),
+            )
         };
-        if let Some(dimensions) = dimensions
-            && inner.store.meta().dimensions.is_none()
-        {
-            inner.store.set_vector_space(dimensions, "external", None)?;
+        // Vectors the documents brought: the kind's space is theirs. In an index of no
+        // embedder at all, every kind that has no space yet shares it (one space, as
+        // before kinds had spaces of their own).
+        let embedders = inner.embedders();
+        for kind in Kind::ALL {
+            if let Some(dimensions) = dimensions[kind.index()]
+                && inner.store.dimensions(kind).is_none()
+            {
+                let kinds: Vec<Kind> = if embedders.is_empty() {
+                    Kind::ALL
+                        .into_iter()
+                        .filter(|&k| inner.store.dimensions(k).is_none())
+                        .collect()
+                } else {
+                    vec![kind]
+                };
+                inner
+                    .store
+                    .set_vector_space(&kinds, dimensions, "external", None)?;
+            }
         }
         if ops.is_empty() {
             return Ok(0);
@@ -310,8 +337,8 @@ struct Step {
 /// Documents ready to buffer: their vectors made, their embedding fields emptied.
 struct Prepared {
     ops: Vec<PendingOp>,
-    /// The dimension of the vectors, if any document has one.
-    dimensions: Option<usize>,
+    /// The dimension of each kind's vectors, if any of its documents has one.
+    dimensions: [Option<usize>; Kind::COUNT],
 }
 
 /// A buffered write.
@@ -519,37 +546,32 @@ impl Inner {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes each document's own vectors, or embeds its texts, checking dimensions.
+    /// Takes each document's own vectors, or embeds its texts with its kind's embedder
+    /// (each distinct embedder once for the batch), checking each kind's dimension.
     fn prepare(&self, docs: Vec<Document>) -> Result<Prepared> {
         let mut ops = Vec::with_capacity(docs.len());
-        let mut to_embed: Vec<(usize, usize, String)> = Vec::new();
-        let embedder = self.embedder();
-        let mut dimensions: Option<usize> = None;
-        let mut check_dim = |len: usize| -> Result<()> {
-            match dimensions {
-                Some(expected) if expected != len => {
-                    Err(Error::new(ErrorKind::DimensionMismatch {
-                        expected,
-                        got: len,
-                    }))
-                }
-                _ => {
-                    dimensions = Some(len);
-                    Ok(())
-                }
-            }
-        };
+        let embedders = self.embedders();
+        let groups = embedders.distinct();
+        // The texts each distinct embedder embeds: (document, slot, text).
+        let mut to_embed: Vec<Vec<(usize, usize, String)>> = vec![Vec::new(); groups.len()];
+        let mut dimensions = KindDimensions::default();
         for (doc_idx, mut doc) in docs.into_iter().enumerate() {
-            let (vectors, texts) = split_vectors(&mut doc, embedder.is_some());
+            let kind = doc.kind();
+            let group = groups.iter().position(|(_, kinds)| kinds.contains(&kind));
+            let (vectors, texts) = split_vectors(&mut doc, group.is_some());
             for v in vectors.indexed() {
-                check_dim(v.1.len())?;
+                dimensions.check(kind, v.1.len())?;
             }
-            to_embed.extend(texts.into_iter().map(|(slot, text)| (doc_idx, slot, text)));
+            if let Some(group) = group {
+                to_embed[group].extend(texts.into_iter().map(|(slot, text)| (doc_idx, slot, text)));
+            }
             ops.push((doc, vectors));
         }
-
-        if let (Some(embedder), false) = (&embedder, to_embed.is_empty()) {
-            let embedded = self.embed_cached(embedder.as_ref(), &to_embed)?;
+        for ((embedder, _), to_embed) in groups.iter().zip(&to_embed) {
+            if to_embed.is_empty() {
+                continue;
+            }
+            let embedded = self.embed_cached(embedder.as_ref(), to_embed)?;
             for ((doc_idx, slot, _), vector) in to_embed.iter().zip(embedded) {
                 if vector.len() != embedder.dimensions() {
                     return Err(Error::new(ErrorKind::Embedder {
@@ -565,8 +587,8 @@ impl Inner {
                 if vector.iter().all(|x| *x == 0.0) {
                     continue;
                 }
-                check_dim(vector.len())?;
-                let vectors = &mut ops[*doc_idx].1;
+                let (doc, vectors) = &mut ops[*doc_idx];
+                dimensions.check(doc.kind(), vector.len())?;
                 if *slot == 0 {
                     vectors.main = Some(vector);
                 } else {
@@ -582,8 +604,28 @@ impl Inner {
                     vectors,
                 })
                 .collect(),
-            dimensions,
+            dimensions: dimensions.0,
         })
+    }
+}
+
+/// The dimension each kind's vectors have in a batch: the first vector of a kind fixes
+/// it, another of that kind must match.
+#[derive(Default)]
+struct KindDimensions([Option<usize>; Kind::COUNT]);
+
+impl KindDimensions {
+    fn check(&mut self, kind: Kind, len: usize) -> Result<()> {
+        match self.0[kind.index()] {
+            Some(expected) if expected != len => Err(Error::new(ErrorKind::DimensionMismatch {
+                expected,
+                got: len,
+            })),
+            _ => {
+                self.0[kind.index()] = Some(len);
+                Ok(())
+            }
+        }
     }
 }
 
@@ -628,20 +670,25 @@ pub type VectorRows = Vec<(crate::query::VectorMatch, Vec<f32>)>;
 ///
 /// # Errors
 ///
-/// [`ErrorKind::DimensionMismatch`] when vectors of
-/// different dimensions meet, and the embedder's errors.
-pub fn document_vectors(
-    docs: &mut [Document],
-    embedder: Option<&dyn crate::Embedder>,
-) -> Result<Vec<VectorRows>> {
+/// [`ErrorKind::DimensionMismatch`] when vectors of one kind with different dimensions
+/// meet, and the embedders' errors.
+pub fn document_vectors(docs: &mut [Document], embedders: &Embedders) -> Result<Vec<VectorRows>> {
     let mut stored = Vec::with_capacity(docs.len());
-    let mut to_embed: Vec<(usize, usize, String)> = Vec::new();
+    let groups = embedders.distinct();
+    let mut to_embed: Vec<Vec<(usize, usize, String)>> = vec![Vec::new(); groups.len()];
     for (doc_idx, doc) in docs.iter_mut().enumerate() {
-        let (vectors, texts) = split_vectors(doc, embedder.is_some());
-        to_embed.extend(texts.into_iter().map(|(slot, text)| (doc_idx, slot, text)));
+        let kind = doc.kind();
+        let group = groups.iter().position(|(_, kinds)| kinds.contains(&kind));
+        let (vectors, texts) = split_vectors(doc, group.is_some());
+        if let Some(group) = group {
+            to_embed[group].extend(texts.into_iter().map(|(slot, text)| (doc_idx, slot, text)));
+        }
         stored.push(vectors);
     }
-    if let (Some(embedder), false) = (embedder, to_embed.is_empty()) {
+    for ((embedder, _), to_embed) in groups.iter().zip(&to_embed) {
+        if to_embed.is_empty() {
+            continue;
+        }
         let texts: Vec<&str> = to_embed.iter().map(|(_, _, t)| t.as_str()).collect();
         let embedded = embedder.embed_batch(&texts)?;
         for ((doc_idx, slot, _), vector) in to_embed.iter().zip(embedded) {
@@ -657,19 +704,11 @@ pub fn document_vectors(
             }
         }
     }
-    let mut dimensions: Option<usize> = None;
+    let mut dimensions = KindDimensions::default();
     let mut out = Vec::with_capacity(stored.len());
-    for vectors in &stored {
+    for (doc, vectors) in docs.iter().zip(&stored) {
         for (_, v) in vectors.indexed() {
-            match dimensions {
-                Some(expected) if expected != v.len() => {
-                    return Err(Error::new(ErrorKind::DimensionMismatch {
-                        expected,
-                        got: v.len(),
-                    }));
-                }
-                _ => dimensions = Some(v.len()),
-            }
+            dimensions.check(doc.kind(), v.len())?;
         }
         let rows = match DocRows::from_stored(vectors) {
             Some(rows) => {

@@ -829,12 +829,11 @@ impl Catalog {
             entities.sort_unstable_by_key(|(doc, _)| *doc);
         }
         let mut catalog = Catalog::default();
-        let dim = base.dimensions();
         for kind in Kind::ALL {
             let rows = base.rows(kind).inverse.len();
             if rows > 0 {
                 catalog.arenas[kind.index()] = Arena {
-                    dim,
+                    dim: base.dimensions(kind),
                     base: Some(Arc::clone(base)),
                     base_rows: rows,
                     ..Arena::default()

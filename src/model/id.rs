@@ -29,7 +29,7 @@ impl Kind {
     /// Every kind, in the order the engine numbers them.
     pub const ALL: [Kind; 4] = [Kind::Rule, Kind::Chunk, Kind::Scenario, Kind::Tool];
     /// The number of kinds.
-    pub(crate) const COUNT: usize = Kind::ALL.len();
+    pub const COUNT: usize = Kind::ALL.len();
 
     /// The name used in JSON and on the command line (`rule`, `chunk`, `scenario`,
     /// `tool`).
@@ -66,8 +66,8 @@ impl Kind {
         Kind::ALL.get(usize::from(value)).copied()
     }
 
-    /// The index of the kind in per-kind arrays.
-    pub(crate) fn index(self) -> usize {
+    /// The index of the kind in per-kind arrays (its place in [`Kind::ALL`]).
+    pub fn index(self) -> usize {
         usize::from(self.as_u8())
     }
 }

@@ -786,6 +786,59 @@ impl Prepared {
             analysis: analyze(&request.text),
         })
     }
+
+    /// The message of `request` prepared for each of `kinds`: analysed once (`analysis`),
+    /// and embedded once per distinct embedder of those kinds (and dimension), the
+    /// vector shared by the kinds that use it. The embedding time is counted once, on the
+    /// first kind of each embedder. Also returns how many times the text was embedded.
+    pub(crate) fn for_kinds(
+        request: &SearchRequest,
+        kinds: &[Kind],
+        embedders: &crate::Embedders,
+        dimensions: &dyn Fn(Kind) -> Option<usize>,
+        analysis: &QueryAnalysis,
+    ) -> Result<(Vec<(Kind, Prepared)>, usize)> {
+        let mut out: Vec<(Kind, Prepared)> = Vec::with_capacity(kinds.len());
+        let mut embedded = 0;
+        let text_present = !request.text.trim().is_empty();
+        // (model id and dimension of the embedder, the index's dimension) → prepared.
+        type Key = (Option<(String, usize)>, Option<usize>);
+        let mut done: Vec<(Key, usize)> = Vec::new();
+        for &kind in kinds {
+            let embedder = embedders.get(kind).map(|e| e.as_ref());
+            let key: Key = (
+                embedder.map(|e| (e.model_id().to_string(), e.dimensions())),
+                dimensions(kind),
+            );
+            let prepared = match done.iter().find(|(k, _)| *k == key) {
+                Some((_, at)) => {
+                    let shared = &out[*at].1;
+                    Prepared {
+                        vector: shared.vector.clone(),
+                        vector_skipped: shared.vector_skipped.clone(),
+                        embed_us: 0,
+                        analysis: analysis.clone(),
+                    }
+                }
+                None => {
+                    let stage = Instant::now();
+                    let (vector, vector_skipped) = query_vector(request, embedder, key.1)?;
+                    if request.embedding.is_none() && embedder.is_some() && text_present {
+                        embedded += 1;
+                    }
+                    done.push((key, out.len()));
+                    Prepared {
+                        vector,
+                        vector_skipped,
+                        embed_us: micros(stage),
+                        analysis: analysis.clone(),
+                    }
+                }
+            };
+            out.push((kind, prepared));
+        }
+        Ok((out, embedded))
+    }
 }
 
 /// How a search is run beyond its request: the ids it is given and whether its selection
@@ -807,8 +860,98 @@ impl Searcher<'_> {
 
 /// [`search_with`], as `searcher` says, with the message prepared already when `prepared`
 /// is given (its request's text and vector are then not looked at again).
+///
+/// A tool search of a message that asks for several things ([`crate::analysis::parts`])
+/// searches the whole message and each part, and its hits are the whole message's and
+/// each part's in turn, duplicates dropped, at most `pipeline.retrieval.tool_parts` (or
+/// the request's `top_k`): a request for two tools gets both, not the siblings of the
+/// one its words favour.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn search_with_id(
+    retriever: &(impl Retriever + ?Sized),
+    config: &Config,
+    request: &SearchRequest,
+    embedder: Option<&dyn Embedder>,
+    factors: Option<PerLeg<f64>>,
+    searcher: &Searcher<'_>,
+    prepared: Option<&Prepared>,
+) -> Result<SearchResponse> {
+    let cap = request
+        .top_k
+        .unwrap_or(config.pipeline.retrieval.tool_parts);
+    let parts = match (request.kind, &request.embedding) {
+        (Kind::Tool, None) if config.pipeline.retrieval.tool_parts > 0 => {
+            crate::analysis::parts(&request.text)
+        }
+        _ => Vec::new(),
+    };
+    if parts.is_empty() {
+        return search_one(
+            retriever, config, request, embedder, factors, searcher, prepared,
+        );
+    }
+    let started = Instant::now();
+    let quiet = Searcher {
+        query_id: searcher.query_id,
+        log_selection: false,
+    };
+    let mut whole = search_one(
+        retriever, config, request, embedder, factors, &quiet, prepared,
+    )?;
+    // A message that, as a whole, asks for no tool the catalog has gets none from its
+    // parts either (a part alone can look like a tool's example).
+    if whole.hits.is_empty() {
+        return Ok(whole);
+    }
+    let mut lists = vec![std::mem::take(&mut whole.hits)];
+    let mut embed_us = whole.timings.embed_us;
+    for part in &parts {
+        let part_request = SearchRequest {
+            text: part.clone(),
+            ..request.clone()
+        };
+        let found = search_one(
+            retriever,
+            config,
+            &part_request,
+            embedder,
+            factors,
+            &quiet,
+            None,
+        )?;
+        embed_us += found.timings.embed_us;
+        lists.push(found.hits);
+    }
+    // In turn: the whole message's best, each part's best, the whole's second...
+    let mut hits: Vec<Hit> = Vec::new();
+    let mut next = vec![0usize; lists.len()];
+    while hits.len() < cap && next.iter().zip(&lists).any(|(i, list)| *i < list.len()) {
+        for (list, i) in lists.iter_mut().zip(next.iter_mut()) {
+            while *i < list.len() && hits.iter().any(|hit| hit.id == list[*i].id) {
+                *i += 1;
+            }
+            if *i < list.len() && hits.len() < cap {
+                hits.push(list[*i].clone());
+                *i += 1;
+            }
+        }
+    }
+    whole.query_id = (searcher.query_id)(next_query_id(), hits.first());
+    whole.hits = hits;
+    whole.selection.output_count = whole.hits.len();
+    whole
+        .selection
+        .metadata
+        .insert("parts".into(), parts.len().into());
+    whole.gate.passed = whole.gate.passed.max(whole.hits.len());
+    whole.timings.embed_us = embed_us;
+    whole.timings.total_us = micros(started);
+    Ok(whole)
+}
+
+/// One search: [`search_with_id`] of one message.
+#[allow(clippy::too_many_arguments)]
+fn search_one(
     retriever: &(impl Retriever + ?Sized),
     config: &Config,
     request: &SearchRequest,
@@ -824,7 +967,7 @@ pub(crate) fn search_with_id(
     let (prepared, embed_us) = match prepared {
         Some(prepared) => (prepared, 0),
         None => {
-            own = Prepared::new(request, embedder, retriever.dimensions())?;
+            own = Prepared::new(request, embedder, retriever.dimensions(request.kind))?;
             (&own, own.embed_us)
         }
     };

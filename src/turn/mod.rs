@@ -46,7 +46,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::config::{Config, TurnPart};
-use crate::embed::Embedder;
+use crate::embed::Embedders;
 use crate::model::doc::{DEFAULT_TENANT, Document};
 use crate::model::leg::PerLeg;
 use crate::model::time::Timestamp;
@@ -418,14 +418,15 @@ pub fn turn_with(
     retriever: &(impl Retriever + Sync + ?Sized),
     config: &Config,
     request: &TurnRequest,
-    embedder: Option<&dyn Embedder>,
+    embedders: &Embedders,
 ) -> Result<TurnResponse> {
     let plain = |_: Kind, base: String, _: Option<&Hit>| base;
     let run = Run {
         config,
-        embedder,
+        embedders,
         factors: &|_| None,
         query_id: &plain,
+        embedded: &|| {},
     };
     run.turn(retriever, request, &|a, b| {
         a();
@@ -445,9 +446,11 @@ pub(crate) type Join<'a> = &'a dyn Fn(&mut (dyn FnMut() + Send), &mut (dyn FnMut
 /// A turn's settings beyond its request.
 pub(crate) struct Run<'a> {
     pub(crate) config: &'a Config,
-    pub(crate) embedder: Option<&'a dyn Embedder>,
+    pub(crate) embedders: &'a Embedders,
     pub(crate) factors: Factors<'a>,
     pub(crate) query_id: QueryIds<'a>,
+    /// Called once for each embedding of the message (counted by the local index).
+    pub(crate) embedded: &'a (dyn Fn() + Sync),
 }
 
 impl Run<'_> {
@@ -463,29 +466,72 @@ impl Run<'_> {
         validate(request)?;
         let now = request.now.unwrap_or_else(Timestamp::now);
         let rules_request = request.part(Kind::Rule, now);
-        let prepared = Prepared::new(&rules_request, self.embedder, retriever.dimensions())?;
-        let search = |part: &SearchRequest| -> Result<SearchResponse> {
-            let kind = part.kind;
-            let query_id = |base: String, top: Option<&Hit>| (self.query_id)(kind, base, top);
-            let searcher = Searcher {
-                query_id: &query_id,
-                log_selection: false,
-            };
-            search_with_id(
-                retriever,
-                self.config,
-                part,
-                self.embedder,
-                (self.factors)(kind),
-                &searcher,
-                Some(&prepared),
-            )
+        let analysis = crate::analysis::analyze(&rules_request.text);
+        // The message embedded once per embedder.
+        let prepare = |kinds: &[Kind]| -> Result<Vec<(Kind, Prepared)>> {
+            let (prepared, embedded) = Prepared::for_kinds(
+                &rules_request,
+                kinds,
+                self.embedders,
+                &|kind| retriever.dimensions(kind),
+                &analysis,
+            )?;
+            for _ in 0..embedded {
+                (self.embedded)();
+            }
+            Ok(prepared)
         };
-        let mut first: Option<Result<(TurnScenario, SearchResponse, SearchResponse)>> = None;
-        let mut second: Option<Result<SearchResponse>> = None;
+        let search =
+            |part: &SearchRequest, prepared: &[(Kind, Prepared)]| -> Result<SearchResponse> {
+                let kind = part.kind;
+                let query_id = |base: String, top: Option<&Hit>| (self.query_id)(kind, base, top);
+                let searcher = Searcher {
+                    query_id: &query_id,
+                    log_selection: false,
+                };
+                let prepared = prepared
+                    .iter()
+                    .find(|(k, _)| *k == kind)
+                    .map(|(_, p)| p)
+                    .expect("the kind's message was prepared");
+                search_with_id(
+                    retriever,
+                    self.config,
+                    part,
+                    self.embedders.get(kind).map(|e| e.as_ref()),
+                    (self.factors)(kind),
+                    &searcher,
+                    Some(prepared),
+                )
+            };
+        // When memory shares an embedder with another kind, the message is embedded once
+        // for all four, before the searches; otherwise each side embeds its own.
+        const OTHERS: [Kind; 3] = [Kind::Scenario, Kind::Rule, Kind::Tool];
+        let shared = self
+            .embedders
+            .distinct()
+            .iter()
+            .any(|(_, kinds)| kinds.contains(&Kind::Chunk) && kinds.len() > 1);
+        let all = if shared {
+            Some(prepare(&Kind::ALL)?)
+        } else {
+            None
+        };
+        let mut first: Option<Result<(TurnScenario, SearchResponse, SearchResponse, u64)>> = None;
+        let mut second: Option<Result<(SearchResponse, u64)>> = None;
         join(
             &mut || {
                 first = Some((|| {
+                    let own;
+                    let prepared = match &all {
+                        Some(all) => all,
+                        None => {
+                            own = prepare(&OTHERS)?;
+                            &own
+                        }
+                    };
+                    let embed_us: u64 = prepared.iter().map(|(_, p)| p.embed_us).sum();
+                    let search = |part: &SearchRequest| search(part, prepared);
                     let scenarios_request = request.part(Kind::Scenario, now);
                     let scenarios = search(&scenarios_request)?;
                     let mut scenario =
@@ -518,20 +564,33 @@ impl Run<'_> {
                         }
                     }
                     let rules = search(&request.decided_part(Kind::Rule, now, &scenario))?;
-                    Ok((scenario, rules, search(&request.part(Kind::Tool, now))?))
+                    Ok((
+                        scenario,
+                        rules,
+                        search(&request.part(Kind::Tool, now))?,
+                        embed_us,
+                    ))
                 })());
             },
             // Memory, the longest search (chunks are many, and their ranking weighs
             // recency, importance and neighbours), beside the three others.
-            &mut || second = Some(search(&request.part(Kind::Chunk, now))),
+            &mut || {
+                second = Some(match &all {
+                    Some(all) => search(&request.part(Kind::Chunk, now), all).map(|m| (m, 0)),
+                    None => prepare(&[Kind::Chunk]).and_then(|prepared| {
+                        let memory = search(&request.part(Kind::Chunk, now), &prepared)?;
+                        Ok((memory, prepared[0].1.embed_us))
+                    }),
+                });
+            },
         );
-        let (scenario, rules, tools) = first.expect("the first closure ran")?;
-        let memory = second.expect("the second closure ran")?;
+        let (scenario, rules, tools, embed_us) = first.expect("the first closure ran")?;
+        let (memory, memory_embed_us) = second.expect("the second closure ran")?;
         let stage = Instant::now();
         let mut response = TurnResponse {
             turn_id: String::new(),
             timings: TurnTimings {
-                embed_us: prepared.embed_us,
+                embed_us: embed_us + memory_embed_us,
                 scenarios_us: scenario.search.timings.total_us,
                 rules_us: rules.timings.total_us,
                 memory_us: memory.timings.total_us,

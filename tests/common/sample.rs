@@ -40,7 +40,12 @@ pub fn rules() -> Vec<Rule> {
 /// A temporary engine with the whole sample: rules, scenarios, tools, the knowledge
 /// base and the conversation, committed.
 pub fn engine() -> Engine {
-    let engine = Engine::builder().temporary().unwrap();
+    engine_with(Engine::builder())
+}
+
+/// The sample index built by `builder` (an embedder of the test's choice).
+pub fn engine_with(builder: ruchedb::EngineBuilder) -> Engine {
+    let engine = builder.temporary().unwrap();
     engine.upsert_rules(rules()).unwrap();
     engine
         .upsert_scenarios(toml_records::<Scenario>("scenarios.toml", "scenarios"))

@@ -67,7 +67,7 @@ fn adaptive_search_reports_the_weights_it_used() {
     rules.text_weight = BASE.text_weight;
     let engine = Engine::builder()
         .config(config)
-        .embedder_spec(EmbedderSpec::Default)
+        .embedder_spec(EmbedderSpec::StaticBundled)
         .temporary()
         .unwrap();
     engine

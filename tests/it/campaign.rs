@@ -583,6 +583,70 @@ fn an_index_published_by_the_last_version_is_read_and_upgraded() {
     assert_eq!(exported_now, exported);
 }
 
+/// The answers the version before per-kind embedders gave on the v1 fixture (`ruche
+/// search --json --min-relevance 0 --top-k 5 --now 2026-11-29T00:00:00Z`, a copy of the
+/// fixture, release build of
+/// commit 2d2cfee): ids and scores.
+const V1_ANSWERS: &str = r#"{"kind": "rules", "text": "I want my money back", "hits": [["refund", 1.024999952316284], ["greet", 0.20200403690338137]]}
+{"kind": "rules", "text": "the conversation starts, say hello", "hits": [["greet", 0.8167059993743897], ["refund", 0.2882364988327027]]}
+{"kind": "rules", "text": "what is the weather", "hits": [["refund", 0.21305111646652225], ["greet", 0.1823847031593323]]}
+{"kind": "chunks", "text": "NW-15699", "hits": [["order-note", 1.8360634810924532], ["pref", 0.09842453020811082], ["city", 0.062278229743242264]]}
+{"kind": "chunks", "text": "how should we contact the customer", "hits": [["pref", 0.336986728489399], ["order-note", 0.29112555664777756], ["city", 0.1351566198468208]]}
+{"kind": "chunks", "text": "refund", "hits": [["order-note", 0.583071106493473], ["pref", 0.15982338312268254], ["city", 0.05781664187088609]]}"#;
+
+/// An index made before kinds had embedders of their own (one recorded `default`: the
+/// static model) opens as it was: every kind keeps the static model, and it answers
+/// exactly as the version before did, hits and scores.
+#[test]
+fn an_index_made_before_per_kind_embedders_answers_as_before() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1-index");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    copy_dir(&fixture, &path);
+    let engine = Engine::builder().open(&path).unwrap();
+    let stats = engine.stats();
+    assert_eq!(stats.embedder.as_deref(), Some("default"));
+    assert_eq!(stats.dimensions, Some(256));
+    for kind in Kind::ALL {
+        assert_eq!(
+            engine.embedder(kind).unwrap().model_id(),
+            ruchedb::StaticEmbedder::BUNDLED_MODEL_ID,
+            "{kind}"
+        );
+    }
+    // A reader of what the writer published answers the same.
+    let reader = Engine::builder().open_read_only(&path).unwrap();
+    for line in V1_ANSWERS.lines() {
+        let case: serde_json::Value = serde_json::from_str(line).unwrap();
+        let kind: Kind = case["kind"].as_str().unwrap().parse().unwrap();
+        let text = case["text"].as_str().unwrap();
+        let expected: Vec<(String, f64)> = case["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hit| {
+                (
+                    hit[0].as_str().unwrap().to_string(),
+                    hit[1].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        let request = SearchRequest::new(kind, text)
+            .min_relevance(0.0)
+            .top_k(5)
+            .now("2026-11-29T00:00:00Z".parse().unwrap());
+        for searcher in [&engine, &reader] {
+            let answered = searcher.search(&request).unwrap();
+            let got: Vec<(String, f64)> = answered
+                .hits
+                .iter()
+                .map(|hit| (hit.id.clone(), hit.score))
+                .collect();
+            assert_eq!(got, expected, "{kind} {text:?}");
+        }
+    }
+}
+
 /// Writes the v1 fixture (run by hand: `RUCHE_MAKE_FIXTURE=1 cargo test make_v1_fixture`).
 #[test]
 fn make_v1_fixture() {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ruchedb::{
-    Chunk, Config, DEFAULT_TENANT, Embedder, EmbedderSpec, Engine, ErrorKind, Kind, Rule,
-    SearchRequest, SearchResponse, StaticEmbedder,
+    Chunk, Config, DEFAULT_TENANT, Embedder, EmbedderSpec, EmbedderSpecs, Engine, ErrorKind, Kind,
+    MiniLmEmbedder, Rule, SearchRequest, SearchResponse, StaticEmbedder, TurnRequest,
 };
 
 use crate::common::ids;
@@ -104,7 +104,7 @@ fn chunks() -> Vec<Chunk> {
 
 fn create_default(dir: &Path) -> Engine {
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::Default)
+        .embedder_spec(EmbedderSpec::StaticBundled)
         .create(dir)
         .unwrap();
     engine.upsert_rules(rules()).unwrap();
@@ -148,7 +148,7 @@ fn assert_finite(response: &SearchResponse) {
 #[test]
 fn semantic_neighbours_rank_above_unrelated_text() {
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::Default)
+        .embedder_spec(EmbedderSpec::StaticBundled)
         .temporary()
         .unwrap();
     engine.upsert_rules(rules()).unwrap();
@@ -192,14 +192,14 @@ fn the_default_embedder_is_recorded_and_reloaded() {
     let stats = engine.stats();
     assert_eq!(stats.model_id.as_deref(), Some(MODEL_ID));
     assert_eq!(stats.dimensions, Some(256));
-    assert_eq!(stats.embedder.as_deref(), Some("default"));
+    assert_eq!(stats.embedder.as_deref(), Some("static"));
     assert_eq!(stats.rule_graph.live_vectors, 4);
     assert_eq!(stats.chunk_graph.live_vectors, 4);
     drop(engine);
 
     // Opening without naming an embedder loads the recorded one.
     let engine = Engine::builder().open(dir.path()).unwrap();
-    assert_eq!(engine.embedder().unwrap().model_id(), MODEL_ID);
+    assert_eq!(engine.embedder(Kind::Rule).unwrap().model_id(), MODEL_ID);
     let response = search(&engine, SearchRequest::rules("my delivery is late"));
     assert_eq!(response.vector_leg_skipped, None);
     assert_eq!(response.hits[0].id, "delivery");
@@ -246,7 +246,7 @@ fn another_embedder_cannot_open_the_index() {
 #[test]
 fn vectors_of_another_dimension_are_rejected() {
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::Default)
+        .embedder_spec(EmbedderSpec::StaticBundled)
         .temporary()
         .unwrap();
     let mismatch = ErrorKind::DimensionMismatch {
@@ -274,25 +274,54 @@ fn vectors_of_another_dimension_are_rejected() {
     assert_eq!(engine.stats().rules, 0);
 }
 
+/// With no configuration, a new index embeds rules, scenarios and tools with the
+/// compiled-in all-MiniLM-L6-v2 and chunks with the static model, records it, and loads
+/// them again at the next open.
 #[test]
-fn the_builder_defaults_to_the_bundled_model() {
+fn the_builder_defaults_to_the_compiled_in_models() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::builder().create(dir.path()).unwrap();
     engine.upsert_rules(rules()).unwrap();
     engine.upsert_chunks(chunks()).unwrap();
     engine.commit().unwrap();
     let stats = engine.stats();
-    assert_eq!(stats.model_id.as_deref(), Some(MODEL_ID));
-    assert_eq!(stats.dimensions, Some(256));
-    assert_eq!(stats.embedder.as_deref(), Some("default"));
+    assert_eq!(stats.dimensions, None, "two vector spaces");
+    for (kind, model, dimensions) in [
+        (Kind::Rule, MiniLmEmbedder::MODEL_ID, 384),
+        (Kind::Scenario, MiniLmEmbedder::MODEL_ID, 384),
+        (Kind::Tool, MiniLmEmbedder::MODEL_ID, 384),
+        (Kind::Chunk, MODEL_ID, 256),
+    ] {
+        let space = stats.spaces.get(kind);
+        assert_eq!(space.model_id.as_deref(), Some(model), "{kind}");
+        assert_eq!(space.dimensions, Some(dimensions), "{kind}");
+    }
+    assert_eq!(
+        stats.embedder.as_deref(),
+        Some("rules=minilm,chunks=static,scenarios=minilm,tools=minilm")
+    );
     assert_eq!(stats.rule_graph.live_vectors, 4);
+    assert_eq!(stats.chunk_graph.live_vectors, 4);
     let response = search(&engine, SearchRequest::rules("my delivery is late"));
     assert_eq!(response.vector_leg_skipped, None);
     assert_eq!(response.hits[0].id, "delivery");
+    let memory = search(&engine, SearchRequest::chunks("where does the user live"));
+    assert_eq!(memory.vector_leg_skipped, None);
     drop(engine);
 
     let engine = Engine::builder().open(dir.path()).unwrap();
-    assert_eq!(engine.embedder().unwrap().model_id(), MODEL_ID);
+    assert_eq!(
+        engine.embedder(Kind::Rule).unwrap().model_id(),
+        MiniLmEmbedder::MODEL_ID
+    );
+    assert_eq!(engine.embedder(Kind::Chunk).unwrap().model_id(), MODEL_ID);
+    let reader = Engine::builder().open_read_only(dir.path()).unwrap();
+    assert_eq!(
+        reader.embedder(Kind::Tool).unwrap().model_id(),
+        MiniLmEmbedder::MODEL_ID
+    );
+    assert_eq!(reader.stats().spaces, engine.stats().spaces);
+    drop(reader);
     // An explicit `none` makes a BM25-only index.
     let engine = Engine::builder()
         .embedder_spec(EmbedderSpec::None)
@@ -338,7 +367,7 @@ fn records_with_their_own_vectors_make_an_external_index() {
     drop(engine);
 
     let engine = Engine::builder().open(dir.path()).unwrap();
-    assert!(engine.embedder().is_none());
+    assert!(engine.embedders().is_empty());
     // No query vector: the text leg alone, and the response says why.
     let response = search(&engine, SearchRequest::rules("refund"));
     assert!(response.vector_leg_skipped.is_some());
@@ -428,7 +457,7 @@ fn texts_without_known_tokens_get_no_vector() {
     assert!((norm - 1.0).abs() < 1e-4, "{norm}");
 
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::Default)
+        .embedder_spec(EmbedderSpec::StaticBundled)
         .temporary()
         .unwrap();
     engine
@@ -488,7 +517,7 @@ fn reembed_keeps_every_document_and_changes_the_model() {
     assert_eq!(response.hits[0].id, "refund");
     drop(engine);
 
-    let n = Engine::reembed(index, &EmbedderSpec::Default, Config::default()).unwrap();
+    let n = Engine::reembed(index, &EmbedderSpec::StaticBundled, Config::default()).unwrap();
     assert_eq!(n, 8);
     let engine = Engine::builder().open(index).unwrap();
     let stats = engine.stats();
@@ -518,7 +547,7 @@ fn reembed_replaces_external_vectors() {
     assert_eq!(engine.stats().model_id.as_deref(), Some("external"));
     drop(engine);
     assert_eq!(
-        Engine::reembed(dir.path(), &EmbedderSpec::Default, Config::default()).unwrap(),
+        Engine::reembed(dir.path(), &EmbedderSpec::StaticBundled, Config::default()).unwrap(),
         1
     );
     let engine = Engine::builder().open(dir.path()).unwrap();
@@ -526,4 +555,114 @@ fn reembed_replaces_external_vectors() {
     assert_eq!(stats.model_id.as_deref(), Some(MODEL_ID));
     assert_eq!(stats.dimensions, Some(256));
     assert_eq!(stats.rules, 1);
+}
+
+/// Hits and scores of a search, to compare two indexes' answers.
+fn answers(engine: &Engine, request: SearchRequest) -> Vec<(String, u64)> {
+    search(engine, request.min_relevance(0.0).top_k(10))
+        .hits
+        .into_iter()
+        .map(|hit| (hit.id, hit.score.to_bits()))
+        .collect()
+}
+
+/// `reembed_kind` moves one kind to another model: that kind's vectors and space change,
+/// every other kind keeps its embedder, its vectors and its answers, bit for bit.
+#[test]
+fn reembed_of_one_kind_changes_only_that_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::builder().create(dir.path()).unwrap();
+    engine.upsert_rules(rules()).unwrap();
+    engine.upsert_chunks(chunks()).unwrap();
+    engine.commit().unwrap();
+    let rules_before = answers(&engine, SearchRequest::rules("my delivery is late"));
+    let chunks_before = answers(&engine, SearchRequest::chunks("where does the user live"));
+    drop(engine);
+
+    let n = Engine::reembed_kind(
+        dir.path(),
+        Kind::Chunk,
+        &EmbedderSpec::MiniLm,
+        Config::default(),
+    )
+    .unwrap();
+    assert_eq!(n, 4);
+    let engine = Engine::builder().open(dir.path()).unwrap();
+    let stats = engine.stats();
+    assert_eq!(stats.embedder.as_deref(), Some("minilm"));
+    assert_eq!(stats.dimensions, Some(384), "one space again");
+    assert_eq!((stats.rules, stats.chunks), (4, 4));
+    assert_eq!(stats.chunk_graph.live_vectors, 4);
+    assert_eq!(
+        engine.embedder(Kind::Chunk).unwrap().model_id(),
+        MiniLmEmbedder::MODEL_ID
+    );
+    assert_eq!(
+        answers(&engine, SearchRequest::rules("my delivery is late")),
+        rules_before
+    );
+    assert_ne!(
+        answers(&engine, SearchRequest::chunks("where does the user live")),
+        chunks_before
+    );
+    // The rules' vectors came from the embedding cache, not the model.
+    assert_eq!(stats.counters.embedded_texts, 0);
+    drop(engine);
+
+    // And back: chunks on the static model again, rules untouched.
+    Engine::reembed_kind(
+        dir.path(),
+        Kind::Chunk,
+        &EmbedderSpec::StaticBundled,
+        Config::default(),
+    )
+    .unwrap();
+    let engine = Engine::builder().open(dir.path()).unwrap();
+    assert_eq!(
+        answers(&engine, SearchRequest::chunks("where does the user live")),
+        chunks_before
+    );
+    assert_eq!(
+        answers(&engine, SearchRequest::rules("my delivery is late")),
+        rules_before
+    );
+}
+
+/// A turn embeds its message once with each distinct embedder, whatever the number of
+/// kinds that use it: twice with the defaults (the transformer for scenarios, rules and
+/// tools, the static model for memory), once with one embedder for every kind, never
+/// with none.
+#[test]
+fn a_turn_embeds_its_message_once_per_embedder() {
+    for (specs, expected) in [
+        (EmbedderSpecs::default(), 2),
+        (EmbedderSpecs::uniform(EmbedderSpec::MiniLm), 1),
+        (EmbedderSpecs::uniform(EmbedderSpec::StaticBundled), 1),
+        (EmbedderSpecs::uniform(EmbedderSpec::None), 0),
+    ] {
+        let engine = Engine::builder()
+            .embedder_specs(specs.clone())
+            .temporary()
+            .unwrap();
+        engine.upsert_rules(rules()).unwrap();
+        engine.upsert_chunks(chunks()).unwrap();
+        engine.commit().unwrap();
+        let before = engine.stats().counters.embedded_texts;
+        let turn = engine
+            .turn(&TurnRequest::new("my delivery is late"))
+            .unwrap();
+        let embedded = engine.stats().counters.embedded_texts - before;
+        assert_eq!(embedded, expected, "{specs}");
+        if expected > 0 {
+            assert!(turn.timings.embed_us > 0, "{specs}");
+        }
+        // A single search embeds once with its kind's embedder.
+        let before = engine.stats().counters.embedded_texts;
+        search(&engine, SearchRequest::rules("my delivery is late"));
+        assert_eq!(
+            engine.stats().counters.embedded_texts - before,
+            u64::from(expected > 0),
+            "{specs}"
+        );
+    }
 }

@@ -462,10 +462,11 @@ fn a_near_miss_of_a_covered_rule_gets_no_rule() {
         );
         assert!(response.gate.background.is_some());
     }
-    // The two-term form (a calibration of the user's) answers at least one cousin.
+    // The two-term form (a calibration of the user's: the MiniLM one of rules with
+    // patterns without the background) answers a cousin.
     let mut config = Config::default();
     config.relevance.rules.calibration =
-        Some(ruchedb::relevance::Calibration::new(7.26, 1.58, -5.31));
+        Some(ruchedb::relevance::Calibration::new(8.31, 0.56, -4.65));
     let two_terms = Engine::builder().config(config).temporary().unwrap();
     two_terms.upsert_rules(bank_rules()).unwrap();
     two_terms.commit().unwrap();
@@ -479,5 +480,5 @@ fn a_near_miss_of_a_covered_rule_gets_no_rule() {
                 .is_empty()
         })
         .count();
-    assert!(answered >= 2, "{answered}");
+    assert!(answered >= 1, "{answered}");
 }

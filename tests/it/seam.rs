@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use ruchedb::rank::search_with;
 use ruchedb::retrieve::{RetrievalQuery, Retrieved, RetrievedDoc, Retriever};
-use ruchedb::{Chunk, Config, Engine, Rule, Scope, SearchRequest, Timestamp};
+use ruchedb::{Chunk, Config, Engine, Kind, Rule, Scope, SearchRequest, Timestamp};
 
 fn engine() -> Engine {
     let engine = Engine::builder().temporary().unwrap();
@@ -50,7 +50,6 @@ fn summary(hits: &[ruchedb::Hit]) -> Vec<(String, f64)> {
 fn engine_search_is_the_pipeline_over_the_local_retriever() {
     let engine = engine();
     let config = Config::default();
-    let embedder = engine.embedder().unwrap();
     for request in [
         SearchRequest::rules("I want my money back"),
         SearchRequest::rules("refund please")
@@ -65,6 +64,7 @@ fn engine_search_is_the_pipeline_over_the_local_retriever() {
             .now(Timestamp::now()),
     ] {
         let by_engine = engine.search(&request).unwrap();
+        let embedder = engine.embedder(request.kind()).unwrap();
         let by_seam =
             search_with(&engine, &config, &request, Some(embedder.as_ref()), None).unwrap();
         assert_eq!(
@@ -89,7 +89,7 @@ fn engine_search_is_the_pipeline_over_the_local_retriever() {
 #[test]
 fn fill_gives_what_retrieve_gave() {
     let engine = engine();
-    let embedder = engine.embedder().unwrap();
+    let embedder = engine.embedder(Kind::Chunk).unwrap();
     let request = SearchRequest::chunks("refund of 21 euros NW-15007");
     let mut vector = embedder
         .embed_batch(&[request.text()])
@@ -203,8 +203,8 @@ struct Shuffled<'a> {
 }
 
 impl Retriever for Shuffled<'_> {
-    fn dimensions(&self) -> Option<usize> {
-        self.engine.dimensions()
+    fn dimensions(&self, kind: Kind) -> Option<usize> {
+        self.engine.dimensions(kind)
     }
 
     fn retrieve(&self, query: &RetrievalQuery<'_>) -> ruchedb::Result<Retrieved> {

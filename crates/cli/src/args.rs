@@ -140,9 +140,12 @@ pub struct IndexArgs {
     /// "tool"` a scenario or a tool); `-` for stdin.
     #[arg(long, value_name = "FILE")]
     pub records: Option<PathBuf>,
-    /// The embedder of a new index: `default` (the bundled static model), `none`,
-    /// `static:DIR` or `bert:DIR`. An index keeps the embedder it was created with.
-    /// Default: `default`, or none when the records carry their own vectors.
+    /// The embedders of a new index: one for every kind (`minilm`, the compiled-in
+    /// all-MiniLM-L6-v2; `static`, the compiled-in static model; `none`; `static:DIR`;
+    /// `bert:DIR`), or `KIND=SPEC,...` for some kinds, the others taking their default
+    /// (default: `[embed]` of the configuration, else `minilm` for rules, scenarios and
+    /// tools and `static` for chunks; none when the records carry their own vectors). An
+    /// index keeps the embedders it was created with.
     #[arg(long, value_name = "SPEC")]
     pub embedder: Option<String>,
     /// A new Milvus index gets collections per tenant (per-tenant BM25 statistics).
@@ -154,9 +157,13 @@ pub struct IndexArgs {
 pub struct ReembedArgs {
     /// The index directory.
     pub dir: PathBuf,
-    /// The new embedder: `default`, `none`, `static:DIR` or `bert:DIR`.
+    /// The new embedder: `minilm`, `static`, `none`, `static:DIR` or `bert:DIR`.
     #[arg(long, value_name = "SPEC")]
     pub embedder: String,
+    /// Re-embed only the documents of this kind (the others keep their embedders and
+    /// their vectors).
+    #[arg(long, value_enum)]
+    pub kind: Option<KindArg>,
 }
 
 #[derive(Debug, Args)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use std::str::FromStr;
 
-use ruchedb::{Config, Document, EmbedderSpec, Engine, Kind};
+use ruchedb::{Config, Document, EmbedderSpec, EmbedderSpecs, Engine, Kind};
 
 use crate::args::{
     BackupArgs, DeleteArgs, ExportArgs, FeedbackArgs, GetArgs, IndexArgs, MaintainArgs, PurgeArgs,
@@ -209,8 +209,9 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
     let explicit = args
         .embedder
         .as_deref()
-        .map(str::parse::<EmbedderSpec>)
-        .transpose()?;
+        .map(str::parse::<EmbedderSpecs>)
+        .transpose()
+        .context("--embedder")?;
     let summary = counted(&docs);
     if crate::milvus::is_milvus(&args.dir) {
         let changes = crate::milvus::index(
@@ -252,7 +253,7 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
 fn index_into(
     config: &Config,
     dir: &Path,
-    explicit: Option<EmbedderSpec>,
+    explicit: Option<EmbedderSpecs>,
     docs: Vec<Document>,
     dimensions: Option<Dimensions>,
     created: &mut bool,
@@ -260,47 +261,57 @@ fn index_into(
     let builder = builder(config);
     let engine = if dir.join("store").exists() {
         let engine = builder.open(dir)?;
-        // `--embedder` names the model of a new index; an existing one keeps its own.
+        // `--embedder` names the models of a new index; an existing one keeps its own.
+        let stats = engine.stats();
         if let Some(explicit) = &explicit {
-            let recorded = engine.stats().embedder;
-            let recorded_spec = recorded
-                .as_deref()
-                .map(EmbedderSpec::from_str)
-                .transpose()?;
-            if recorded_spec.unwrap_or(EmbedderSpec::None) != explicit.absolute() {
+            let recorded = stats.embedder.as_deref();
+            let recorded_specs = recorded
+                .map(EmbedderSpecs::from_str)
+                .transpose()?
+                .unwrap_or_else(|| EmbedderSpecs::uniform(EmbedderSpec::None));
+            if recorded_specs != explicit.absolute() {
                 bail!(
                     "{} was created with embedder `{}`; --embedder applies when an index is created (use `ruche reembed` to change models)",
                     dir.display(),
-                    recorded.as_deref().unwrap_or("none")
+                    recorded.unwrap_or("none")
                 );
             }
         }
-        if let (Some(Dimensions(n, path)), Some(expected)) =
-            (&dimensions, engine.stats().dimensions)
-            && *n != expected
-        {
-            bail!(
-                "{}: vectors of {n} dimensions, but {} holds vectors of {expected}",
-                path.display(),
-                dir.display()
-            );
+        if let Some(Dimensions(n, path)) = &dimensions {
+            for kind in Kind::ALL {
+                let carried = docs
+                    .iter()
+                    .any(|doc| doc.kind() == kind && doc.has_embeddings());
+                if let (true, Some(expected)) = (carried, stats.spaces.get(kind).dimensions)
+                    && *n != expected
+                {
+                    bail!(
+                        "{}: vectors of {n} dimensions, but {} holds {} of {expected}",
+                        path.display(),
+                        dir.display(),
+                        kind.plural()
+                    );
+                }
+            }
         }
         engine
     } else {
         let carries_vectors = docs.iter().any(Document::has_embeddings);
-        let spec = explicit.unwrap_or(if carries_vectors {
-            EmbedderSpec::None
-        } else {
-            EmbedderSpec::Default
-        });
-        let engine = builder.embedder_spec(spec).create(dir)?;
+        // Without --embedder: the configuration's `[embed]` and the defaults, unless the
+        // records bring their own vectors.
+        let builder = match explicit {
+            Some(specs) => builder.embedder_specs(specs),
+            None if carries_vectors => builder.embedder_spec(EmbedderSpec::None),
+            None => builder,
+        };
+        let engine = builder.create(dir)?;
         *created = true;
         engine
     };
-    let name = if engine.embedder().is_some() {
-        "embed"
-    } else {
+    let name = if engine.embedders().is_empty() {
         "write"
+    } else {
+        "embed"
     };
     let summary = counted(&docs);
     let mut writing = Phase::start(name, docs.len() as u64, Unit::Items("documents"));
@@ -334,7 +345,10 @@ fn index_into(
     let after = || crate::Committed { changes };
     // The graph is built in the background; searches scan what it does not cover yet.
     // An interrupted build resumes from its last checkpoint at the next open.
-    if engine.stats().dimensions.is_some() {
+    if Kind::ALL
+        .iter()
+        .any(|&kind| engine.stats().spaces.get(kind).dimensions.is_some())
+    {
         let backlog = engine.graph_backlog() as u64;
         let mut graph = Phase::start("graph", backlog, Unit::Items("vectors"));
         progress::watch(
@@ -409,9 +423,18 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
         engine.finish();
         return Ok(ExitCode::SUCCESS);
     }
+    // The message given on the command line: an empty one is a mistake (an unset shell
+    // variable), not a question.
+    if args
+        .text
+        .as_deref()
+        .is_some_and(|text| text.trim().is_empty())
+    {
+        bail!("the message is empty: give the text to search for (or --browse with --kind chunks)");
+    }
     let line = QueryLine {
         id: serde_json::Value::Null,
-        text: args.text.clone().unwrap_or_default(),
+        text: args.text.clone(),
         embedding: None,
         kind: None,
         tenant_id: None,
@@ -465,7 +488,7 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
 pub fn turn(config: &Config, args: &TurnArgs) -> Result<ExitCode> {
     let defaults = input::TurnLine {
         id: serde_json::Value::Null,
-        text: String::new(),
+        text: None,
         embedding: None,
         kind: None,
         tenant_id: Some(args.tenant.clone()),
@@ -502,13 +525,20 @@ pub fn turn(config: &Config, args: &TurnArgs) -> Result<ExitCode> {
         engine.finish();
         return Ok(ExitCode::SUCCESS);
     }
+    if args
+        .text
+        .as_deref()
+        .is_some_and(|text| text.trim().is_empty())
+    {
+        bail!("the message is empty: give the user's message");
+    }
     let line = input::TurnLine {
-        text: args.text.clone().unwrap_or_default(),
+        text: args.text.clone(),
         ..defaults
     };
     let request = line.to_request(&input::TurnLine {
         id: serde_json::Value::Null,
-        text: String::new(),
+        text: None,
         embedding: None,
         kind: None,
         tenant_id: None,
@@ -814,10 +844,7 @@ pub fn stats(config: &Config, args: &StatsArgs) -> Result<ExitCode> {
         writeln!(out, "tools:      {}", stats.tools)?;
         writeln!(out, "tenants:    {}", stats.tenants)?;
         writeln!(out, "entities:   {}", stats.entities)?;
-        match (&stats.dimensions, &stats.model_id) {
-            (Some(dim), Some(model)) => writeln!(out, "vectors:    {dim} dimensions ({model})")?,
-            _ => writeln!(out, "vectors:    none")?,
-        }
+        writeln!(out, "vectors:    {}", output::vector_spaces(&stats))?;
         writeln!(out, "last seq:   {}", stats.last_seq)?;
         writeln!(
             out,
@@ -919,12 +946,22 @@ pub fn select() -> Result<ExitCode> {
 }
 
 pub fn reembed(config: &Config, args: &ReembedArgs) -> Result<ExitCode> {
-    let spec: EmbedderSpec = args.embedder.parse()?;
+    let spec: EmbedderSpec = args.embedder.parse().context("--embedder")?;
     let phase = Phase::start("reembed", 0, Unit::Items("documents"));
-    let n_docs = Engine::reembed(&args.dir, &spec, config.clone())?;
-    phase.finish(&format!("{n_docs} documents"));
+    let (n_docs, what) = match args.kind {
+        Some(kind) => {
+            let kind: Kind = kind.into();
+            let n = Engine::reembed_kind(&args.dir, kind, &spec, config.clone())?;
+            (n, kind.plural())
+        }
+        None => (
+            Engine::reembed(&args.dir, &spec, config.clone())?,
+            "documents",
+        ),
+    };
+    phase.finish(&format!("{n_docs} {what}"));
     println!(
-        "re-embedded {n_docs} documents of {} with `{spec}`",
+        "re-embedded {n_docs} {what} of {} with `{spec}`",
         args.dir.display()
     );
     Ok(ExitCode::SUCCESS)

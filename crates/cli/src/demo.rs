@@ -7,7 +7,7 @@ use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use ruchedb::{Config, EmbedderSpec, Engine};
+use ruchedb::{Config, Engine};
 
 use crate::args::DemoArgs;
 use crate::input::{QueryDefaults, QueryLine};
@@ -76,10 +76,7 @@ pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
         tools.len(),
         dir.display()
     )?;
-    let engine = Engine::builder()
-        .config(config.clone())
-        .embedder_spec(EmbedderSpec::Default)
-        .create(&dir)?;
+    let engine = Engine::builder().config(config.clone()).create(&dir)?;
     engine.upsert_rules(rules)?;
     engine.upsert_chunks(chunks)?;
     engine.upsert_scenarios(scenarios)?;
@@ -95,10 +92,7 @@ pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
         stats.scenarios,
         stats.tools,
         stats.tenants,
-        match (&stats.dimensions, &stats.model_id) {
-            (Some(dim), Some(model)) => format!("{dim} dimensions ({model})"),
-            _ => "none (BM25 only)".to_string(),
-        }
+        crate::output::vector_spaces(&stats)
     )?;
 
     for query in &queries {
@@ -124,7 +118,12 @@ pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
                 context.push(format!("{name}={value}"));
             }
         }
-        writeln!(out, "query: {:?} [{}]", query.text, context.join(", "))?;
+        writeln!(
+            out,
+            "query: {:?} [{}]",
+            query.text.as_deref().unwrap_or_default(),
+            context.join(", ")
+        )?;
         output::write_table(&mut out, &response, true)?;
         // Tools found, then a policy chooses one: the two calls of an agent's tool use.
         if request.kind() == ruchedb::Kind::Tool {

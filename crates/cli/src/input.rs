@@ -370,8 +370,7 @@ pub fn read_records(path: &Path) -> Result<Vec<Document>> {
 #[serde(deny_unknown_fields)]
 pub struct TurnLine {
     pub id: serde_json::Value,
-    #[serde(default)]
-    pub text: String,
+    pub text: Option<String>,
     pub embedding: Option<Vec<f32>>,
     /// A search line's kind: ignored (a turn covers every kind).
     #[allow(dead_code)]
@@ -391,10 +390,12 @@ pub struct TurnLine {
 impl TurnLine {
     /// The turn of this line; the line's fields win over `defaults`.
     pub fn to_request(&self, defaults: &TurnLine) -> Result<TurnRequest> {
-        if self.text.trim().is_empty() && self.embedding.is_none() {
-            bail!("`text` is missing or empty: a turn needs the message");
+        // A line without the message is a mistake; an empty message (a user's, in
+        // real conversations) gets an empty turn.
+        if self.text.is_none() && self.embedding.is_none() {
+            bail!("`text` is missing: a turn needs the message");
         }
-        let mut request = TurnRequest::new(self.text.clone());
+        let mut request = TurnRequest::new(self.text.clone().unwrap_or_default());
         if let Some(embedding) = &self.embedding {
             request = request.embedding(embedding.clone());
         }
@@ -433,8 +434,7 @@ impl TurnLine {
 #[serde(deny_unknown_fields)]
 pub struct QueryLine {
     pub id: serde_json::Value,
-    #[serde(default)]
-    pub text: String,
+    pub text: Option<String>,
     pub embedding: Option<Vec<f32>>,
     pub kind: Option<String>,
     pub tenant_id: Option<String>,
@@ -487,12 +487,13 @@ impl QueryLine {
             Some(kind) => kind.parse::<Kind>()?,
             None => defaults.kind.unwrap_or(Kind::Rule),
         };
-        if self.text.trim().is_empty() && self.embedding.is_none() && !self.browse {
+        // A line without the message is a mistake; an empty message gets no hits.
+        if self.text.is_none() && self.embedding.is_none() && !self.browse {
             bail!(
-                "`text` is missing or empty: a search needs the message (or `\"browse\": true` to list a context's chunks)"
+                "`text` is missing: a search needs the message (or `\"browse\": true` to list a context's chunks)"
             );
         }
-        let mut request = SearchRequest::new(kind, self.text.clone());
+        let mut request = SearchRequest::new(kind, self.text.clone().unwrap_or_default());
         if self.browse {
             request = request.browse();
         }

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::{Result, bail};
-use ruchedb::{Config, EmbedderSpec, Engine, Kind, SearchRequest, SearchResponse};
+use ruchedb::{Config, EmbedderSpec, EmbedderSpecs, Engine, Kind, SearchRequest, SearchResponse};
 
 /// Where a command's index is: a local directory or a Milvus location.
 pub fn is_milvus(dir: &Path) -> bool {
@@ -87,7 +87,7 @@ fn open_milvus(_config: &Config, dir: &Path) -> Result<Searcher> {
 pub fn index(
     config: &Config,
     dir: &Path,
-    explicit: Option<EmbedderSpec>,
+    explicit: Option<EmbedderSpecs>,
     collection_per_tenant: bool,
     docs: Vec<ruchedb::Document>,
 ) -> Result<usize> {
@@ -106,11 +106,11 @@ pub fn index(
         Err(err) if matches!(err.kind(), ErrorKind::IndexNotFound { .. }) => {
             let first_vector = docs.iter().find_map(|d| d.embedding().map(<[f32]>::len));
             let mut options = options(config);
-            options.embedder = explicit.unwrap_or(if first_vector.is_some() {
-                EmbedderSpec::None
-            } else {
-                EmbedderSpec::Default
-            });
+            options.embedders = match explicit {
+                Some(explicit) => explicit,
+                None if first_vector.is_some() => EmbedderSpecs::uniform(EmbedderSpec::None),
+                None => config.embed.specs()?,
+            };
             options.dimensions = first_vector;
             options.collection_per_tenant = collection_per_tenant;
             MilvusIndex::create(&location, options)?
@@ -125,7 +125,7 @@ pub fn index(
 pub fn index(
     config: &Config,
     dir: &Path,
-    _explicit: Option<EmbedderSpec>,
+    _explicit: Option<EmbedderSpecs>,
     _collection_per_tenant: bool,
     _docs: Vec<ruchedb::Document>,
 ) -> Result<usize> {

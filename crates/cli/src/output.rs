@@ -433,3 +433,31 @@ pub fn write_table(
     }
     Ok(())
 }
+
+/// Each kind's vectors in words: `256 dimensions (minilm-static-v1)` when every kind has
+/// the same, else `rules, scenarios, tools: 384 dimensions (all-minilm-l6-v2-q8); chunks:
+/// 256 dimensions (minilm-static-v1)`; `none` without vectors.
+pub fn vector_spaces(stats: &ruchedb::Stats) -> String {
+    let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+    for kind in ruchedb::Kind::ALL {
+        let space = stats.spaces.get(kind);
+        let Some(dimensions) = space.dimensions else {
+            continue;
+        };
+        let model = space.model_id.as_deref().unwrap_or("external");
+        let text = format!("{dimensions} dimensions ({model})");
+        match groups.iter_mut().find(|(t, _)| *t == text) {
+            Some((_, kinds)) => kinds.push(kind.plural()),
+            None => groups.push((text, vec![kind.plural()])),
+        }
+    }
+    match groups.as_slice() {
+        [] => "none".to_string(),
+        [(text, kinds)] if kinds.len() == ruchedb::Kind::COUNT => text.clone(),
+        _ => groups
+            .iter()
+            .map(|(text, kinds)| format!("{}: {text}", kinds.join(", ")))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}

@@ -61,7 +61,7 @@ use ruchedb::retrieve::{
     RetrievalQuery, Retrieved, RetrievedDoc, Retriever, coverage, indexed_text,
 };
 use ruchedb::{
-    Config, Document, Embedder, EmbedderSpec, Error, ErrorKind, Kind, PerLeg, SearchResponse,
+    Config, Document, EmbedderSpecs, Embedders, Error, ErrorKind, Kind, PerLeg, SearchResponse,
 };
 
 pub use crate::store::Location;
@@ -74,10 +74,11 @@ pub struct MilvusOptions {
     /// Ranking configuration (fusion, gate, weights, selection): the same as the local
     /// index's.
     pub config: Config,
-    /// The embedder of a new index (default: the bundled model); an existing index keeps
-    /// the one it was created with.
-    pub embedder: EmbedderSpec,
-    /// Dimensions of a new index whose vectors the caller supplies (embedder `none`).
+    /// The embedder of each kind of a new index (default: as a local index's,
+    /// [`EmbedderSpecs::default`]); an existing index keeps those it was created with.
+    pub embedders: EmbedderSpecs,
+    /// Dimensions of the kinds of a new index whose vectors the caller supplies
+    /// (embedder `none`).
     pub dimensions: Option<usize>,
     /// A new index gets collections per tenant (per-tenant BM25 statistics).
     pub collection_per_tenant: bool,
@@ -91,7 +92,7 @@ impl Default for MilvusOptions {
     fn default() -> MilvusOptions {
         MilvusOptions {
             config: Config::default(),
-            embedder: EmbedderSpec::Default,
+            embedders: EmbedderSpecs::default(),
             dimensions: None,
             collection_per_tenant: false,
             token: "root:Milvus".to_string(),
@@ -118,7 +119,7 @@ pub struct MilvusIndex {
     client: ClientV2,
     location: Location,
     meta: Meta,
-    embedder: Option<Arc<dyn Embedder>>,
+    embedders: Embedders,
     config: Config,
     /// milvus-lite returns −BM25.
     negated_bm25: bool,
@@ -146,20 +147,24 @@ impl MilvusIndex {
     /// server cannot be reached, [`ErrorKind::Backend`] when it refuses.
     pub fn create(location: &str, options: MilvusOptions) -> ruchedb::Result<MilvusIndex> {
         let location: Location = location.parse()?;
-        let embedder = options.embedder.load()?;
-        let dimensions = match (&embedder, options.dimensions) {
-            (Some(embedder), _) => embedder.dimensions(),
-            (None, Some(dimensions)) if dimensions > 0 => dimensions,
-            (None, _) => {
-                return Err(Error::invalid_input(
-                    "an index without embedder needs its dimensions",
-                ));
-            }
-        };
+        let embedders = options.embedders.load()?;
+        let mut dimensions = [0; Kind::COUNT];
+        for kind in Kind::ALL {
+            dimensions[kind.index()] = match (embedders.get(kind), options.dimensions) {
+                (Some(embedder), _) => embedder.dimensions(),
+                (None, Some(dimensions)) if dimensions > 0 => dimensions,
+                (None, _) => {
+                    return Err(Error::invalid_input(format!(
+                        "{} without an embedder need their dimensions",
+                        kind.plural()
+                    )));
+                }
+            };
+        }
         let meta = Meta {
             format: store::FORMAT,
             dimensions,
-            embedder: options.embedder.to_string(),
+            embedder: options.embedders.to_string(),
             collection_per_tenant: options.collection_per_tenant,
         };
         let (runtime, client, negated_bm25) = connect(&location, &options)?;
@@ -176,7 +181,7 @@ impl MilvusIndex {
             (runtime, client, negated_bm25),
             location,
             meta,
-            embedder,
+            embedders,
             options.config,
         ))
     }
@@ -186,7 +191,7 @@ impl MilvusIndex {
         (runtime, client, negated_bm25): (tokio::runtime::Runtime, ClientV2, bool),
         location: Location,
         meta: Meta,
-        embedder: Option<Arc<dyn Embedder>>,
+        embedders: Embedders,
         config: Config,
     ) -> MilvusIndex {
         MilvusIndex {
@@ -194,7 +199,7 @@ impl MilvusIndex {
             client,
             location,
             meta,
-            embedder,
+            embedders,
             config,
             negated_bm25,
             pending: Mutex::new(Vec::new()),
@@ -210,12 +215,12 @@ impl MilvusIndex {
         let location: Location = location.parse()?;
         let (runtime, client, negated_bm25) = connect(&location, &options)?;
         let meta = runtime.block_on(store::read_meta(&client, &location))?;
-        let embedder = meta.embedder.parse::<EmbedderSpec>()?.load()?;
+        let embedders = meta.embedder.parse::<EmbedderSpecs>()?.load()?;
         Ok(MilvusIndex::assemble(
             (runtime, client, negated_bm25),
             location,
             meta,
-            embedder,
+            embedders,
             options.config,
         ))
     }
@@ -336,14 +341,15 @@ impl MilvusIndex {
         }
         let mut vectors = Vec::with_capacity(upserts.len());
         for batch in upserts.chunks_mut(256) {
-            vectors.extend(document_vectors(batch, self.embedder.as_deref())?);
+            vectors.extend(document_vectors(batch, &self.embedders)?);
         }
-        for rows in &vectors {
+        for (doc, rows) in upserts.iter().zip(&vectors) {
+            let expected = self.meta.dimensions(doc.kind());
             if let Some((_, v)) = rows.first()
-                && v.len() != self.meta.dimensions
+                && v.len() != expected
             {
                 return Err(Error::new(ErrorKind::DimensionMismatch {
-                    expected: self.meta.dimensions,
+                    expected,
                     got: v.len(),
                 }));
             }
@@ -362,8 +368,8 @@ impl MilvusIndex {
             }
             for ((kind, _), (docs, rows)) in &groups {
                 let pair = collections.pair(*kind, docs[0].tenant_id());
-                store::ensure_pair(&self.client, &collections.meta, &pair, self.meta.dimensions)
-                    .await?;
+                let dimensions = self.meta.dimensions(*kind);
+                store::ensure_pair(&self.client, &collections.meta, &pair, dimensions).await?;
                 for start in (0..docs.len()).step_by(BATCH) {
                     let end = (start + BATCH).min(docs.len());
                     store::write_docs(
@@ -371,7 +377,7 @@ impl MilvusIndex {
                         &pair,
                         &docs[start..end],
                         &rows[start..end],
-                        self.meta.dimensions,
+                        dimensions,
                         self.config.fusion.patterns_in_text,
                     )
                     .await?;
@@ -450,7 +456,8 @@ impl MilvusIndex {
     ///
     /// As [`Engine::search`](ruchedb::Engine::search), plus connection and server errors.
     pub fn search(&self, request: &ruchedb::SearchRequest) -> ruchedb::Result<SearchResponse> {
-        search_with(self, &self.config, request, self.embedder.as_deref(), None)
+        let embedder = self.embedders.get(request.kind()).map(|e| e.as_ref());
+        search_with(self, &self.config, request, embedder, None)
     }
 
     /// Runs one turn (the scenario, rules, memory and tools of a message, within its
@@ -460,13 +467,13 @@ impl MilvusIndex {
     ///
     /// As [`Engine::turn`](ruchedb::Engine::turn), plus connection and server errors.
     pub fn turn(&self, request: &ruchedb::TurnRequest) -> ruchedb::Result<ruchedb::TurnResponse> {
-        ruchedb::turn::turn_with(self, &self.config, request, self.embedder.as_deref())
+        ruchedb::turn::turn_with(self, &self.config, request, &self.embedders)
     }
 }
 
 impl Retriever for MilvusIndex {
-    fn dimensions(&self) -> Option<usize> {
-        Some(self.meta.dimensions)
+    fn dimensions(&self, kind: Kind) -> Option<usize> {
+        Some(self.meta.dimensions(kind))
     }
 
     fn retrieve(&self, query: &RetrievalQuery<'_>) -> ruchedb::Result<Retrieved> {

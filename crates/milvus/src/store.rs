@@ -96,21 +96,35 @@ impl fmt::Display for Location {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Meta {
     pub(crate) format: u32,
-    pub(crate) dimensions: usize,
-    /// The embedder spec, as `EmbedderSpec` prints it.
+    /// Each kind's vector dimension, by `Kind::index` (recorded as one `dimensions` when
+    /// they are the same, as indexes made before wrote it; `kinds` lists them otherwise).
+    pub(crate) dimensions: [usize; Kind::COUNT],
+    /// The embedders, as `EmbedderSpecs` prints them.
     pub(crate) embedder: String,
     pub(crate) collection_per_tenant: bool,
 }
 
 impl Meta {
+    /// The dimension of `kind`'s vectors.
+    pub(crate) fn dimensions(&self, kind: Kind) -> usize {
+        self.dimensions[kind.index()]
+    }
+
     fn to_json(&self) -> String {
-        serde_json::json!({
+        let mut value = serde_json::json!({
             "format": self.format,
-            "dimensions": self.dimensions,
+            "dimensions": self.dimensions[0],
             "embedder": self.embedder,
             "collection_per_tenant": self.collection_per_tenant,
-        })
-        .to_string()
+        });
+        if self.dimensions.iter().any(|&d| d != self.dimensions[0]) {
+            let kinds: serde_json::Map<String, serde_json::Value> = Kind::ALL
+                .into_iter()
+                .map(|kind| (kind.plural().to_string(), self.dimensions(kind).into()))
+                .collect();
+            value["kinds"] = kinds.into();
+        }
+        value.to_string()
     }
 
     fn from_json(text: &str) -> ruchedb::Result<Meta> {
@@ -130,11 +144,22 @@ impl Meta {
                 expected: FORMAT,
             }));
         }
+        let shared = value["dimensions"]
+            .as_u64()
+            .ok_or_else(|| corrupt("no dimensions"))? as usize;
+        let mut dimensions = [shared; Kind::COUNT];
+        if let Some(kinds) = value["kinds"].as_object() {
+            for kind in Kind::ALL {
+                dimensions[kind.index()] = kinds
+                    .get(kind.plural())
+                    .and_then(serde_json::Value::as_u64)
+                    .ok_or_else(|| corrupt(&format!("no dimensions for {}", kind.plural())))?
+                    as usize;
+            }
+        }
         Ok(Meta {
             format,
-            dimensions: value["dimensions"]
-                .as_u64()
-                .ok_or_else(|| corrupt("no dimensions"))? as usize,
+            dimensions,
             embedder: value["embedder"]
                 .as_str()
                 .ok_or_else(|| corrupt("no embedder"))?
@@ -939,7 +964,7 @@ mod tests {
     fn meta_round_trips_and_checks_its_format() {
         let meta = Meta {
             format: FORMAT,
-            dimensions: 384,
+            dimensions: [384; Kind::COUNT],
             embedder: "default".into(),
             collection_per_tenant: true,
         };

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use ruchedb::rank::search_with;
 use ruchedb::retrieve::{RetrievalQuery, Retriever};
 use ruchedb::{
-    Chunk, Config, EmbedderSpec, Engine, ErrorKind, Kind, Rule, Scenario, Scope, SearchRequest,
-    Timestamp, Tool,
+    Chunk, Config, EmbedderSpec, EmbedderSpecs, Engine, ErrorKind, Kind, Rule, Scenario, Scope,
+    SearchRequest, Timestamp, Tool,
 };
 use ruchedb_milvus::{MilvusIndex, MilvusOptions};
 
@@ -345,7 +345,7 @@ fn upserts_replace_and_deletes_remove_in_both_legs() {
 #[test]
 fn each_leg_runs_alone_and_ranking_is_ruchedbs_own() {
     let mut options = MilvusOptions::default();
-    options.embedder = EmbedderSpec::None;
+    options.embedders = EmbedderSpecs::uniform(EmbedderSpec::None);
     options.dimensions = Some(4);
     let index = fresh(options);
     let chunk = |id: &str, text: &str, v: [f32; 4]| Chunk::new(id, text).with_embedding(v.to_vec());
@@ -430,7 +430,7 @@ fn a_scifact_subset_ranks_as_the_local_index_does() {
     local.upsert_chunks(chunks.clone()).unwrap();
     local.commit().unwrap();
     let mut options = MilvusOptions::default();
-    options.embedder = EmbedderSpec::None;
+    options.embedders = EmbedderSpecs::uniform(EmbedderSpec::None);
     options.dimensions = Some(384);
     let remote = fresh(options);
     remote.upsert_chunks(chunks).unwrap();

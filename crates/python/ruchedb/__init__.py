@@ -80,9 +80,11 @@ class Index:
     @classmethod
     def create(cls, path: str, embedder: Optional[str] = None,
                config: Optional[str] = None) -> "Index":
-        """Creates an index in `path` (missing or empty). `embedder`: "default" (the
-        bundled static model), "none" (BM25 only, or your own vectors), "static:DIR",
-        "bert:DIR". `config`: TOML text of the engine's configuration."""
+        """Creates an index in `path` (missing or empty). `embedder`: for every kind,
+        "minilm" (all-MiniLM-L6-v2, compiled in), "static" (the compiled-in static model),
+        "none" (BM25 only, or your own vectors), "static:DIR", "bert:DIR"; or per kind,
+        "chunks=minilm,tools=static". Default: minilm for rules, scenarios and tools,
+        static for chunks. `config`: TOML text of the engine's configuration."""
         return cls(_Engine.create(str(path), embedder, config))
 
     @classmethod

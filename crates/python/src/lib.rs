@@ -15,7 +15,7 @@ use ruchedb::fusion::FusionSpec;
 use ruchedb::policy::{Candidate, PolicyContext, PolicyRegistry};
 use ruchedb::select::SelectionConfig;
 use ruchedb::{
-    Chunk, Config, Document, EmbedderSpec, Engine, Kind, Rule, Scenario, SearchRequest, Timestamp,
+    Chunk, Config, Document, EmbedderSpecs, Engine, Kind, Rule, Scenario, SearchRequest, Timestamp,
     Tool, TurnRequest,
 };
 use serde::Deserialize;
@@ -49,11 +49,12 @@ fn config_of(toml: Option<&str>) -> PyResult<Config> {
     }
 }
 
-/// A builder with the configuration `config_toml` and, when given, the embedder `spec`.
+/// A builder with the configuration `config_toml` and, when given, the embedders `spec`
+/// (one spec, or `KIND=SPEC,...`).
 fn builder(spec: Option<&str>, config_toml: Option<&str>) -> PyResult<ruchedb::EngineBuilder> {
     let mut builder = Engine::builder().config(config_of(config_toml)?);
     if let Some(spec) = spec {
-        builder = builder.embedder_spec(spec.parse::<EmbedderSpec>().map_err(py_err)?);
+        builder = builder.embedder_specs(spec.parse::<EmbedderSpecs>().map_err(py_err)?);
     }
     Ok(builder)
 }

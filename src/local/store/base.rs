@@ -53,19 +53,31 @@ pub(crate) const SECTIONS: usize = 6 + 3 * Kind::COUNT;
 const PLAIN: u8 = 1;
 /// A record's context when it has none.
 const NO_CONTEXT: u32 = u32::MAX;
-/// The version of the layout [`BaseHeader`] describes.
+/// The version of the layout [`BaseHeader`] describes: every kind's rows of one
+/// dimension.
 const LAYOUT: u32 = 1;
+/// The layout whose kinds' rows have dimensions of their own ([`KindDimensions`] follows
+/// the header). Written only when kinds differ, so that a base of one dimension stays
+/// readable by the versions before.
+const LAYOUT_BY_KIND: u32 = 2;
 
 /// What a mapped base says of itself.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct BaseHeader {
     layout: u32,
-    /// The dimensions of every row (0 without vectors).
+    /// The dimensions of every row (0 without vectors; layout 2: 0).
     dimensions: u32,
     /// Documents (entries and records).
     docs: u64,
     /// Rows of each kind, by [`Kind::index`].
     rows: Vec<u64>,
+}
+
+/// [`BaseHeader`] of layout 2: each kind's row dimension, by [`Kind::index`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct KindDimensions {
+    header: BaseHeader,
+    dimensions: Vec<u32>,
 }
 
 /// One record of the table, decoded.
@@ -193,15 +205,16 @@ struct Prepared {
 pub(crate) fn encode(
     header: &PartHeader,
     entries: &[BlockEntry],
-    dimensions: Option<usize>,
+    dimensions: [Option<usize>; Kind::COUNT],
     tokens: &(dyn Fn(DocId) -> [u32; 2] + Sync),
 ) -> Result<Encoded> {
-    let dim = dimensions.unwrap_or(0);
+    let dims = dimensions.map(|d| d.unwrap_or(0));
     let prepared: Vec<Prepared> = entries
         .par_iter()
         .map(|entry| {
             let record = entry.record()?;
             let summary = record.summary();
+            let dim = dims[summary.kind.index()];
             let (kept, rows) = match entry.vectors()? {
                 None => (None, None),
                 Some(stored) => {
@@ -271,16 +284,35 @@ pub(crate) fn encode(
         entry_at += entry_len;
         kept.push(p.entry);
     }
+    // One dimension for every kind that has rows: the layout of the versions before.
+    let mut with_rows = Kind::ALL
+        .into_iter()
+        .filter(|kind| !rows[kind.index()].inverse.is_empty())
+        .map(|kind| dims[kind.index()]);
+    let first = with_rows.next();
+    let uniform = with_rows.all(|dim| Some(dim) == first);
     let base_header = BaseHeader {
-        layout: LAYOUT,
-        dimensions: dim as u32,
+        layout: if uniform { LAYOUT } else { LAYOUT_BY_KIND },
+        dimensions: if uniform {
+            first.unwrap_or(0) as u32
+        } else {
+            0
+        },
         docs: kept.len() as u64,
         rows: rows.iter().map(|r| r.inverse.len() as u64).collect(),
+    };
+    let base_header = if uniform {
+        bincode::serialize(&base_header)
+    } else {
+        bincode::serialize(&KindDimensions {
+            header: base_header,
+            dimensions: dims.iter().map(|&d| d as u32).collect(),
+        })
     };
     Ok(Encoded {
         header: bincode::serialize(header).expect("a part header serialises"),
         entries: kept,
-        base_header: bincode::serialize(&base_header).expect("a base header serialises"),
+        base_header: base_header.expect("a base header serialises"),
         table,
         ids,
         names: bincode::serialize(&names).expect("names serialise"),
@@ -315,7 +347,8 @@ pub(crate) fn is_mapped_base(sections: &Sections) -> bool {
 pub(crate) struct MappedBase {
     sections: Sections,
     header: PartHeader,
-    dimensions: usize,
+    /// Each kind's row dimension, by [`Kind::index`].
+    dimensions: [usize; Kind::COUNT],
     docs: usize,
     names: Vec<String>,
     /// Each kind's rows, inverse norms and vector indices, copied out of the file on a
@@ -357,12 +390,22 @@ impl MappedBase {
             .map_err(|err| damaged(format!("header: {err}")))?;
         let base_header: BaseHeader = bincode::deserialize(sections.get(2))
             .map_err(|err| damaged(format!("layout: {err}")))?;
-        if base_header.layout != LAYOUT || base_header.rows.len() != Kind::COUNT {
-            return Err(damaged(format!("layout {} unknown", base_header.layout)));
+        let dims: [usize; Kind::COUNT] = match base_header.layout {
+            LAYOUT => [base_header.dimensions as usize; Kind::COUNT],
+            LAYOUT_BY_KIND => {
+                let by_kind: KindDimensions = bincode::deserialize(sections.get(2))
+                    .map_err(|err| damaged(format!("layout: {err}")))?;
+                let dims: Vec<usize> = by_kind.dimensions.iter().map(|&d| d as usize).collect();
+                dims.try_into()
+                    .map_err(|_| damaged("dimensions of another number of kinds".into()))?
+            }
+            other => return Err(damaged(format!("layout {other} unknown"))),
+        };
+        if base_header.rows.len() != Kind::COUNT {
+            return Err(damaged(format!("rows of {} kinds", base_header.rows.len())));
         }
         let names: Vec<String> = bincode::deserialize(sections.get(5))
             .map_err(|err| damaged(format!("names: {err}")))?;
-        let dim = base_header.dimensions as usize;
         let docs = usize::try_from(base_header.docs).map_err(|_| damaged("size".into()))?;
         let table = sections.get(3);
         if Some(table.len()) != docs.checked_mul(RECORD) {
@@ -370,6 +413,7 @@ impl MappedBase {
         }
         for kind in Kind::ALL {
             let rows = base_header.rows[kind.index()];
+            let dim = dims[kind.index()];
             let section = |i: usize| sections.get(6 + 3 * kind.index() + i).len() as u64;
             let expected = [
                 rows.checked_mul(dim as u64 * 4),
@@ -431,7 +475,7 @@ impl MappedBase {
                 .collect(),
             sections,
             header,
-            dimensions: dim,
+            dimensions: dims,
             docs,
             names,
         };
@@ -439,6 +483,7 @@ impl MappedBase {
         for kind in Kind::ALL {
             let rows = base.rows(kind);
             let n = base_header.rows[kind.index()] as usize;
+            let dim = dims[kind.index()];
             if rows.data.len() != n * dim || rows.inverse.len() != n || rows.indices.len() != n {
                 return Err(damaged("rows not aligned".into()));
             }
@@ -464,9 +509,9 @@ impl MappedBase {
                 doc.as_u64()
             ))
         };
-        let dim = self.dimensions;
         (0..self.docs).into_par_iter().try_for_each(|i| {
             let record = self.record(i);
+            let dim = self.dimensions[record.kind.index()];
             let stored = self.doc_record(&record)?;
             let summary = stored.summary();
             let same = summary.kind == record.kind
@@ -511,8 +556,9 @@ impl MappedBase {
         self.docs
     }
 
-    pub(crate) fn dimensions(&self) -> usize {
-        self.dimensions
+    /// The row dimension of `kind` (0: it has no rows).
+    pub(crate) fn dimensions(&self, kind: Kind) -> usize {
+        self.dimensions[kind.index()]
     }
 
     /// Record `i` (checked at load).
@@ -582,7 +628,7 @@ impl MappedBase {
         };
         let rows = self.rows(record.kind);
         let (start, n) = (record.rows.0 as usize, record.rows.1 as usize);
-        let dim = self.dimensions;
+        let dim = self.dimensions[record.kind.index()];
         for (i, &index) in rows.indices[start..start + n].iter().enumerate() {
             let row = rows.data[(start + i) * dim..(start + i + 1) * dim].to_vec();
             match index {
@@ -765,7 +811,11 @@ mod tests {
     }
 
     fn entries() -> Vec<BlockEntry> {
-        documents()
+        entries_of(&documents())
+    }
+
+    fn entries_of(documents: &[(Document, Option<StoredVectors>)]) -> Vec<BlockEntry> {
+        documents
             .iter()
             .enumerate()
             .map(|(i, (doc, stored))| {
@@ -796,10 +846,60 @@ mod tests {
         MappedBase::load(sections, Path::new("base-1.rv"))
     }
 
+    /// Kinds whose vectors have dimensions of their own (rules of the transformer,
+    /// chunks of the static model): layout 2, every row read back exactly; one shared
+    /// dimension keeps the layout of the versions before.
+    #[test]
+    fn kinds_of_their_own_dimensions_read_back_exactly() {
+        let shorter = |stored: &StoredVectors| StoredVectors {
+            main: stored.main.as_ref().map(|v| v[..3].to_vec()),
+            patterns: stored
+                .patterns
+                .iter()
+                .map(|p| p.as_ref().map(|v| v[..3].to_vec()))
+                .collect(),
+            external: stored.external,
+        };
+        let documents: Vec<(Document, Option<StoredVectors>)> = documents()
+            .into_iter()
+            .map(|(doc, stored)| {
+                let stored = match doc.kind() {
+                    Kind::Chunk => stored.as_ref().map(shorter),
+                    _ => stored,
+                };
+                (doc, stored)
+            })
+            .collect();
+        let entries = entries_of(&documents);
+        let mut dims = [Some(DIM); Kind::COUNT];
+        dims[Kind::Chunk.index()] = Some(3);
+        let encoded = encode(&header(), &entries, dims, &tokens).unwrap();
+        let layout: BaseHeader = bincode::deserialize(&encoded.base_header).unwrap();
+        assert_eq!(layout.layout, LAYOUT_BY_KIND);
+        let dir = tempfile::tempdir().unwrap();
+        let base = written(dir.path(), &encoded).unwrap();
+        base.verify(Path::new("base-1.rv")).unwrap();
+        assert_eq!(base.dimensions(Kind::Chunk), 3);
+        assert_eq!(base.dimensions(Kind::Rule), DIM);
+        for (i, (_, stored)) in documents.into_iter().enumerate() {
+            let record = base.record(i);
+            assert_eq!(base.stored_vectors(&record).unwrap(), stored, "{i}");
+        }
+        let uniform = encode(
+            &header(),
+            &self::entries(),
+            [Some(DIM); Kind::COUNT],
+            &tokens,
+        )
+        .unwrap();
+        let layout: BaseHeader = bincode::deserialize(&uniform.base_header).unwrap();
+        assert_eq!((layout.layout, layout.dimensions), (LAYOUT, DIM as u32));
+    }
+
     #[test]
     fn a_base_reads_back_every_record_entry_and_vector_exactly() {
         let entries = entries();
-        let encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
+        let encoded = encode(&header(), &entries, [Some(DIM); Kind::COUNT], &tokens).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let base = written(dir.path(), &encoded).unwrap();
         assert_eq!(base.len(), entries.len());
@@ -879,7 +979,7 @@ mod tests {
     #[test]
     fn a_mapped_base_read_as_a_part_is_the_part_it_was_written_from() {
         let entries = entries();
-        let encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
+        let encoded = encode(&header(), &entries, [Some(DIM); Kind::COUNT], &tokens).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let file = view::write_sections(dir.path(), "base-1.rv", &encoded.sections()).unwrap();
         let part = view::read_part(dir.path(), &file).unwrap().unwrap();
@@ -905,7 +1005,7 @@ mod tests {
         use crate::local::catalog::{Catalog, Entry};
         use crate::retrieve::DocFilter;
         let entries = entries();
-        let encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
+        let encoded = encode(&header(), &entries, [Some(DIM); Kind::COUNT], &tokens).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let base = std::sync::Arc::new(written(dir.path(), &encoded).unwrap());
         let catalog = Catalog::from_base(&base, Vec::new());
@@ -1003,7 +1103,7 @@ mod tests {
                 entry
             })
             .collect();
-        let encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
+        let encoded = encode(&header(), &entries, [Some(DIM); Kind::COUNT], &tokens).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let base = std::sync::Arc::new(written(dir.path(), &encoded).unwrap());
         let mut catalog = Catalog::from_base(&base, Vec::new());
@@ -1073,7 +1173,8 @@ mod tests {
         let entries = entries();
         let dir = tempfile::tempdir().unwrap();
         for (at, found) in [(37, true), (8, true), (28, false)] {
-            let mut encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
+            let mut encoded =
+                encode(&header(), &entries, [Some(DIM); Kind::COUNT], &tokens).unwrap();
             // Record 3 (a chunk): its flags byte, its sequence number, its word count.
             encoded.table[3 * RECORD + at] ^= 1;
             let base = written(dir.path(), &encoded).unwrap();
@@ -1091,7 +1192,8 @@ mod tests {
         let mut next = move || random.next();
         let mut refused = 0;
         for round in 0..400 {
-            let mut encoded = encode(&header(), &entries, Some(DIM), &tokens).unwrap();
+            let mut encoded =
+                encode(&header(), &entries, [Some(DIM); Kind::COUNT], &tokens).unwrap();
             let target = match round % 4 {
                 0 | 1 => &mut encoded.table,
                 2 => &mut encoded.ids,

@@ -47,6 +47,8 @@ pub(crate) struct Store {
     sled: Option<Sled>,
     view: Option<view::Published>,
     meta: std::sync::Mutex<Meta>,
+    /// Each kind's vector dimension, as `meta` records it (read by every search).
+    dimensions: std::sync::RwLock<[Option<usize>; Kind::COUNT]>,
     /// Whether an existing store held nothing at all (not even its format version) and
     /// was initialised as a new one at open.
     blank: bool,
@@ -216,6 +218,7 @@ impl Store {
                 graphs,
             }),
             view: None,
+            dimensions: std::sync::RwLock::new(dimensions_of(&meta)),
             meta: std::sync::Mutex::new(meta),
             blank,
         })
@@ -230,6 +233,7 @@ impl Store {
     /// A store that reads what a writer published, and refuses every write.
     pub(crate) fn published(view: view::Published) -> Store {
         Store {
+            dimensions: std::sync::RwLock::new(dimensions_of(&view.meta)),
             meta: std::sync::Mutex::new(view.meta.clone()),
             sled: None,
             view: Some(view),
@@ -300,9 +304,28 @@ impl Store {
         self.lock_meta().clone()
     }
 
-    /// The vector dimension, once known (cheaper than [`Store::meta`]: no clone).
-    pub(crate) fn dimensions(&self) -> Option<usize> {
-        self.lock_meta().dimensions
+    /// The vector dimension of `kind`, once known (cheaper than [`Store::meta`]).
+    pub(crate) fn dimensions(&self, kind: Kind) -> Option<usize> {
+        self.dimensions
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())[kind.index()]
+    }
+
+    /// Each kind's vector dimension, once known.
+    pub(crate) fn all_dimensions(&self) -> [Option<usize>; Kind::COUNT] {
+        *self
+            .dimensions
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Sets the meta values in memory, and the dimensions derived from them.
+    fn install_meta(&self, guard: &mut std::sync::MutexGuard<'_, Meta>, meta: Meta) {
+        *self
+            .dimensions
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner()) = dimensions_of(&meta);
+        **guard = meta;
     }
 
     fn lock_meta(&self) -> std::sync::MutexGuard<'_, Meta> {
@@ -326,17 +349,21 @@ impl Store {
         self.update_meta(|meta| meta.embedder = Some(embedder.to_string()))
     }
 
-    /// Records the vector dimension and model of the index (once, at first use), and its
-    /// embedder spec when given (an embedder recorded earlier is kept otherwise).
+    /// Records the vector space of `kinds` (once, at first use), and the index's
+    /// embedder specs when given (those recorded earlier are kept otherwise).
     pub(crate) fn set_vector_space(
         &self,
+        kinds: &[Kind],
         dimensions: usize,
         model_id: &str,
         embedder: Option<&str>,
     ) -> Result<()> {
         self.update_meta(|meta| {
-            meta.dimensions = Some(dimensions);
-            meta.model_id = Some(model_id.to_string());
+            let space = meta::Space {
+                dimensions,
+                model_id: model_id.to_string(),
+            };
+            meta.set_space(kinds, &space);
             if let Some(embedder) = embedder {
                 meta.embedder = Some(embedder.to_string());
             }
@@ -355,7 +382,7 @@ impl Store {
             .apply_batch(batch)
             .map_err(|err| self.sled_err(err))?;
         self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
-        *guard = meta;
+        self.install_meta(&mut guard, meta);
         Ok(())
     }
 
@@ -971,6 +998,21 @@ impl Store {
         Ok(())
     }
 
+    /// Copies every cached embedding into `target` (a re-embedding that keeps some kinds'
+    /// models finds their vectors there instead of embedding again).
+    pub(crate) fn copy_embed_cache_into(&self, target: &Store) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for item in self.sled()?.embed_cache.iter() {
+            let (key, value) = item.map_err(|err| self.sled_err(err))?;
+            batch.insert(key, value);
+        }
+        target
+            .sled()?
+            .embed_cache
+            .apply_batch(batch)
+            .map_err(|err| target.sled_err(err))
+    }
+
     /// Copies the key that signs query ids, the feedback marks (ids and a legs byte: no
     /// text; not the search log of earlier versions), their count and their horizon into
     /// `target`, so that ids issued here are taken there, and count once.
@@ -1125,6 +1167,12 @@ fn part_key(file_idx: usize, part_idx: usize) -> [u8; 6] {
     key[1] = u8::try_from(file_idx).expect("a checkpoint has few files");
     key[2..].copy_from_slice(&u32::try_from(part_idx).unwrap_or(u32::MAX).to_be_bytes());
     key
+}
+
+/// Each kind's vector dimension as `meta` records it.
+fn dimensions_of(meta: &Meta) -> [Option<usize>; Kind::COUNT] {
+    meta.spaces()
+        .map(|space| space.map(|space| space.dimensions))
 }
 
 /// Drops the sled database, containing the panic sled 0.34 raises when the last sync of

@@ -628,7 +628,7 @@ fn a_dimension_mismatch_names_the_file_line_and_field() {
     let message = stderr(&output);
     assert!(
         message.contains("two.jsonl: vectors of 2 dimensions")
-            && message.contains("holds vectors of 3"),
+            && message.contains("holds chunks of 3"),
         "{message}"
     );
 }

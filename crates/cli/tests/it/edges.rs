@@ -62,7 +62,7 @@ fn tree(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
 fn an_empty_message_gets_no_answer() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idx");
-    index(&path, EmbedderSpec::Default);
+    index(&path, EmbedderSpec::StaticBundled);
 
     let engine = Engine::builder().open_read_only(&path).unwrap();
     for text in ["", "   ", "\n\t"] {
@@ -88,7 +88,7 @@ fn an_empty_message_gets_no_answer() {
     }
     // A vector alone is a query.
     let vector = engine
-        .embedder()
+        .embedder(ruchedb::Kind::Rule)
         .unwrap()
         .embed_batch(&["my money back"])
         .unwrap()
@@ -109,17 +109,34 @@ fn an_empty_message_gets_no_answer() {
         let output = ruche(&args);
         assert_code(&output, 2);
         assert!(
-            stderr(&output).contains("`text` is missing or empty"),
+            stderr(&output).contains("the message is empty"),
             "{args:?}: {}",
             stderr(&output)
         );
         assert!(stdout(&output).is_empty(), "{args:?}: {}", stdout(&output));
     }
+    // In a batch, an empty message (users send them) gets no hits; a line without
+    // `text` is a mistake, named.
     let batch = dir.path().join("batch.jsonl");
+    std::fs::write(
+        &batch,
+        "{\"id\": 1, \"text\": \"\", \"kind\": \"chunks\", \"context_id\": \"u1\"}\n",
+    )
+    .unwrap();
+    for command in ["turn", "search"] {
+        let output = ruche(&[command, index, "--batch", batch.to_str().unwrap()]);
+        assert_code(&output, 0);
+        let line: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+        let hits = match command {
+            "turn" => &line["memory"]["hits"],
+            _ => &line["hits"],
+        };
+        assert_eq!(hits.as_array().map(Vec::len), Some(0), "{command}: {line}");
+    }
     for (lines, expected) in [
         (
             "{\"id\": 1, \"text\": \"I want my money back\"}\n{\"id\": 2, \"context_id\": \"u1\"}\n",
-            "line 2: `text` is missing or empty",
+            "line 2: `text` is missing",
         ),
         (
             "{\"id\": 1, \"text\": \"hello\"}\n[]\n",
@@ -409,7 +426,6 @@ fn a_failing_disk_never_makes_an_exit_status_lie() {
             }
             // What the exit status says is what a writer finds.
             let found = Engine::builder()
-                .embedder_spec(EmbedderSpec::Default)
                 .open(&path)
                 .map(|engine| engine.stats().chunks);
             match code {

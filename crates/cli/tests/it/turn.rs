@@ -7,7 +7,10 @@ use crate::run::ruche_env;
 
 use serde_json::Value;
 
-/// The sample index (`index_data/`), built once per test.
+/// The sample index (`index_data/`), built once per test, with the static model for
+/// every kind: these are tests of the command's output, on paraphrases of the sample's
+/// rules that the static model's cosines let through the rules' gate (the default,
+/// all-MiniLM-L6-v2, refuses some: `docs/relevance.md`).
 fn sample(dir: &Path) -> String {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../index_data");
     let index = dir.join("index").to_str().unwrap().to_string();
@@ -24,6 +27,8 @@ fn sample(dir: &Path) -> String {
             &file("tools.toml"),
             "--chunks",
             &file("chunks.jsonl"),
+            "--embedder",
+            "static",
             "-q",
         ],
         &[],
