@@ -95,7 +95,7 @@ fn main() -> ruchedb::Result<()> {
 
     // # Step 5: recent only: no query text, recency weight 1.0 with a 24-hour half-life
     let recent = weights(0.0, 0.0, 1.0, 24.0);
-    let browse = SearchRequest::chunks("").chunk_weights(recent);
+    let browse = SearchRequest::chunks("").browse().chunk_weights(recent);
     let hits = search("engine, recent only", &browse.now(now).top_k(5))?;
     let newest_first = ["standup", "meeting", "holiday", "laptop", "ml-course"];
     assert_eq!(hits, newest_first);

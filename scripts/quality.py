@@ -21,6 +21,8 @@ Sets (their READMEs in the eval folder say how each is scored):
   abstention, top-1 when a tool is needed, none when none is.
 - stb: StableToolBench G1_instruction (2,479 APIs): tools the default selection returns,
   the recall of that set, recall@5 with `top_k` 5.
+- stbmulti: the same on 65 requests for two or three tools at once, written from the G1 dev
+  requests (`scripts/gate/minilm/stb_multi.jsonl`).
 - locomo: LoCoMo dev conversations: turns the default selection returns, the evidence
   recall of that set, evidence recall@10 with `top_k` 10; adversarial questions answered
   with nothing.
@@ -195,6 +197,27 @@ def stb(r, ev, tmp):
     }
 
 
+def stbmulti(r, ev, tmp):
+    """StableToolBench requests for several tools at once (scripts/gate/minilm/stb_multi.jsonl:
+    two or three G1 dev requests combined in other words, with the union of their gold APIs)."""
+    d = os.path.join(ev, "stb")
+    idx = r.index(tools=f"{d}/tools.jsonl")
+    cases = [json.loads(line) for line in open(os.path.join(os.path.dirname(__file__), "gate", "minilm", "stb_multi.jsonl"))]
+    gold = {c["id"]: set(c["gold"]) for c in cases}
+    path, path5 = f"{tmp}/multi.jsonl", f"{tmp}/multi.k5.jsonl"
+    with open(path, "w") as f, open(path5, "w") as f5:
+        for c in cases:
+            f.write(json.dumps({"id": c["id"], "text": c["text"], "kind": "tools"}) + "\n")
+            f5.write(json.dumps({"id": c["id"], "text": c["text"], "kind": "tools", "top_k": 5}) + "\n")
+    default = r.batch(idx, path)
+    k5 = r.batch(idx, path5)
+    return {
+        "tools returned (default)": sum(len(v) for v in default.values()) / len(default),
+        "recall of the returned set": recall(default, gold),
+        "recall@5": recall(k5, gold),
+    }
+
+
 def locomo(r, ev, tmp):
     d = os.path.join(ev, "locomo")
     idx = r.index(chunks=f"{d}/chunks.jsonl")
@@ -253,7 +276,7 @@ def scifact(r, ev, tmp):
     }
 
 
-SETS = {"clinc": clinc, "banking": banking, "metatool": metatool, "stb": stb,
+SETS = {"clinc": clinc, "banking": banking, "metatool": metatool, "stb": stb, "stbmulti": stbmulti,
         "locomo": locomo, "scifact": scifact}
 
 
