@@ -177,6 +177,12 @@ def metatool(r, ev, tmp):
     }
 
 
+def precision(returned, gold):
+    """The share of returned documents that are gold, over every returned document."""
+    got = [d for q in gold for d in returned.get(q, [])]
+    return sum(d in gold[q] for q in gold for d in returned.get(q, [])) / max(len(got), 1)
+
+
 def recall(returned, gold):
     return sum(len(g & set(returned.get(q, []))) / len(g) for q, g in gold.items()) / len(gold)
 
@@ -231,6 +237,7 @@ def locomo(r, ev, tmp):
     return {
         "turns returned (default)": sum(len(v) for v in default.values()) / len(default),
         "evidence recall (default)": recall(default, gold),
+        "returned turns that are evidence (default)": precision(default, gold),
         "evidence recall@10": recall(k10, gold),
         "adversarial answered with nothing": sum(not v for v in adv.values()) / len(adv),
     }

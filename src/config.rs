@@ -831,6 +831,14 @@ pub struct GraphConfig {
     pub decay: f64,
     /// An entity mentioned by more documents than this is no bridge (default 50).
     pub max_fanout: usize,
+    /// How many documents reached through the hits kept come back with them whatever
+    /// their score, best first, as long as the hits then number at most `1 +
+    /// second_hops`, and at least the best one (default 2; 0: only what the selection
+    /// keeps). The second hop
+    /// of "how do I reach the customer of order NW-1?" is one of the customer's notes,
+    /// which share no word with the question: when the ranking cannot tell which one
+    /// answers it, two kept are better than one guessed.
+    pub second_hops: usize,
 }
 
 impl Default for GraphConfig {
@@ -841,6 +849,7 @@ impl Default for GraphConfig {
             hops: 2,
             decay: 0.5,
             max_fanout: 50,
+            second_hops: 2,
         }
     }
 }
@@ -863,6 +872,12 @@ impl GraphConfig {
             return Err(Error::invalid_config(
                 format!("{key}.decay"),
                 format!("must be in 0..=1, got {}", self.decay),
+            ));
+        }
+        if self.second_hops > 10 {
+            return Err(Error::invalid_config(
+                format!("{key}.second_hops"),
+                format!("must be between 0 and 10, got {}", self.second_hops),
             ));
         }
         if self.max_fanout == 0 || self.max_fanout > crate::model::MAX_COUNT {

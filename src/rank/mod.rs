@@ -104,6 +104,9 @@ pub(crate) struct RankPlan {
     /// The graph leg's weight against the two other legs' 1.0 (used when it found
     /// anything).
     pub graph_weight: f64,
+    /// How many documents reached through a kept hit come back with it
+    /// ([`crate::config::GraphConfig::second_hops`]).
+    pub second_hops: usize,
     /// How much a conversation turn draws on its neighbouring turns
     /// ([`crate::config::ScoringConfig::neighbour_weight`]).
     pub neighbour_weight: f64,
@@ -210,6 +213,7 @@ impl RankPlan {
             now: request.now.unwrap_or_else(Timestamp::now),
             selection,
             graph_weight,
+            second_hops: config.graph.second_hops,
             neighbour_weight: config.scoring.neighbour_weight,
             max_tokens: request.max_tokens,
             background: None,
@@ -287,6 +291,7 @@ pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ran
         codes: plan.codes.clone(),
         anchor: None,
         empty_message: false,
+        unknown_codes: false,
     };
     // A memory search is answered only when some candidate anchors it.
     const FULL_COVERAGE: f64 = 0.999;
@@ -309,6 +314,20 @@ pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ran
         }
         _ => true,
     };
+    // A memory search that names identifiers no candidate holds is about something
+    // memory does not know: a chunk that names identifiers of its own is about another
+    // thing (another order's, another customer's note), and one that shares none of the
+    // query's other words is about something else, however close its vector; a general
+    // note that shares them still answers ("the return window for NW-48283").
+    gate.unknown_codes = plan.kind == Kind::Chunk
+        && !plan.codes.is_empty()
+        && plan.min_relevance > 0.0
+        && scored.iter().all(|c| c.breakdown.codes_matched == 0);
+    let query_shapes: Vec<String> = if gate.unknown_codes {
+        plan.codes.iter().map(|code| code_shape(code)).collect()
+    } else {
+        Vec::new()
+    };
     let code_boost = plan.relevance.code_boost;
     let mut passed: Vec<Weighted> = Vec::with_capacity(scored.len());
     for mut candidate in scored {
@@ -323,7 +342,12 @@ pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ran
         let decision = GateDecision::of(b.relevance, b.codes_matched, plan.min_relevance)
             .or(linked)
             .or(neighbour)
-            .filter(|_| answered || b.codes_matched > 0);
+            .filter(|_| answered || b.codes_matched > 0)
+            .filter(|_| {
+                !gate.unknown_codes
+                    || (b.text_coverage > 0.0
+                        && !names_a_sibling(&candidate.document.text(), &query_shapes))
+            });
         match decision {
             Some(decision) => {
                 candidate.breakdown.gate = decision;
@@ -407,11 +431,15 @@ pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ran
                 .iter()
                 .filter_map(|&idx| slots.get_mut(idx).and_then(Option::take))
                 .collect();
-            // The second hop survives selection: for each hit kept, the best hit the
-            // graph leg reached through it comes back with it, whatever its score ("how
+            // The second hop survives selection: for each hit kept, the best hits the
+            // graph leg reached through it come back with it, whatever their score ("how
             // should we contact the customer of order NW-1?": the order note names the
-            // customer, the customer's note, which shares no word with the question but
-            // the customer, says how to contact them).
+            // customer, the customer's notes, which share no word with the question but
+            // the customer, say how to contact them). The ranking often cannot tell which
+            // of the customer's notes answers, so up to `second_hops` come back, in rank
+            // order, as long as the hits then number at most `1 + second_hops` (and at
+            // least the best one: an identifier lookup that kept its note and the notes
+            // that name the same code stays short).
             // Both of one context (one customer's notes, one conversation), or of none: a
             // bridge through an entity two contexts share (a date) crosses to another's.
             let context =
@@ -420,9 +448,15 @@ pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ran
                 .iter()
                 .map(|s| (s.document.id(), context(&s.document)))
                 .collect();
-            let mut best_second: std::collections::HashMap<String, usize> =
-                std::collections::HashMap::new();
+            let limit = match plan.second_hops {
+                0 => 0,
+                n => (1 + n).saturating_sub(scored.len()).max(1),
+            };
+            let mut picked: Vec<usize> = Vec::new();
             for (i, slot) in slots.iter().enumerate() {
+                if picked.len() >= limit {
+                    break;
+                }
                 let Some(scored) = slot.as_ref() else {
                     continue;
                 };
@@ -434,17 +468,14 @@ pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ran
                 else {
                     continue;
                 };
-                // `slots` is in rank order: the first one reached through `via` is its best.
+                // `slots` is in rank order: the first ones reached through `via` are its best.
                 if kept
                     .get(via.as_str())
                     .is_some_and(|first| *first == context(&scored.document))
-                    && !best_second.contains_key(via)
                 {
-                    best_second.insert(via.clone(), i);
+                    picked.push(i);
                 }
             }
-            let mut picked: Vec<usize> = best_second.into_values().collect();
-            picked.sort_unstable();
             let second_hops: Vec<Weighted> =
                 picked.into_iter().filter_map(|i| slots[i].take()).collect();
             let mut metadata = result.metadata;
@@ -685,6 +716,26 @@ fn relevance_of(candidate: &RetrievedDoc, legs: LegsRan, plan: &RankPlan) -> (f6
             coverage,
         );
     (relevance, None)
+}
+
+/// The shape of a code: each letter `a`, each digit `9`, the rest kept (`nw-48283` is
+/// `aa-99999`): codes of one shape name things of one sort (orders, tickets).
+fn code_shape(code: &str) -> String {
+    code.chars()
+        .map(|c| match c {
+            c if c.is_ascii_digit() => '9',
+            c if c.is_alphabetic() => 'a',
+            c => c,
+        })
+        .collect()
+}
+
+/// Whether `text` names a code of one of `shapes`: another thing of the sort the query
+/// asks about (another order's note for an order memory does not know).
+fn names_a_sibling(text: &str, shapes: &[String]) -> bool {
+    crate::analysis::query_codes(text)
+        .iter()
+        .any(|code| shapes.contains(&code_shape(code)))
 }
 
 /// What each candidate's neighbouring turns lend it: what `weight` times the best hybrid

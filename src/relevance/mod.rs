@@ -530,6 +530,10 @@ pub struct GateSummary {
     /// The message had no text to match and no vector: nothing was searched, and
     /// nothing is answered (not the filters' documents by importance or recency).
     pub empty_message: bool,
+    /// A memory search named identifiers no candidate holds: only chunks that name no
+    /// identifier and share another of the query's words could pass ("any update on
+    /// NW-48283?" is not answered by another order's note).
+    pub unknown_codes: bool,
 }
 
 /// The signals a candidate's relevance was made of (part of explain).
@@ -553,6 +557,12 @@ impl GateSummary {
         }
         if self.empty_message {
             return Some("the message is empty: there is nothing to match".to_string());
+        }
+        if self.unknown_codes && self.best_rejected.is_some() {
+            return Some(format!(
+                "no chunk holds {}, and none without identifiers of its own shares another word of the query",
+                self.codes.join(", ")
+            ));
         }
         if let Some(anchor) = self.anchor.filter(|anchor| *anchor < 0.5) {
             return Some(format!(

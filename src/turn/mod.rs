@@ -31,14 +31,16 @@
 //! Rules to follow:
 //! - <condition>: <action>
 //! Known from memory:
-//! - [<YYYY-MM-DD>] <content>
+//! - [<YYYY-MM-DD>] <speaker>: <content>
 //! Tools that fit:
 //! - <name>: <description> Parameters: <JSON schema>
 //! ```
 //!
 //! The scenario line names the active scenario (`Scenario: <id>` when the turn did not
 //! retrieve it, `, step <step>` only with one); a memory line has its date only when the
-//! chunk has a `created_at`; a tool line has its parameters only when it has some.
+//! chunk has a `created_at` and its speaker only when the chunk's `metadata` has a
+//! `speaker` string that its content does not already start with (`Caroline: ...`); a
+//! tool line has its parameters only when it has some.
 //! Whitespace inside a field is collapsed to single spaces.
 
 use std::time::Instant;
@@ -795,10 +797,26 @@ fn scenario_line(scenario: &TurnScenario) -> Option<String> {
 fn line_of(hit: &Hit) -> String {
     match &*hit.document {
         Document::Rule(rule) => format!("- {}: {}", flat(&rule.condition), flat(&rule.action)),
-        Document::Chunk(chunk) => match chunk.created_at {
-            Some(at) => format!("- [{}] {}", date(at), flat(&chunk.content)),
-            None => format!("- {}", flat(&chunk.content)),
-        },
+        Document::Chunk(chunk) => {
+            let mut line = String::from("- ");
+            if let Some(at) = chunk.created_at {
+                line.push_str(&format!("[{}] ", date(at)));
+            }
+            // The speaker, unless the content already starts with it ("Caroline: ...").
+            if let Some(speaker) = chunk.metadata.get("speaker").and_then(|s| s.as_str()) {
+                let speaker = flat(speaker);
+                let content = chunk.content.trim_start();
+                let named = content
+                    .strip_prefix(speaker.as_str())
+                    .is_some_and(|rest| rest.starts_with(':'));
+                if !speaker.is_empty() && !named {
+                    line.push_str(&speaker);
+                    line.push_str(": ");
+                }
+            }
+            line.push_str(&flat(&chunk.content));
+            line
+        }
         Document::Tool(tool) => {
             let mut line = format!("- {}: {}", flat(&tool.name), flat(&tool.description));
             let empty = tool.parameters.is_null()

@@ -404,7 +404,7 @@ fn a_graph_only_candidate_gets_its_text_score() {
 /// With the default selection (no `top_k`), the second hop the graph leg reached comes
 /// back with the first: the answer of a two-hop question is the note that shares no
 /// word with it but the customer's. A lookup of the same order keeps its note and at
-/// most the one it links to best.
+/// most the two it links to best.
 #[test]
 fn the_default_selection_keeps_both_hops() {
     let on = engine_with(memory(), true);
@@ -426,14 +426,132 @@ fn the_default_selection_keeps_both_hops() {
         let lookup = on
             .search(&SearchRequest::chunks(format!("any update on NW-{}?", 15_690 + i)).now(now()))
             .unwrap();
-        // A lookup: the order's note first, and at most the one note it links to best.
+        // A lookup: the order's note first, and at most the two notes it links to best.
         let found: Vec<&str> = lookup.hits.iter().map(|h| h.id.as_str()).collect();
         assert_eq!(found[0], order, "{found:?}");
-        assert!(found.len() <= 2, "{found:?}");
+        assert!(found.len() <= 3, "{found:?}");
     }
     // Without the graph leg the preference note is not found.
     let off = engine_with(memory(), false);
     let request =
         SearchRequest::chunks("how should we contact the customer of order NW-15693?").now(now());
     assert!(!ids(&off, &request).contains(&"pref-3".to_string()));
+}
+
+/// Customers with three notes each (how to reach them, where parcels go, their language)
+/// and an order naming them: what the question asks of the customer shares no word with
+/// the note that answers it.
+fn customers_with_several_notes() -> Vec<Chunk> {
+    let facts = [
+        (
+            "only answers text messages",
+            "has parcels left with the neighbour at number 12",
+            "writes in Dutch",
+        ),
+        (
+            "wants a phone call, never an email",
+            "collects deliveries from the post office",
+            "reads Polish best",
+        ),
+        (
+            "replies on WhatsApp within the hour",
+            "gets everything shipped to her office in Ghent",
+            "prefers Portuguese",
+        ),
+        (
+            "can be reached through her assistant's inbox",
+            "moved to Porto; parcels go there",
+            "is more at ease in Spanish",
+        ),
+    ];
+    let mut chunks = Vec::new();
+    for (i, (reach, parcels, language)) in facts.iter().enumerate() {
+        let customer = format!("CUST-{}", 61_300 + i);
+        for (what, text) in [
+            ("reach", reach),
+            ("parcels", parcels),
+            ("language", language),
+        ] {
+            chunks.push(Chunk::new(
+                format!("{what}-{i}"),
+                format!("{customer} {text}."),
+            ));
+        }
+        chunks.push(Chunk::new(
+            format!("order-{i}"),
+            format!(
+                "Order NW-{} (a kayak) was bought by {customer}.",
+                21_880 + i
+            ),
+        ));
+    }
+    chunks
+}
+
+/// How many of 12 two-hop questions about `customers_with_several_notes` have their
+/// answer in the first three hits, and the most hits any of them returned.
+fn answered_in_first_three(second_hops: usize, chunks: ruchedb::EmbedderSpec) -> (usize, usize) {
+    let mut config = Config::default();
+    config.graph.second_hops = second_hops;
+    let engine = Engine::builder()
+        .config(config)
+        .embedder_specs(ruchedb::EmbedderSpecs::default().with(ruchedb::Kind::Chunk, chunks))
+        .temporary()
+        .unwrap();
+    engine
+        .upsert_chunks(customers_with_several_notes())
+        .unwrap();
+    engine.commit().unwrap();
+    let questions = [
+        ("who do I notify for NW-{} and how?", "reach"),
+        ("where should the replacement for NW-{} be sent?", "parcels"),
+        (
+            "in which language do I answer the buyer of NW-{}?",
+            "language",
+        ),
+    ];
+    let (mut first_three, mut most) = (0, 0);
+    for i in 0..4 {
+        for (question, answer) in questions {
+            let text = question.replace("{}", &(21_880 + i).to_string());
+            let found = ids(&engine, &SearchRequest::chunks(text.as_str()).now(now()));
+            // The first hop stays first, and nothing of another customer comes back.
+            assert_eq!(
+                found.first().map(String::as_str),
+                Some(format!("order-{i}").as_str()),
+                "{text}: {found:?}"
+            );
+            for id in &found {
+                assert!(id.ends_with(&format!("-{i}")), "{text}: {found:?}");
+            }
+            most = most.max(found.len());
+            first_three += usize::from(
+                found
+                    .iter()
+                    .take(3)
+                    .any(|id| *id == format!("{answer}-{i}")),
+            );
+        }
+    }
+    (first_three, most)
+}
+
+/// A second hop is one of the linked customer's notes, chosen by the question; when the
+/// ranking cannot tell them apart, two come back rather than one guessed.
+#[test]
+fn the_second_hop_answers_the_question_beside_the_entitys_other_notes() {
+    use ruchedb::EmbedderSpec;
+    // With all-MiniLM-L6-v2 vectors for chunks the ranking tells the notes apart.
+    let (minilm, most) = answered_in_first_three(2, EmbedderSpec::MiniLm);
+    assert!(minilm >= 11, "{minilm} of 12");
+    assert!(most <= 3, "{most}");
+    // With the static model (the default for chunks) it guesses more often, and the
+    // second note kept is what holds the answer.
+    let (two, most) = answered_in_first_three(2, EmbedderSpec::StaticBundled);
+    let (one, _) = answered_in_first_three(1, EmbedderSpec::StaticBundled);
+    assert!(two >= 9 && two > one, "two kept {two}, one kept {one}");
+    assert!(most <= 3, "{most}");
+    // Only what the selection keeps: the first hop alone.
+    let (none, most) = answered_in_first_three(0, EmbedderSpec::StaticBundled);
+    assert_eq!((none, most), (0, 1));
 }

@@ -275,8 +275,8 @@ fn exact_identifiers_come_first_whatever_importance_and_recency() {
             q.text
         );
         assert_eq!(response.hits[0].breakdown.gate, GateDecision::ExactCode);
-        // The default selection keeps the notes that name it, and for each the best
-        // note it links to (the graph leg's second hop), nothing else.
+        // The default selection keeps the notes that name it, and the best notes they
+        // link to (the graph leg's second hops), nothing else.
         let selected = engine
             .search(&SearchRequest::chunks(&q.text).now(now))
             .unwrap();
@@ -311,7 +311,13 @@ fn exact_identifiers_come_first_whatever_importance_and_recency() {
             );
             *seconds.entry(via).or_insert(0) += 1;
         }
-        assert!(seconds.values().all(|&n| n == 1), "{}: {seconds:?}", q.text);
+        // Up to two second hops, as long as the hits number at most three (always one).
+        let second_hops: usize = seconds.values().sum();
+        assert!(
+            second_hops <= 3usize.saturating_sub(naming.len()).max(1),
+            "{}: {naming:?} {seconds:?}",
+            q.text
+        );
     }
 }
 
@@ -481,4 +487,47 @@ fn a_near_miss_of_a_covered_rule_gets_no_rule() {
         })
         .count();
     assert!(answered >= 1, "{answered}");
+}
+
+/// A memory search naming an identifier that no note holds is not answered by notes that
+/// share none of its other words (another customer's note, however close its vector) or
+/// that name another identifier of its sort (another order's note), and still by a
+/// general note that shares its words.
+#[test]
+fn an_unknown_identifier_gets_no_stranger_s_note() {
+    let engine = Engine::builder().temporary().unwrap();
+    engine
+        .upsert_chunks([
+            Chunk::new("a", "ACC761-A wants a call before any change, no emails."),
+            Chunk::new("b", "ACC681-A wants a call before any change, no emails."),
+            Chunk::new("c", "Order NW-15699 shipped late."),
+            Chunk::new("policy", "The return window is 30 days from delivery."),
+        ])
+        .unwrap();
+    engine.commit().unwrap();
+    let response = engine
+        .search(&SearchRequest::chunks("any update on NW-48283?"))
+        .unwrap();
+    assert!(response.hits.is_empty(), "{:?}", ids(&response.hits));
+    assert!(response.gate.unknown_codes);
+    let reason = response.gate.abstention_reason().unwrap_or_default();
+    assert!(reason.contains("nw-48283"), "{reason}");
+    // Another order's note that shares words: about another order.
+    let response = engine
+        .search(&SearchRequest::chunks("has order NW-48283 shipped late?"))
+        .unwrap();
+    assert!(response.hits.is_empty(), "{:?}", ids(&response.hits));
+    // Another word of the query in a general note: it answers.
+    let response = engine
+        .search(&SearchRequest::chunks(
+            "what is the return window for order NW-48283?",
+        ))
+        .unwrap();
+    assert_eq!(ids(&response.hits).first().copied(), Some("policy"));
+    // A known identifier: its note.
+    let response = engine
+        .search(&SearchRequest::chunks("any update on NW-15699?"))
+        .unwrap();
+    assert_eq!(ids(&response.hits).first().copied(), Some("c"));
+    assert!(!response.gate.unknown_codes);
 }

@@ -449,3 +449,53 @@ fn the_response_names_its_parts() {
     assert_eq!(turn.budget.order, TurnPart::ALL.to_vec());
     assert!(turn.timings.total_us >= turn.timings.rules_us);
 }
+
+/// The memory block says when and who: each memory line has its date and, when the chunk
+/// names one in `metadata.speaker`, its speaker (once, when the text already starts
+/// with it).
+#[test]
+fn the_memory_block_says_when_and_who() {
+    let engine = Engine::builder().temporary().unwrap();
+    let day: Timestamp = "2023-05-08T13:56:00Z".parse().unwrap();
+    engine
+        .upsert_chunks(vec![
+            Chunk::new(
+                "d1-3",
+                "I went to the LGBTQ support group yesterday, it was powerful.",
+            )
+            .with_context("conv-26")
+            .with_created_at(day)
+            .with_metadata("speaker", "Caroline"),
+            Chunk::new("d1-4", "Melanie: Wow, what happened at the support group?")
+                .with_context("conv-26")
+                .with_created_at(day)
+                .with_metadata("speaker", "Melanie"),
+        ])
+        .unwrap();
+    engine.commit().unwrap();
+    let turn = engine
+        .turn(
+            &TurnRequest::new("when did Caroline go to the LGBTQ support group?")
+                .context("conv-26")
+                .now(now()),
+        )
+        .unwrap();
+    let block = turn.render();
+    assert!(
+        block.contains(
+            "- [2023-05-08] Caroline: I went to the LGBTQ support group yesterday, it was powerful.\n"
+        ),
+        "{block}"
+    );
+    if block.contains("Wow") {
+        assert!(
+            block.contains("- [2023-05-08] Melanie: Wow, what happened"),
+            "{block}"
+        );
+    }
+    // The JSON carries the date and the speaker with the hit.
+    let json = serde_json::to_value(&turn).unwrap();
+    let hit = &json["memory"]["hits"][0];
+    assert!(hit.to_string().contains("2023-05-08T13:56:00"), "{hit}");
+    assert!(hit.to_string().contains("Caroline"), "{hit}");
+}
