@@ -230,6 +230,12 @@ pub struct RetrievalConfig {
     /// this many (default 6; 0: the whole message only). Multi-tool requests get each
     /// of their tools (StableToolBench, `docs/relevance.md`).
     pub tool_parts: usize,
+    /// A rules search whose message says several things (as `tool_parts` cuts it) also
+    /// searches each part, and a rule that a part passes on its own comes after the whole
+    /// message's (default true): "my parcel is late again. I just want to end my life"
+    /// gets the safety rule that the whole message's vector, mostly about the parcel,
+    /// does not reach.
+    pub rule_parts: bool,
 }
 
 impl RetrievalConfig {
@@ -273,6 +279,7 @@ impl Default for RetrievalConfig {
             },
             embedding_provider: None,
             tool_parts: 6,
+            rule_parts: true,
         }
     }
 }

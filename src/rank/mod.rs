@@ -322,7 +322,11 @@ pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ran
     gate.unknown_codes = plan.kind == Kind::Chunk
         && !plan.codes.is_empty()
         && plan.min_relevance > 0.0
-        && scored.iter().all(|c| c.breakdown.codes_matched == 0);
+        && scored
+            .iter()
+            // The graph leg found documents from the query's entities: memory knows them
+            // (an entity list, a relation).
+            .all(|c| c.breakdown.codes_matched == 0 && c.breakdown.graph.is_none());
     let query_shapes: Vec<String> = if gate.unknown_codes {
         plan.codes.iter().map(|code| code_shape(code)).collect()
     } else {
@@ -930,11 +934,18 @@ pub(crate) fn search_with_id(
     let cap = request
         .top_k
         .unwrap_or(config.pipeline.retrieval.tool_parts);
+    let retrieval = &config.pipeline.retrieval;
     let parts = match (request.kind, &request.embedding) {
-        (Kind::Tool, None) if config.pipeline.retrieval.tool_parts > 0 => {
+        (Kind::Tool, None) if retrieval.tool_parts > 0 => crate::analysis::parts(&request.text),
+        (Kind::Rule, None) if retrieval.rule_parts && !request.browse => {
             crate::analysis::parts(&request.text)
         }
         _ => Vec::new(),
+    };
+    // Rules: every rule the whole message passes, then each part's that it did not.
+    let cap = match request.kind {
+        Kind::Rule => request.top_k.unwrap_or(usize::MAX),
+        _ => cap,
     };
     if parts.is_empty() {
         return search_one(
@@ -951,7 +962,7 @@ pub(crate) fn search_with_id(
     )?;
     // A message that, as a whole, asks for no tool the catalog has gets none from its
     // parts either (a part alone can look like a tool's example).
-    if whole.hits.is_empty() {
+    if whole.hits.is_empty() && request.kind == Kind::Tool {
         return Ok(whole);
     }
     let mut lists = vec![std::mem::take(&mut whole.hits)];
@@ -972,6 +983,18 @@ pub(crate) fn search_with_id(
         )?;
         embed_us += found.timings.embed_us;
         lists.push(found.hits);
+    }
+    if request.kind == Kind::Rule {
+        // The whole message's rules as they are, then each part's the whole did not pass.
+        let mut hits = lists.remove(0);
+        for list in lists {
+            for hit in list {
+                if hits.len() < cap && !hits.iter().any(|h| h.id == hit.id) {
+                    hits.push(hit);
+                }
+            }
+        }
+        lists = vec![hits];
     }
     // In turn: the whole message's best, each part's best, the whole's second...
     let mut hits: Vec<Hit> = Vec::new();

@@ -531,3 +531,32 @@ fn an_unknown_identifier_gets_no_stranger_s_note() {
     assert_eq!(ids(&response.hits).first().copied(), Some("c"));
     assert!(!response.gate.unknown_codes);
 }
+
+/// A message that says two things gets the rules of each: the safety rule of its second
+/// sentence, which the whole message's vector (mostly about the parcel) does not reach,
+/// after whatever the whole message passes; with `rule_parts` off it is refused.
+#[test]
+fn each_sentence_of_a_message_reaches_its_own_rule() {
+    let message = "my parcel is late again. honestly I just want to end my life";
+    let engine = sample_engine();
+    let response = engine.search(&SearchRequest::rules(message)).unwrap();
+    assert!(
+        ids(&response.hits).contains(&"safety-self-harm"),
+        "{:?}",
+        ids(&response.hits)
+    );
+    let mut config = Config::default();
+    config.pipeline.retrieval.rule_parts = false;
+    let whole_only = Engine::builder().config(config).temporary().unwrap();
+    whole_only.upsert_rules(crate::sample::rules()).unwrap();
+    whole_only.commit().unwrap();
+    let response = whole_only.search(&SearchRequest::rules(message)).unwrap();
+    assert!(!ids(&response.hits).contains(&"safety-self-harm"));
+    // A message about nothing the rules cover gets nothing from its parts either.
+    let response = engine
+        .search(&SearchRequest::rules(
+            "the weather is lovely today. my cat sleeps on the sofa all afternoon",
+        ))
+        .unwrap();
+    assert!(response.hits.is_empty(), "{:?}", ids(&response.hits));
+}
