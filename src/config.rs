@@ -230,11 +230,11 @@ pub struct RetrievalConfig {
     /// this many (default 6; 0: the whole message only). Multi-tool requests get each
     /// of their tools (StableToolBench, `docs/relevance.md`).
     pub tool_parts: usize,
-    /// A rules search whose message says several things (as `tool_parts` cuts it) also
-    /// searches each part, and a rule that a part passes on its own comes after the whole
-    /// message's (default true): "my parcel is late again. I just want to end my life"
-    /// gets the safety rule that the whole message's vector, mostly about the parcel,
-    /// does not reach.
+    /// A rules search whose message says several things (cut as for `tool_parts`, and
+    /// at a plain ` and ` between two parts of at least 3 words) also searches each part,
+    /// and a rule that a part passes on its own comes after the whole message's (default
+    /// true): "my parcel is late again and I just want to end my life" gets the safety
+    /// rule that the whole message's vector, mostly about the parcel, does not reach.
     pub rule_parts: bool,
 }
 

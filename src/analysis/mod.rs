@@ -542,28 +542,36 @@ fn is_file_path(text: &str) -> bool {
         && extension.chars().any(|c| c.is_ascii_alphabetic())
 }
 
-/// The query text the embedder reads: `text` without the words that are codes
-/// (`NW-15699`, `PAY_DECLINED_51`), when anything else is left; else `text` as it is.
-///
-/// A code names an instance, and the text leg matches it verbatim; embedded, its
-/// sub-word pieces only pull the query's vector away from what the query is about
-/// ("where is my order NW-15699?" is a question about an order, and rules, tools and
-/// notes about orders should be as close to it as to "where is my order?").
-/// Every search embeds this (see [`search_with`](crate::rank::search_with)):
-/// `where is my order NW-15699?` is embedded as `where is my order`.
 /// The parts of a message that asks for several things, each searched on its own (a tool
 /// search: "find flights to Rome, and also book a hotel near the Colosseum"): its
 /// sentences, each cut at `, and `, ` and also `, `, as well as `, `, plus `, `, then `
 /// and `; `. Parts of fewer than 3 words are dropped; a message of one part has none.
 pub(crate) fn parts(text: &str) -> Vec<String> {
-    const JOINERS: [&str; 6] = [
-        ", and also ",
-        " and also ",
-        ", as well as ",
-        ", plus ",
-        ", then ",
-        ", and ",
-    ];
+    parts_at(text, false)
+}
+
+/// [`parts`], also cut at a plain ` and ` between two parts of at least 3 words each
+/// ("my parcel is late again and I just want to end my life"): what a rules search reads.
+pub(crate) fn rule_parts(text: &str) -> Vec<String> {
+    parts_at(text, true)
+}
+
+/// The clause joiners [`parts`] cuts at.
+const JOINERS: [&str; 6] = [
+    ", and also ",
+    " and also ",
+    ", as well as ",
+    ", plus ",
+    ", then ",
+    ", and ",
+];
+
+fn parts_at(text: &str, plain_and: bool) -> Vec<String> {
+    let joiners: Vec<&str> = JOINERS
+        .iter()
+        .copied()
+        .chain(plain_and.then_some(" and "))
+        .collect();
     let words = |part: &str| {
         part.split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
@@ -573,7 +581,7 @@ pub(crate) fn parts(text: &str) -> Vec<String> {
     for sentence in sentences(text) {
         let mut rest = sentence.as_str();
         loop {
-            let next = JOINERS
+            let next = joiners
                 .iter()
                 .filter_map(|joiner| {
                     let at = rest.find(joiner)?;
@@ -625,6 +633,15 @@ fn sentences(text: &str) -> Vec<String> {
     out
 }
 
+/// The query text the embedder reads: `text` without the words that are codes
+/// (`NW-15699`, `PAY_DECLINED_51`), when anything else is left; else `text` as it is.
+///
+/// A code names an instance, and the text leg matches it verbatim; embedded, its
+/// sub-word pieces only pull the query's vector away from what the query is about
+/// ("where is my order NW-15699?" is a question about an order, and rules, tools and
+/// notes about orders should be as close to it as to "where is my order?").
+/// Every search embeds this (see [`search_with`](crate::rank::search_with)):
+/// `where is my order NW-15699?` is embedded as `where is my order`.
 pub(crate) fn text_to_embed(text: &str) -> std::borrow::Cow<'_, str> {
     let mut dropped = false;
     let kept: Vec<&str> = text
@@ -687,6 +704,23 @@ mod tests {
             "",
         ] {
             assert!(parts(one).is_empty(), "{one}: {:?}", parts(one));
+        }
+    }
+
+    #[test]
+    fn a_rules_search_also_cuts_at_a_plain_and() {
+        let message = "my parcel is late again and honestly I just want to end my life";
+        assert!(parts(message).is_empty());
+        assert_eq!(
+            rule_parts(message),
+            [
+                "my parcel is late again",
+                "honestly I just want to end my life"
+            ]
+        );
+        // Too short on one side: one request.
+        for one in ["I want salt and pepper chips", "cancel and refund my order"] {
+            assert!(rule_parts(one).is_empty(), "{one}: {:?}", rule_parts(one));
         }
     }
 

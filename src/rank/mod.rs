@@ -938,7 +938,7 @@ pub(crate) fn search_with_id(
     let parts = match (request.kind, &request.embedding) {
         (Kind::Tool, None) if retrieval.tool_parts > 0 => crate::analysis::parts(&request.text),
         (Kind::Rule, None) if retrieval.rule_parts && !request.browse => {
-            crate::analysis::parts(&request.text)
+            crate::analysis::rule_parts(&request.text)
         }
         _ => Vec::new(),
     };

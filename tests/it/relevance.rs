@@ -533,11 +533,11 @@ fn an_unknown_identifier_gets_no_stranger_s_note() {
 }
 
 /// A message that says two things gets the rules of each: the safety rule of its second
-/// sentence, which the whole message's vector (mostly about the parcel) does not reach,
+/// part, which the whole message's vector (mostly about the parcel) does not reach,
 /// after whatever the whole message passes; with `rule_parts` off it is refused.
 #[test]
-fn each_sentence_of_a_message_reaches_its_own_rule() {
-    let message = "my parcel is late again. honestly I just want to end my life";
+fn each_part_of_a_message_reaches_its_own_rule() {
+    let message = "my parcel is late again and honestly I just want to end my life";
     let engine = sample_engine();
     let response = engine.search(&SearchRequest::rules(message)).unwrap();
     assert!(
