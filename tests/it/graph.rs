@@ -555,3 +555,71 @@ fn the_second_hop_answers_the_question_beside_the_entitys_other_notes() {
     let (none, most) = answered_in_first_three(0, EmbedderSpec::StaticBundled);
     assert_eq!((none, most), (0, 1));
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..proptest::prelude::ProptestConfig::default() })]
+
+    /// Expansion (the graph leg's hops, the second hops kept with a hit, the turns next
+    /// to a relevant one) never returns a chunk of another tenant, or of another context
+    /// than the request names, whatever links the memories share across them.
+    #[test]
+    fn expansion_stays_inside_the_tenant_and_context(
+        notes in proptest::collection::vec(
+            (0usize..2, 0usize..4, 0usize..4, 0usize..4, 0usize..3, 0i64..90),
+            4..40,
+        ),
+        queries in proptest::collection::vec((0usize..2, 0usize..4, 0usize..4, proptest::bool::ANY), 1..6),
+    ) {
+        const TENANTS: [&str; 2] = ["a", "b"];
+        const CONTEXTS: [Option<&str>; 4] = [Some("u1"), Some("u2"), Some("u3"), None];
+        const FORMS: [&str; 3] = [
+            "Order ORD-{o} was placed by CUST-{c}.",
+            "CUST-{c} only answers text messages.",
+            "ORD-{o} and CUST-{c}: the parcel went to the neighbour.",
+        ];
+        let base = now().unix_millis() - 90 * 60_000;
+        let chunks: Vec<Chunk> = notes
+            .iter()
+            .enumerate()
+            .map(|(i, &(tenant, context, order, customer, form, minutes))| {
+                let text = FORMS[form]
+                    .replace("{o}", &(1_000 + order).to_string())
+                    .replace("{c}", &(2_000 + customer).to_string());
+                let mut chunk = Chunk::new(format!("n{i:02}"), text)
+                    .with_tenant(TENANTS[tenant])
+                    .with_created_at(Timestamp::from_unix_millis(base + minutes * 60_000));
+                if let Some(context) = CONTEXTS[context] {
+                    chunk = chunk.with_context(context);
+                }
+                chunk
+            })
+            .collect();
+        let engine = Engine::builder().temporary().unwrap();
+        engine.upsert_chunks(chunks).unwrap();
+        engine.commit().unwrap();
+        for (tenant, context, order, top_k) in queries {
+            let tenant = TENANTS[tenant];
+            let mut request = SearchRequest::chunks(format!(
+                "how do I reach the buyer of ORD-{}?",
+                1_000 + order
+            ))
+            .tenant(tenant)
+            .now(now());
+            if let Some(context) = CONTEXTS[context] {
+                request = request.context(context);
+            }
+            if top_k {
+                request = request.top_k(10);
+            }
+            for hit in engine.search(&request).unwrap().hits {
+                proptest::prop_assert_eq!(hit.document.tenant_id(), tenant);
+                if let Some(context) = CONTEXTS[context] {
+                    proptest::prop_assert_eq!(
+                        hit.document.as_chunk().unwrap().context_id.as_deref(),
+                        Some(context)
+                    );
+                }
+            }
+        }
+    }
+}
