@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 
 use ruchedb_minilm::{Aligned, Isa, Model};
 
+// The blob build.rs joins from its parts.
 static BLOB: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/model/all-MiniLM-L6-v2.q8.bin"
+    env!("OUT_DIR"),
+    "/all-MiniLM-L6-v2.q8.bin"
 )));
 
 fn main() {

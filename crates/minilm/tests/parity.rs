@@ -1,6 +1,6 @@
 //! End-to-end checks against vectors computed in Python (scripts/dump_ids.py):
 //! sentence-transformers' float32 output, and the numpy simulation of this crate's
-//! numerics. Needs the blob: `scripts/make_blob.py` writes it to model/all-MiniLM-L6-v2.q8.bin
+//! numerics. Needs the blob: `scripts/make_blob.py` writes it to model/all-MiniLM-L6-v2.q8.bin.{0,1,2}
 //! (or set MINILM_BLOB).
 
 use std::sync::OnceLock;
@@ -16,11 +16,22 @@ struct RefSet {
 fn blob() -> &'static [u8] {
     static BLOB: OnceLock<Vec<u8>> = OnceLock::new();
     BLOB.get_or_init(|| {
-        let path = std::env::var("MINILM_BLOB").unwrap_or_else(|_| {
-            concat!(env!("CARGO_MANIFEST_DIR"), "/model/all-MiniLM-L6-v2.q8.bin").into()
-        });
-        std::fs::read(&path)
-            .unwrap_or_else(|e| panic!("{path}: {e} (run scripts/make_blob.py first)"))
+        let read = |path: &str| {
+            std::fs::read(path)
+                .unwrap_or_else(|e| panic!("{path}: {e} (run scripts/make_blob.py first)"))
+        };
+        match std::env::var("MINILM_BLOB") {
+            Ok(path) => read(&path),
+            // The repository's blob, in its parts (see build.rs).
+            Err(_) => (0..3)
+                .flat_map(|part| {
+                    read(&format!(
+                        "{}/model/all-MiniLM-L6-v2.q8.bin.{part}",
+                        env!("CARGO_MANIFEST_DIR")
+                    ))
+                })
+                .collect(),
+        }
     })
 }
 
