@@ -13,7 +13,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EVAL = os.environ.get("RUCHE_EVAL", os.path.join(REPO, "..", "shared", "eval"))
 
 
-DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "all-MiniLM-L6-v2")
+DIR = os.environ.get("RUCHE_BERT_MODEL_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "all-MiniLM-L6-v2"))
 _state = {}
 
 

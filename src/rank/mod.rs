@@ -931,9 +931,6 @@ pub(crate) fn search_with_id(
     searcher: &Searcher<'_>,
     prepared: Option<&Prepared>,
 ) -> Result<SearchResponse> {
-    let cap = request
-        .top_k
-        .unwrap_or(config.pipeline.retrieval.tool_parts);
     let retrieval = &config.pipeline.retrieval;
     let parts = match (request.kind, &request.embedding) {
         (Kind::Tool, None) if retrieval.tool_parts > 0 => crate::analysis::parts(&request.text),
@@ -942,10 +939,11 @@ pub(crate) fn search_with_id(
         }
         _ => Vec::new(),
     };
-    // Rules: every rule the whole message passes, then each part's that it did not.
-    let cap = match request.kind {
-        Kind::Rule => request.top_k.unwrap_or(usize::MAX),
-        _ => cap,
+    // Tools: the lists in turn, at most `tool_parts`. Rules: every rule the whole message
+    // passes, then each part's that it did not.
+    let (cap, in_turn) = match request.kind {
+        Kind::Rule => (request.top_k.unwrap_or(usize::MAX), false),
+        _ => (request.top_k.unwrap_or(retrieval.tool_parts), true),
     };
     if parts.is_empty() {
         return search_one(
@@ -984,29 +982,21 @@ pub(crate) fn search_with_id(
         embed_us += found.timings.embed_us;
         lists.push(found.hits);
     }
-    if request.kind == Kind::Rule {
-        // The whole message's rules as they are, then each part's the whole did not pass.
-        let mut hits = lists.remove(0);
-        for list in lists {
-            for hit in list {
-                if hits.len() < cap && !hits.iter().any(|h| h.id == hit.id) {
-                    hits.push(hit);
-                }
-            }
-        }
-        lists = vec![hits];
-    }
-    // In turn: the whole message's best, each part's best, the whole's second...
+    // In turn: the whole message's best, each part's best, the whole's second... Or one
+    // list after the other. Duplicates dropped either way.
     let mut hits: Vec<Hit> = Vec::new();
     let mut next = vec![0usize; lists.len()];
     while hits.len() < cap && next.iter().zip(&lists).any(|(i, list)| *i < list.len()) {
-        for (list, i) in lists.iter_mut().zip(next.iter_mut()) {
-            while *i < list.len() && hits.iter().any(|hit| hit.id == list[*i].id) {
+        for (list, i) in lists.iter().zip(next.iter_mut()) {
+            while *i < list.len() && hits.len() < cap {
+                let hit = &list[*i];
                 *i += 1;
-            }
-            if *i < list.len() && hits.len() < cap {
-                hits.push(list[*i].clone());
-                *i += 1;
+                if !hits.iter().any(|h| h.id == hit.id) {
+                    hits.push(hit.clone());
+                    if in_turn {
+                        break;
+                    }
+                }
             }
         }
     }

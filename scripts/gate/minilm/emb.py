@@ -1,6 +1,11 @@
 """Cached all-MiniLM-L6-v2 embeddings (numpy port, minilm_np.py == sentence-transformers).
 embed(texts) -> (n, 384) float32, L2-normalised. Cache: data/emb/<sha1>.npy shards via a
 single key->row index (data/emb_index.json + data/emb_rows.npy)."""
+import os as _os
+import sys as _sys
+
+# scripts/gate: the numpy MiniLM and the engine text helpers this study shares with it.
+_sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))
 import hashlib, json, os
 import numpy as np
 
@@ -29,7 +34,7 @@ def embed(texts, batch=64):
     keys = [_key(t) for t in texts]
     missing = sorted({k: t for k, t in zip(keys, texts) if k not in c["idx"]}.items())
     if missing:
-        import minilm_np
+        import minilm_np  # scripts/gate/minilm_np.py (PARENT on sys.path below)
         new = []
         for s in range(0, len(missing), 2048):
             part = missing[s:s + 2048]

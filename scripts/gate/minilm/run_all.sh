@@ -6,7 +6,7 @@ PY=./venv/bin/python
 # 0. python3 -m venv venv && venv/bin/pip install numpy scipy safetensors tokenizers scikit-learn snowballstemmer
 #    cp /work/main/target/release/ruche ./ruche  (only this copy is used)
 #    model: /work/models/all-MiniLM-L6-v2 (scripts/fetch_bert_model.sh)
-$PY -c "import minilm_np; minilm_np.check(200)"          # numpy MiniLM == sentence-transformers (SciFact vectors)
+PYTHONPATH=.. $PY -c "import minilm_np; minilm_np.check(200)"          # numpy MiniLM == sentence-transformers (SciFact vectors)
 $PY mu_prior_from_rust.py                                 # prior::MINILM, to recompute the engine's background
 HO="clinc_ho0 clinc_ho1 clinc_ho2 clinc_ho3 clinc_ho4 metatool_ho0 metatool_ho1 metatool_ho2 metatool_ho3 metatool_ho4"
 NP="clinc_np banking_np bank77_np metatool_np clinc_np_ho0 clinc_np_ho1 clinc_np_ho2 clinc_np_ho3 clinc_np_ho4 metatool_np_ho0 metatool_np_ho1 metatool_np_ho2 metatool_np_ho3 metatool_np_ho4"

@@ -18,7 +18,7 @@ Usage: python3 sets.py [set ...]
 import csv, json, os, random, sys
 import numpy as np
 from emb import embed
-from common_ref import text_to_embed
+from common import text_to_embed  # scripts/gate/common.py, on the path through emb
 
 EV = os.environ.get("RUCHE_EVAL", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "shared", "eval"))
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -6,7 +6,7 @@ Splitters: `sent` = sentences (. ? ! ;); `clause` = sentences, then ', and ' / '
 ' as well as ' / ' plus ' / ', then '."""
 import json, os, re, subprocess, sys
 from emb import embed
-from common_ref import text_to_embed
+from common import text_to_embed  # scripts/gate/common.py, on the path through emb
 from gate import rj, HERE
 from run_engine import slim
 
