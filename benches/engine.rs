@@ -1,4 +1,4 @@
-//! The engine's speed and memory targets (DESIGN.md section 10), measured end to end.
+//! The engine's speed and memory targets (`docs/benchmarks.md`), measured end to end.
 //!
 //! ```text
 //! cargo bench --bench engine                     # full size: 1,000 rules, 100,000 chunks

@@ -1,6 +1,6 @@
 //! k-selection on a fixed list of 30 candidate scores, every strategy at its defaults.
 //!
-//! Target (DESIGN.md section 10): at most 5 µs per selection for every strategy, 20 µs for
+//! Target (`docs/benchmarks.md`): at most 5 µs per selection for every strategy, 20 µs for
 //! `clustering`. Run with `cargo bench --bench selection`.
 
 // `criterion_group!` generates an undocumented `pub fn`.

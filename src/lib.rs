@@ -128,3 +128,8 @@ pub use crate::model::tool::Tool;
 pub use crate::query::{Hit, ScoreBreakdown, SearchRequest, SearchResponse};
 pub use crate::tokens::{TOKENIZER, count_tokens};
 pub use crate::turn::{TurnRequest, TurnResponse};
+
+/// The README's Rust code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces every number of REPORT.md (2 cores: ~25 min, most of it MiniLM embeddings).
+# Reproduces every number of docs/gate-research.md (2 cores: ~25 min, most of it MiniLM embeddings).
 set -euo pipefail
 cd "$(dirname "$0")"
 # Scratch (venv, embeddings, candidate dumps) goes to data/, models/ here: not committed.

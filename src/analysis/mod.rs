@@ -1,4 +1,4 @@
-//! Query analysis and query-adaptive weights (seed 004, DESIGN.md section 5).
+//! Query analysis and query-adaptive weights (seed 004).
 //!
 //! [`analyze`] reads a query's text for the signals that tell which leg should lead:
 //! keywords, entity mentions (names that keyword search matches exactly), question form

@@ -3,9 +3,10 @@
 //! A static model keeps one vector per WordPiece token; a text's vector is the mean of its
 //! tokens' vectors, L2-normalised. There is no transformer at run time, so embedding costs
 //! a tokenisation and a few table lookups. The bundled model lives in
-//! `index_data/models/minilm-static/` (see its `PROVENANCE.md`; `scripts/distill_model.py`
-//! rebuilds it) and is compiled into the binary with the `bundled-model` feature. Loading
-//! and inference are `model2vec-rs`'s.
+//! `index_data/models/minilm-static/` (its provenance:
+//! `index_data/models/minilm-static/PROVENANCE.md`; `scripts/distill_model.py` rebuilds
+//! it) and is compiled into the binary with the `bundled-model` feature. Loading and
+//! inference are `model2vec-rs`'s.
 
 use std::fmt;
 use std::path::Path;

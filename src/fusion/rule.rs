@@ -6,7 +6,8 @@ use super::check_weight;
 use crate::model::doc::Scope;
 use crate::{Error, Result};
 
-/// The weights of a rule's final score (seed 003, DESIGN.md 3.5).
+/// The weights of a rule's final score (seed 003): `hybrid_weight * hybrid +
+/// priority_weight * norm(priority) + scope_weight * scope weight`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 #[non_exhaustive]

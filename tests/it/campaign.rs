@@ -58,6 +58,7 @@ fn kill_campaign_writer() {
 /// A writer child killed (SIGKILL) at 100 random points: after each kill, every
 /// acknowledged commit is there, each commit is all or nothing, and both legs agree.
 #[test]
+#[ignore = "a long campaign: `cargo test -- --ignored` runs it, and .ci/run does"]
 fn a_writer_killed_at_random_points_loses_no_acknowledged_commit() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index");
@@ -380,6 +381,7 @@ fn query_engine() -> &'static Engine {
 /// Readers search while a writer upserts, deletes and commits thousands of times: no
 /// panic, no deadlock, and every hit is a document both legs know.
 #[test]
+#[ignore = "a long campaign: `cargo test -- --ignored` runs it, and .ci/run does"]
 fn readers_and_a_writer_run_side_by_side() {
     let engine = Arc::new(
         Engine::builder()

@@ -3,6 +3,7 @@
 mod analysis;
 mod campaign;
 mod common;
+mod docs;
 mod embedder;
 mod engine;
 mod feedback;

@@ -155,8 +155,12 @@ fn isas_and_thread_counts_agree() {
             close_one(x, y, what);
         }
     };
+    // One thread and three (the caller and two helpers); scalar on one thread is `want`.
     for isa in isas() {
-        for threads in [1, 2, 3] {
+        for threads in [1, 3] {
+            if (isa, threads) == (Isa::Scalar, 1) {
+                continue;
+            }
             let model = Model::from_bytes(blob())
                 .unwrap()
                 .with_threads(threads)

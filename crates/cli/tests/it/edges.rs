@@ -366,6 +366,7 @@ fn normal_maintenance_logs_no_warning() {
 /// an import that exits 2 committed nothing; every error is one line naming the path,
 /// never a debug dump of the operating system's error.
 #[test]
+#[ignore = "a long campaign: `cargo test -- --ignored` runs it, and .ci/run does"]
 fn a_failing_disk_never_makes_an_exit_status_lie() {
     let Ok(probe) = std::process::Command::new("strace").arg("-V").output() else {
         crate::run::skip_without("strace", "Debian's `strace` package; .ci/run installs it");

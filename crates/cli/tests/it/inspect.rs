@@ -159,14 +159,9 @@ impl Server {
         Response::parse(&raw)
     }
 
-    /// Stops the server with `signal` (`TERM`, `INT`) and returns its exit status.
-    fn stop(mut self, signal: &str) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        let sent = Command::new("kill")
-            .args([&format!("-{signal}"), &pid])
-            .status()
-            .unwrap();
-        assert!(sent.success());
+    /// Stops the server with `signal` (`SIGTERM`, `SIGINT`) and returns its exit status.
+    fn stop(mut self, signal: libc::c_int) -> std::process::ExitStatus {
+        crate::run::signal(self.child.id(), signal);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -433,7 +428,7 @@ fn inspect_serves_each_page_and_writes_nothing() {
         response.headers
     );
 
-    let status = server.stop("TERM");
+    let status = server.stop(libc::SIGTERM);
     assert!(status.success(), "SIGTERM stops it cleanly: {status:?}");
     assert!(
         before == snapshot(index),
@@ -513,7 +508,7 @@ fn inspect_shows_a_writer_s_new_commits() {
     assert!(server.get("/rules").ok().contains("escalate"));
     let page = server.get("/?q=the+customer+is+angry&kind=rules").ok();
     assert!(page.contains("id=escalate"), "{page}");
-    let status = server.stop("INT");
+    let status = server.stop(libc::SIGINT);
     assert!(
         status.success(),
         "Ctrl-C (SIGINT) stops it cleanly: {status:?}"
@@ -572,8 +567,9 @@ fn inspect_evaluates_only_the_files_given_at_start() {
     #[cfg(unix)]
     {
         std::fs::remove_file(&queries).unwrap();
-        let made = Command::new("mkfifo").arg(&queries).status().unwrap();
-        assert!(made.success());
+        let path = std::ffi::CString::new(queries.as_str()).unwrap();
+        // SAFETY: a NUL-terminated path that lives across the call.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
         let started = Instant::now();
         let page = server.get("/eval?kind=rules");
         assert_eq!(page.status, 400);

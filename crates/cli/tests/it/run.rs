@@ -47,3 +47,11 @@ pub(crate) fn skip_without(tool: &str, install: &str) -> bool {
     eprintln!("skipped: {tool} is not available ({install})");
     true
 }
+
+/// Sends `signal` (`libc::SIGTERM`, ...) to the process `pid`: no `kill` binary needed.
+pub(crate) fn signal(pid: u32, signal: libc::c_int) {
+    let pid = libc::pid_t::try_from(pid).unwrap();
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+    let sent = unsafe { libc::kill(pid, signal) };
+    assert_eq!(sent, 0, "kill({pid}, {signal}) failed");
+}
