@@ -17,7 +17,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::embed::Embedder;
-use crate::model::doc::{Chunk, check_importance};
+use crate::model::doc::Chunk;
+use crate::model::fields::check_importance;
 use crate::model::metric;
 use crate::model::time::Timestamp;
 use crate::{Error, Result};

@@ -16,8 +16,9 @@ use std::thread::JoinHandle;
 use rayon::prelude::*;
 
 use super::{Counters, Inner};
-use crate::local::catalog::{Catalog, DocRows, Entry, Normalised, Placed};
+use crate::local::catalog::{Catalog, Entry, Placed};
 use crate::local::store::view::PublishedGraph;
+use crate::local::store::{DocRows, Normalised};
 use crate::local::store::{LogEntry, Store, StoredVectors};
 use crate::local::text::{Protected, TextIndex};
 use crate::local::vector::{Graph, Manifest};

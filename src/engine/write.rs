@@ -7,7 +7,8 @@ use rayon::prelude::*;
 
 use super::{Engine, Inner};
 use crate::embed::Embedders;
-use crate::local::catalog::{DocRows, Entry};
+use crate::local::catalog::Entry;
+use crate::local::store::DocRows;
 use crate::local::store::{Change, DocRecord, StoredVectors};
 use crate::model::doc::{Chunk, Document, Rule};
 use crate::model::id::DocId;

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{FusionWeights, Method, Norm, check_bounds, check_weight};
+use super::{Fused, FusionWeights, Method, Norm, check_bounds, check_weight, fuse_with};
+use crate::model::leg::PerLeg;
 use crate::{Error, Result};
 
 /// How the two legs are fused: the `method` key of [`FusionSpec`].
@@ -322,4 +323,47 @@ fn join_key(prefix: &str, key: &str) -> String {
     } else {
         format!("{prefix}.{key}")
     }
+}
+
+/// Fuses the two legs' scores of a candidate list.
+///
+/// Returns one [`Fused`] per candidate, in the order of `candidates`. The hybrid score is
+/// `(w_v * vector_normalized + w_t * text_normalized) / (w_v + w_t)` for both methods
+/// (for RRF the normalised leg score is `(k + 1) / (k + rank)`), so it lies in `[0, 1]`;
+/// with both weights 0 it is 0. Pass the weights of [`FusionWeights::in_use`]. Each
+/// candidate's result depends only on the multiset of candidates, never on their order,
+/// so sorting the result (score, then user id) is deterministic.
+///
+/// # Errors
+///
+/// [`ErrorKind::NonFiniteScore`](crate::ErrorKind::NonFiniteScore) if a score is NaN or infinite;
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) if a weight is negative or not finite, or the method's
+/// parameters are invalid (`k <= 0`, fixed bounds not increasing).
+///
+/// # Example
+///
+/// ```
+/// use ruchedb::PerLeg;
+/// use ruchedb::fusion::{fuse, FusionSpec};
+///
+/// let spec = FusionSpec::default(); // 0.7 * vector + 0.3 * min_max(bm25)
+/// let weights = spec.weights().in_use(PerLeg::BOTH, PerLeg::ONES)?;
+/// let scores = |text, vector| PerLeg { text, vector, graph: None };
+/// let candidates = [
+///     scores(Some(8.0), Some(0.6)),
+///     scores(None, Some(0.7)), // no BM25 match
+///     scores(Some(4.0), None), // no vector
+/// ];
+/// let fused = fuse(&candidates, &spec, weights)?;
+/// assert!((fused[0].hybrid - (0.7 * 0.6 + 0.3 * 1.0)).abs() < 1e-12);
+/// assert_eq!(fused[1].text_normalized, 0.0);
+/// assert!((fused[2].hybrid - 0.3 * 0.5).abs() < 1e-12);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn fuse(
+    candidates: &[PerLeg<Option<f64>>],
+    spec: &FusionSpec,
+    weights: FusionWeights,
+) -> Result<Vec<Fused>> {
+    fuse_with(candidates, &spec.method(), weights)
 }

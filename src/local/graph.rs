@@ -301,7 +301,7 @@ impl ScopeGraph {
 #[derive(Debug, Default)]
 pub(crate) struct EntityGraph {
     /// By kind (`Kind::index`), then tenant.
-    scopes: [crate::local::catalog::StrMap<ScopeGraph>; Kind::COUNT],
+    scopes: [crate::local::StrMap<ScopeGraph>; Kind::COUNT],
 }
 
 /// What the graph leg needs of the catalog about the scope it searches.

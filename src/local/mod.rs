@@ -4,6 +4,12 @@
 
 pub(crate) mod catalog;
 pub(crate) mod graph;
+pub(crate) mod hnsw;
 pub(crate) mod store;
 pub(crate) mod text;
 pub(crate) mod vector;
+
+/// A map keyed by user strings (tenants, contexts, ids, entities): foldhash, seeded per
+/// process, is several times faster than SipHash on short strings, and the catalog
+/// hashes a few for every document at every open.
+pub(crate) type StrMap<V> = std::collections::HashMap<String, V, foldhash::fast::RandomState>;

@@ -46,6 +46,7 @@ macro_rules! document_setters {
 }
 
 pub(crate) mod doc;
+pub(crate) mod fields;
 pub(crate) mod id;
 pub(crate) mod leg;
 pub(crate) mod metric;

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::doc::{DEFAULT_TENANT, check_examples, check_name, check_text, check_vector};
+use crate::model::fields::{Common, DEFAULT_TENANT, check_common, check_name, check_text};
 use crate::{Error, Result};
 
 /// One step of a scenario.
@@ -170,42 +170,6 @@ impl Scenario {
         }
         Ok(())
     }
-}
-
-/// The fields scenarios and tools share, for their checks.
-pub(crate) struct Common<'a> {
-    pub(crate) id: &'a str,
-    pub(crate) tenant_id: &'a str,
-    pub(crate) agent_id: Option<&'a str>,
-    pub(crate) name: &'a str,
-    pub(crate) description: &'a str,
-    pub(crate) examples: &'a [String],
-    pub(crate) tags: &'a [String],
-    pub(crate) embedding: Option<&'a [f32]>,
-    pub(crate) example_embeddings: Option<&'a [Vec<f32>]>,
-}
-
-/// Checks the fields scenarios and tools share.
-pub(crate) fn check_common(what: &str, doc: Common<'_>) -> Result<()> {
-    check_name("id", doc.id)?;
-    check_name("tenant_id", doc.tenant_id)?;
-    if let Some(agent) = doc.agent_id {
-        check_name("agent_id", agent)?;
-    }
-    check_text(what, doc.id, "name", doc.name)?;
-    check_text(what, doc.id, "description", doc.description)?;
-    for tag in doc.tags {
-        check_name("tags", tag)?;
-    }
-    if let Some(embedding) = doc.embedding {
-        check_vector("embedding", embedding)?;
-    }
-    check_examples(
-        what,
-        doc.id,
-        ("examples", doc.examples),
-        ("example_embeddings", doc.example_embeddings),
-    )
 }
 
 /// The JSONL form of a scenario.

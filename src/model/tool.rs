@@ -8,8 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::model::doc::DEFAULT_TENANT;
-use crate::model::scenario::{Common, check_common};
+use crate::model::fields::{Common, DEFAULT_TENANT, check_common};
 
 /// A tool an agent can call, such as "track an order".
 ///

@@ -209,3 +209,42 @@ Fine: `src/lib.rs:12`, tests/it/docs.rs, Cargo.toml, [top](#planted), `rules.tom
         ["src/planted.rs:1: gone.md"]
     );
 }
+
+/// Every saved proptest seed is replayed: proptest reads `P/proptest-regressions/a/b.txt`
+/// for the test file `P/D/a/b.rs`, where `D` holds the crate root (`lib.rs`, `main.rs`);
+/// a seed file whose test file moved is silently never read.
+#[test]
+fn every_saved_proptest_seed_has_its_test_file() {
+    let root = root();
+    // The repository's folders, not `target/` or hidden ones.
+    let mut seeds = Vec::new();
+    for entry in std::fs::read_dir(&root).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.path().is_dir() && !name.starts_with('.') && name != "target" {
+            files_with_extension(&entry.path(), "txt", &mut seeds);
+        }
+    }
+    let mut orphans = Vec::new();
+    for seed in seeds {
+        let relative = seed.strip_prefix(&root).unwrap();
+        let parts: Vec<_> = relative.iter().collect();
+        let Some(at) = parts.iter().position(|p| *p == "proptest-regressions") else {
+            continue;
+        };
+        let base: PathBuf = parts[..at].iter().collect();
+        let rest: PathBuf = parts[at + 1..].iter().collect();
+        let found = std::fs::read_dir(root.join(&base))
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|dir| dir.join("lib.rs").is_file() || dir.join("main.rs").is_file())
+            .any(|dir| dir.join(&rest).with_extension("rs").is_file());
+        if !found {
+            orphans.push(relative.display().to_string());
+        }
+    }
+    assert!(
+        orphans.is_empty(),
+        "seed files no test file reads: {orphans:?}"
+    );
+}

@@ -39,8 +39,8 @@ use serde::{Deserialize, Serialize};
 
 use super::block::{self, BlockEntry, EntryRef};
 use super::record::{DocRecord, StoredVectors};
+use super::rows::DocRows;
 use super::view::{PartHeader, Section, Sections};
-use crate::local::catalog::DocRows;
 use crate::model::id::CENTROID_ROW;
 use crate::model::id::DocId;
 use crate::{Error, Kind, Result};
@@ -235,7 +235,7 @@ pub(crate) fn encode(
         })
         .collect::<Result<_>>()?;
     let mut names: Vec<String> = Vec::new();
-    let mut name_of: crate::local::catalog::StrMap<u32> = crate::local::catalog::StrMap::default();
+    let mut name_of: crate::local::StrMap<u32> = crate::local::StrMap::default();
     let mut intern = |name: &str| -> u32 {
         if let Some(&n) = name_of.get(name) {
             return n;

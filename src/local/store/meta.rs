@@ -1,6 +1,7 @@
 //! The `m` keyspace: format version, counters and the index's vector space.
 
-use super::{keys, sled_err};
+use super::keys;
+use super::sled_errors::sled_err;
 use crate::{Error, ErrorKind, Kind, Result};
 
 /// The on-disk format this build reads and writes.

@@ -11,6 +11,8 @@ mod entities;
 mod keys;
 mod meta;
 mod record;
+mod rows;
+mod sled_errors;
 pub(crate) mod view;
 
 use rayon::prelude::*;
@@ -23,6 +25,8 @@ use crate::{Error, ErrorKind, Kind, Result};
 pub(crate) use self::block::BlockEntry;
 pub(crate) use self::meta::{FORMAT_VERSION, Meta};
 pub(crate) use self::record::{DocRecord, LogEntry, StoredVectors};
+pub(crate) use self::rows::{DocRows, Normalised, VectorsRef, normalised_rows};
+use self::sled_errors::{sled_err, sled_error};
 
 /// One change of a commit, with its `DocId`s and sequence number already assigned.
 #[derive(Debug)]
@@ -1197,42 +1201,6 @@ impl Drop for Store {
     }
 }
 
-/// sled reports an I/O error as a new error whose message is the original one's debug
-/// text (`Os { code: 28, kind: StorageFull, .. }`): the operating system's error again,
-/// from its code, when the text has one.
-fn plain_io(io: std::io::Error) -> std::io::Error {
-    if io.raw_os_error().is_some() {
-        return io;
-    }
-    let text = io.to_string();
-    let code = text
-        .split("code: ")
-        .nth(1)
-        .map(|rest| {
-            rest.chars()
-                .take_while(char::is_ascii_digit)
-                .collect::<String>()
-        })
-        .and_then(|digits| digits.parse::<i32>().ok());
-    match code {
-        Some(code) => std::io::Error::from_raw_os_error(code),
-        None => io,
-    }
-}
-
-pub(crate) fn sled_err(err: sled::Error) -> Error {
-    match err {
-        sled::Error::Io(io) => Error::with_source(ErrorKind::Io { path: None }, plain_io(io)),
-        sled::Error::Corruption { .. } => Error::with_source(
-            ErrorKind::Corrupt {
-                what: "the document store (sled)".to_string(),
-            },
-            err,
-        ),
-        other => Error::storage("sled", other),
-    }
-}
-
 /// Removes the snapshot files sled left unfinished (`snap.*.generating`) when its
 /// process was killed while writing one.
 ///
@@ -1256,24 +1224,6 @@ fn remove_unfinished_snapshots(path: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn sled_error(err: sled::Error, path: &Path) -> Error {
-    if let sled::Error::Io(io) = &err
-        && (io.kind() == std::io::ErrorKind::WouldBlock
-            || io.to_string().contains("could not acquire lock"))
-    {
-        return Error::with_source(
-            ErrorKind::Locked {
-                path: path.to_path_buf(),
-            },
-            err,
-        );
-    }
-    match err {
-        sled::Error::Io(io) => Error::io_at(path, plain_io(io)),
-        other => sled_err(other),
-    }
 }
 
 #[cfg(test)]

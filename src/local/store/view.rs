@@ -24,8 +24,8 @@
 //! part    = section 0: bincode PartHeader, section 1: entries in the block encoding
 //! base    = a part (written by earlier versions), or the sections of [`super::base`]
 //! graph   = section 0: the checkpoint's manifest, section 1: the graph's edges
-//!           ([`crate::local::vector::FlatGraph`]; readers search them over their own vectors),
-//!           section 2: its nodes' vectors in 8 bits ([`crate::local::vector::NodeCodes`], which
+//!           ([`crate::local::hnsw::FlatGraph`]; readers search them over their own vectors),
+//!           section 2: its nodes' vectors in 8 bits ([`crate::local::hnsw::NodeCodes`], which
 //!           the walk reads; earlier versions wrote no section 2, and readers then make
 //!           the codes from their vectors).
 //!           Earlier versions published hnsw_rs's dump instead, raw, beside a graph file
@@ -84,8 +84,8 @@ pub(crate) enum PublishedGraph {
     /// nodes' codes (which earlier versions did not publish).
     Flat {
         manifest: Vec<u8>,
-        flat: crate::local::vector::FlatGraph,
-        codes: Option<crate::local::vector::NodeCodes>,
+        flat: crate::local::hnsw::FlatGraph,
+        codes: Option<crate::local::hnsw::NodeCodes>,
     },
     /// The checkpoint's manifest, and where hnsw_rs's dump lies (`dir/basename.hnsw.*`),
     /// as earlier versions published it.
@@ -937,12 +937,12 @@ impl Published {
         match (sections.len(), graph.files.is_empty()) {
             (2 | 3, true) => {
                 let flat =
-                    crate::local::vector::FlatGraph::decode(sections.get(1)).map_err(damaged)?;
+                    crate::local::hnsw::FlatGraph::decode(sections.get(1)).map_err(damaged)?;
                 let manifest = sections.get(0).to_vec();
                 let codes = if sections.len() == 3 {
                     let section = MappedSection { sections, index: 2 };
                     Some(
-                        crate::local::vector::NodeCodes::decode_in_place(
+                        crate::local::hnsw::NodeCodes::decode_in_place(
                             Arc::new(section),
                             flat.len(),
                         )

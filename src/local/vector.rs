@@ -9,10 +9,6 @@
 //! A filtered candidate set below the exact-scan threshold is scanned exactly (recall
 //! 1.0, and faster than a graph search at that size).
 
-mod distance;
-mod flat;
-mod graph;
-
 use crate::config::HnswParams;
 use crate::model::metric;
 use rustc_hash::FxHashMap;
@@ -21,14 +17,12 @@ use std::sync::{Arc, RwLock};
 
 use crate::Kind;
 use crate::local::catalog::{Admit, Catalog};
+use crate::local::hnsw::{Cosine, best_cosine};
 use crate::model::id::{DocId, VectorKey};
 
-pub(crate) use self::flat::{FlatGraph, NodeCodes};
+pub(crate) use crate::local::hnsw::{FlatGraph, Graph, Manifest, NodeCodes, SCRATCH_PREFIX};
 #[cfg(test)]
-pub(crate) use self::graph::hnsw_graph_file;
-#[cfg(test)]
-pub(crate) use self::graph::is_keyed;
-pub(crate) use self::graph::{Graph, Manifest, SCRATCH_PREFIX};
+pub(crate) use crate::local::hnsw::{hnsw_graph_file, is_keyed};
 
 /// The graph of one kind and how far it covers the change sequence.
 pub(crate) struct KindGraph {
@@ -433,7 +427,7 @@ fn scan(
         if admit.admits(entry) {
             scored.push((
                 doc,
-                graph::best_cosine(query, vectors.data, vectors.inverse, query.len()),
+                best_cosine(query, vectors.data, vectors.inverse, query.len()),
             ));
         }
     }
@@ -514,41 +508,23 @@ fn scan_arena(
         .filter(|&(.., high)| high >= min)
         .map(|(doc, start, rows, _)| {
             let (block, inverse) = arena.rows(start, rows);
-            (doc, graph::best_cosine(query, block, inverse, dim))
+            (doc, best_cosine(query, block, inverse, dim))
         })
         .collect()
 }
 
 /// The vector `key` names, normalised as a graph holds it (see
-/// [`crate::local::catalog::VectorsRef::normalised`]), if it is a live document's.
+/// [`crate::local::store::VectorsRef::normalised`]), if it is a live document's.
 pub(crate) fn catalog_vector(catalog: &Catalog, kind: Kind, key: VectorKey) -> Option<Vec<f32>> {
     if catalog.get(key.doc())?.kind() != kind {
         return None;
     }
     let (row, inverse) = catalog.arena(kind).row(catalog.arena_row(key)? as usize)?;
-    Some(crate::local::catalog::normalised_rows(
+    Some(crate::local::store::normalised_rows(
         row,
         &[inverse],
         row.len(),
     ))
-}
-
-/// A cosine (or a distance) ordered by `total_cmp`, for heaps.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Cosine(f32);
-
-impl Eq for Cosine {}
-
-impl PartialOrd for Cosine {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Cosine {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
 }
 
 /// The best `k` of `ranked` (one entry per document), by cosine descending then user id.

@@ -1,8 +1,27 @@
-//! The distances the HNSW builder (hnsw_rs) compares vectors with.
+//! The distances the HNSW builder (hnsw_rs) compares vectors with, and the order of
+//! cosines in a heap.
 
 use hnsw_rs::prelude::Distance;
 
 use crate::model::metric::{dot, dot_i8, quantize};
+
+/// A cosine (or a distance) ordered by `total_cmp`, for heaps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Cosine(pub(crate) f32);
+
+impl Eq for Cosine {}
+
+impl PartialOrd for Cosine {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Cosine {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
 
 /// The bytes at the head of a [`graph_code`]: its codes' squared norm.
 const NORM_BYTES: usize = 4;

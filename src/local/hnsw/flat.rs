@@ -26,7 +26,7 @@ use std::sync::Arc;
 use hnsw_rs::prelude::Hnsw;
 use rustc_hash::FxHashMap;
 
-use super::Cosine;
+use super::distance::Cosine;
 use crate::model::id::VectorKey;
 use crate::model::metric;
 use crate::{Error, Result};
@@ -677,7 +677,8 @@ impl Visited {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::local::vector::{Graph, HnswParams};
+    use crate::config::HnswParams;
+    use crate::local::hnsw::Graph;
     use rand_chacha::ChaCha8Rng;
     use rand_chacha::rand_core::{RngCore, SeedableRng};
 
