@@ -12,8 +12,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::lock::lock;
+use super::manifest::manifest_of;
+use super::publish::last_text_commit;
 use super::swap::{self, Staging};
-use super::{Engine, STORE_DIR, TEXT_DIR, lock, manifest, manifest_of};
+use super::{Engine, STORE_DIR, TEXT_DIR, manifest};
 use crate::config::Config;
 use crate::embed::EmbedderSpecs;
 use crate::local::store::view;
@@ -369,7 +372,7 @@ fn check_held(dir: &Path, config: &Config, locked: bool) -> CheckReport {
 fn check_text(dir: &Path, config: &Config, store: Option<(u64, u64)>, report: &mut CheckReport) {
     let text_dir = dir.join(TEXT_DIR);
     // Its last commit, opened to read only.
-    let opened = super::last_text_commit(&text_dir).and_then(|meta| {
+    let opened = last_text_commit(&text_dir).and_then(|meta| {
         TextIndex::open_snapshot(&text_dir, config.fusion.patterns_in_text, &meta)
     });
     let (text, seq) = match opened {

@@ -8,8 +8,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::lock::{is_empty_or_missing, lock, resolved};
+use super::manifest::manifest_of;
 use super::swap::{self, Staging};
-use super::{Engine, STORE_DIR, lock, manifest};
+use super::{Engine, STORE_DIR, manifest};
 use crate::config::Config;
 use crate::{Error, ErrorKind, Kind, Result};
 
@@ -76,7 +78,7 @@ impl Engine {
             self.inner
                 .store
                 .copy_live_into(&copy.join(STORE_DIR), &|_| true)?;
-            let found = super::manifest_of(&self.inner.store, &self.inner.read_catalog());
+            let found = manifest_of(&self.inner.store, &self.inner.read_catalog());
             manifest::write(&copy, &found, None)?;
         }
         crate::crash::point("backup:copied");
@@ -107,7 +109,7 @@ impl Engine {
     pub fn check_backup_destination(dir: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<()> {
         let (dir, dest) = (dir.as_ref(), dest.as_ref());
         let source = dir.canonicalize().map_err(|err| Error::io_at(dir, err))?;
-        if super::resolved(dest)?.starts_with(&source) {
+        if resolved(dest)?.starts_with(&source) {
             return Err(Error::invalid_input(format!(
                 "{}: a backup cannot be written into the index it copies ({})",
                 dest.display(),
@@ -120,7 +122,7 @@ impl Engine {
             }));
         }
         // Only a killed backup's leftovers (its lock and scratch) may be there.
-        if !super::is_empty_or_missing(dest)? {
+        if !is_empty_or_missing(dest)? {
             return Err(Error::new(ErrorKind::NotAnIndex {
                 path: dest.to_path_buf(),
             }));
@@ -169,7 +171,7 @@ impl Engine {
                 .copy_live_into(&staging.index().join(STORE_DIR), &|tenant| {
                     live.contains(tenant)
                 })?;
-            let found = super::manifest_of(&engine.inner.store, &engine.inner.read_catalog());
+            let found = manifest_of(&engine.inner.store, &engine.inner.read_catalog());
             manifest::write(&staging.index(), &found, None)?;
             engine.close_without_graphs()?;
         }

@@ -5,8 +5,10 @@
 use std::sync::Arc;
 
 use super::EngineBuilder;
+use super::Inner;
 use crate::embed::{Embedder, EmbedderSpec, EmbedderSpecs, Embedders};
 use crate::local::store::{Meta, Store};
+use crate::model::doc::Document;
 use crate::{Error, ErrorKind, Kind, Result};
 
 /// What the caller asked of one kind.
@@ -244,4 +246,27 @@ pub(super) fn settle(
         None,
         Some(&EmbedderSpecs::default().to_string()),
     )
+}
+
+impl Inner {
+    /// Settles the embedders of an index created without one named, at its first write:
+    /// documents that carry their own vectors make it an index of external vectors, any
+    /// other write keeps the defaults and records them.
+    pub(crate) fn settle_embedder(&self, docs: &[Document]) -> Result<()> {
+        let mut undecided = self
+            .undecided
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if !*undecided {
+            return Ok(());
+        }
+        let carries_vectors = docs.iter().any(Document::has_embeddings);
+        let mut embedders = self
+            .embedders
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner());
+        settle(&self.store, &mut embedders, carries_vectors)?;
+        *undecided = false;
+        Ok(())
+    }
 }

@@ -15,6 +15,7 @@ use std::thread::JoinHandle;
 
 use rayon::prelude::*;
 
+use super::Engine;
 use super::{Counters, Inner};
 use crate::local::catalog::{Catalog, Entry, Placed};
 use crate::local::store::view::PublishedGraph;
@@ -875,4 +876,37 @@ pub(super) fn checkpoint_all(inner: &Inner, finish: bool) -> Result<()> {
         checkpoint(inner, kind)?;
     }
     Ok(())
+}
+
+impl Engine {
+    /// The committed vectors not in a graph yet: what the background worker has left
+    /// to insert (searches scan them exactly meanwhile). Waits for the graph checkpoints
+    /// to load at open. A progress display polls this while [`Engine::sync_graph`] runs.
+    pub fn graph_backlog(&self) -> usize {
+        let inner = &self.inner;
+        inner.worker.wait_loaded();
+        let catalog = inner.read_catalog();
+        Kind::ALL
+            .into_iter()
+            .map(|kind| catalog.n_vectors_after(kind, inner.vectors.covered(kind)))
+            .sum()
+    }
+
+    /// Blocks until the graphs hold every committed vector, then stores checkpoints.
+    ///
+    /// Searches never need this (documents not in a graph are scanned exactly); it makes
+    /// the next open fast and the next searches use the graph alone.
+    ///
+    /// # Errors
+    ///
+    /// Storage errors while writing the checkpoint.
+    pub fn sync_graph(&self) -> Result<()> {
+        if self.is_read_only() {
+            // A reader uses the graphs its writer published; it builds none.
+            self.inner.worker.wait_loaded();
+            return Ok(());
+        }
+        self.inner.wait_for_worker();
+        checkpoint_all(&self.inner, true)
+    }
 }

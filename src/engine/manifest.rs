@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::Inner;
+use crate::Kind;
+use crate::local::store::Store;
 use crate::local::store::view::ViewList;
 use crate::{Error, ErrorKind, Result};
 
@@ -175,6 +178,25 @@ pub(crate) fn verify(recorded: &Manifest, found: &Manifest) -> Result<()> {
         }));
     }
     Ok(())
+}
+
+/// What the store and the catalog hold now, as the manifest records it.
+pub(crate) fn manifest_of(store: &Store, catalog: &crate::local::catalog::Catalog) -> Manifest {
+    Manifest {
+        store_format: crate::local::store::FORMAT_VERSION,
+        seq: store.meta().last_seq,
+        rules: catalog.count(Kind::Rule) as u64,
+        chunks: catalog.count(Kind::Chunk) as u64,
+        digest: catalog.digest(),
+    }
+}
+
+impl Inner {
+    /// Records the committed state in the manifest, with the published files `view`.
+    pub(crate) fn write_manifest_with(&self, view: Option<&ViewList>) -> Result<()> {
+        let found = manifest_of(&self.store, &self.read_catalog());
+        write(&self.dir, &found, view)
+    }
 }
 
 #[cfg(test)]

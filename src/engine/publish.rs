@@ -12,10 +12,13 @@ use std::path::Path;
 use std::sync::{Arc, Weak};
 
 use super::Inner;
+use super::TEXT_DIR;
+use crate::Error;
 use crate::Kind;
 use crate::Result;
 use crate::local::store::view::{self, Part, PartHeader, ViewList};
 use crate::local::store::{BlockEntry, Change, Store};
+use crate::local::text::TextIndex;
 use crate::model::id::DocId;
 
 /// Parts smaller than this are never worth a new base.
@@ -399,7 +402,7 @@ impl Inner {
         })();
         match published {
             Ok(()) => {
-                list.text = super::text_snapshot(&self.text, &self.dir, list.seq);
+                list.text = text_snapshot(&self.text, &self.dir, list.seq);
                 crate::crash::point("publish:files-written");
                 if let Err(err) = self.write_manifest_with(Some(&list)) {
                     // The files are written, the manifest that names them is not: start
@@ -407,7 +410,7 @@ impl Inner {
                     *guard = Some(unpublished(&self.dir, &list));
                     return Err(err);
                 }
-                super::protect_snapshot(&self.text, &self.dir, &list);
+                protect_snapshot(&self.text, &self.dir, &list);
                 crate::crash::point("publish:manifest-written");
                 view::remove_unlisted(&self.dir, &list);
                 *guard = Some(list);
@@ -477,5 +480,42 @@ impl Inner {
         let mut guard = self.view.lock().unwrap_or_else(|p| p.into_inner());
         let list = guard.take().unwrap_or_default();
         *guard = Some(unpublished(&self.dir, &list));
+    }
+}
+
+/// The text index's `meta.json` as it is now (what a reader of an earlier version's
+/// manifest opens).
+pub(crate) fn last_text_commit(text_dir: &Path) -> Result<String> {
+    let path = text_dir.join(crate::local::text::directory::META_FILE);
+    std::fs::read_to_string(&path).map_err(|err| Error::io_at(&path, err))
+}
+
+/// The text index's last commit, to publish with the view of change `seq`, when it is
+/// that change's (else readers open the text index's own last commit, as an earlier
+/// version's do).
+pub(crate) fn text_snapshot(text: &TextIndex, dir: &Path, seq: u64) -> Option<String> {
+    match text.snapshot_protected(&dir.join(TEXT_DIR)) {
+        Ok((meta, text_seq)) if text_seq == seq => Some(meta),
+        Ok((_, text_seq)) => {
+            tracing::warn!(
+                text = text_seq,
+                published = seq,
+                "the text index is not of the published commit"
+            );
+            None
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "could not read the text index's commit");
+            None
+        }
+    }
+}
+
+/// Keeps the files of the text commit `view` names, once its manifest is written.
+pub(crate) fn protect_snapshot(text: &TextIndex, dir: &Path, view: &ViewList) {
+    if let Some(meta) = &view.text
+        && let Err(err) = text.protect(&dir.join(TEXT_DIR), meta)
+    {
+        tracing::warn!(error = %err, "could not list the published text commit's files");
     }
 }

@@ -3,8 +3,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::Engine;
+use super::lock::lock;
 use super::swap::{self, Staging};
-use super::{Engine, lock};
 use crate::config::Config;
 use crate::embed::{EmbedderSpec, EmbedderSpecs};
 use crate::model::doc::Document;

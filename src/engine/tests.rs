@@ -1,9 +1,14 @@
 //! Recovery paths that need the engine's internals: a text index behind the store, and a
 //! damaged graph checkpoint.
 
-use super::write::PendingOp;
+use std::path::Path;
+
+use super::state::PendingOp;
 use super::*;
-use crate::{Chunk, Rule, SearchRequest};
+use crate::config::Config;
+use crate::local::store::{Store, view};
+use crate::model::doc::Document;
+use crate::{Chunk, Kind, Rule, SearchRequest};
 
 fn chunk(i: usize) -> Chunk {
     let v: Vec<f32> = (0..8)

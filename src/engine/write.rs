@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 
 use rayon::prelude::*;
 
+use super::state::PendingOp;
 use super::{Engine, Inner};
 use crate::embed::Embedders;
 use crate::local::catalog::Entry;
@@ -340,23 +341,6 @@ struct Prepared {
     ops: Vec<PendingOp>,
     /// The dimension of each kind's vectors, if any of its documents has one.
     dimensions: [Option<usize>; Kind::COUNT],
-}
-
-/// A buffered write.
-#[derive(Debug)]
-pub(crate) enum PendingOp {
-    /// Insert or replace a document (its embedding fields are empty: vectors travel in
-    /// `vectors`).
-    Upsert {
-        doc: Box<Document>,
-        vectors: StoredVectors,
-    },
-    /// Remove a document if it exists.
-    Delete {
-        kind: Kind,
-        tenant: String,
-        id: String,
-    },
 }
 
 impl Inner {

@@ -38,9 +38,9 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::block::{self, BlockEntry, EntryRef};
+use super::file::{PartHeader, Section, Sections};
 use super::record::{DocRecord, StoredVectors};
 use super::rows::DocRows;
-use super::view::{PartHeader, Section, Sections};
 use crate::model::id::CENTROID_ROW;
 use crate::model::id::DocId;
 use crate::{Error, Kind, Result};
@@ -493,7 +493,7 @@ impl MappedBase {
 
     /// Checks the file's checksum (`file`, as the manifest lists it): [`MappedBase::load`]
     /// only checks the layout, so that the checksum can be computed meanwhile.
-    pub(crate) fn verify_checksum(&self, file: &super::view::ViewFile, path: &Path) -> Result<()> {
+    pub(crate) fn verify_checksum(&self, file: &super::file::ViewFile, path: &Path) -> Result<()> {
         self.sections.verify(file, path)
     }
 

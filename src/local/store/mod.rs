@@ -8,6 +8,7 @@
 pub(crate) mod base;
 mod block;
 mod entities;
+mod file;
 mod keys;
 mod meta;
 mod record;
