@@ -3,7 +3,7 @@
 
 Usage (from the repository root, in a venv made from scripts/requirements-distill.txt):
 
-    python scripts/distill_model.py [--out index_data/models/minilm-static]
+    python scripts/distill_model.py [--out crates/minilm/model/minilm-static]
                                     [--pca-dims 256] [--dtype int8] [--no-teacher]
 
 What it does:
@@ -292,7 +292,7 @@ def _vocab_size(out: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("index_data/models/minilm-static"))
+    parser.add_argument("--out", type=Path, default=Path("crates/minilm/model/minilm-static"))
     parser.add_argument("--pca-dims", type=int, default=256)
     parser.add_argument("--dtype", default="int8", choices=["float32", "float16", "int8"])
     parser.add_argument("--no-teacher", action="store_true", help="do not measure the full teacher")

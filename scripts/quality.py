@@ -22,7 +22,7 @@ Sets (their READMEs in the eval folder say how each is scored):
 - stb: StableToolBench G1_instruction (2,479 APIs): tools the default selection returns,
   the recall of that set, recall@5 with `top_k` 5.
 - stbmulti: the same on 65 requests for two or three tools at once, written from the G1 dev
-  requests (`scripts/gate/minilm/stb_multi.jsonl`).
+  requests (`crates/research/gate/minilm/stb_multi.jsonl`).
 - locomo: LoCoMo dev conversations: turns the default selection returns, the evidence
   recall of that set, evidence recall@10 with `top_k` 10; adversarial questions answered
   with nothing.
@@ -204,11 +204,11 @@ def stb(r, ev, tmp):
 
 
 def stbmulti(r, ev, tmp):
-    """StableToolBench requests for several tools at once (scripts/gate/minilm/stb_multi.jsonl:
+    """StableToolBench requests for several tools at once (crates/research/gate/minilm/stb_multi.jsonl:
     two or three G1 dev requests combined in other words, with the union of their gold APIs)."""
     d = os.path.join(ev, "stb")
     idx = r.index(tools=f"{d}/tools.jsonl")
-    cases = [json.loads(line) for line in open(os.path.join(os.path.dirname(__file__), "gate", "minilm", "stb_multi.jsonl"))]
+    cases = [json.loads(line) for line in open(os.path.join(os.path.dirname(__file__), "..", "crates", "research", "gate", "minilm", "stb_multi.jsonl"))]
     gold = {c["id"]: set(c["gold"]) for c in cases}
     path, path5 = f"{tmp}/multi.jsonl", f"{tmp}/multi.k5.jsonl"
     with open(path, "w") as f, open(path5, "w") as f5:

@@ -286,7 +286,7 @@ impl Default for RetrievalConfig {
 
 /// `[fusion]`: how the two legs are fused, one section per kind.
 ///
-/// The defaults come from the experiments in `docs/fusion-experiments.md` (SciFact as
+/// The defaults come from the experiments in `crates/research/docs/fusion-experiments.md` (SciFact as
 /// chunk retrieval, BANKING77 as rule matching): rules `0.8 * vector + 0.2 *
 /// min_max(bm25)` with their patterns in the text leg, chunks seed 003's `0.7 * vector +
 /// 0.3 * min_max(bm25)`, query-adaptive weights off.

@@ -3,8 +3,8 @@
 //! A static model keeps one vector per WordPiece token; a text's vector is the mean of its
 //! tokens' vectors, L2-normalised. There is no transformer at run time, so embedding costs
 //! a tokenisation and a few table lookups. The bundled model lives in
-//! `index_data/models/minilm-static/` (its provenance:
-//! `index_data/models/minilm-static/PROVENANCE.md`; `scripts/distill_model.py` rebuilds
+//! `crates/minilm/model/minilm-static/` (its provenance:
+//! `crates/minilm/model/minilm-static/PROVENANCE.md`; `scripts/distill_model.py` rebuilds
 //! it) and is compiled into the binary with the `bundled-model` feature. Loading and
 //! inference are `model2vec-rs`'s.
 
@@ -34,12 +34,7 @@ const BUNDLED_FINGERPRINT: u64 = 0xd398_d38b_8122_7928;
 
 #[cfg(feature = "bundled-model")]
 mod bundled {
-    pub(super) const TOKENIZER: &[u8] =
-        include_bytes!("../../index_data/models/minilm-static/tokenizer.json");
-    pub(super) const MODEL: &[u8] =
-        include_bytes!("../../index_data/models/minilm-static/model.safetensors");
-    pub(super) const CONFIG: &[u8] =
-        include_bytes!("../../index_data/models/minilm-static/config.json");
+    pub(super) use ruchedb_minilm::static_model::{CONFIG, MODEL, TOKENIZER};
 }
 
 /// An [`Embedder`] backed by a static model2vec model: tokens' vectors, mean pooled.
@@ -258,7 +253,7 @@ mod tests {
     use super::*;
 
     fn bundled_dir() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("index_data/models/minilm-static")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/minilm/model/minilm-static")
     }
 
     /// The bundled model, or its folder when the `bundled-model` feature is off.
@@ -294,7 +289,7 @@ mod tests {
     }
 
     /// The reference comes from Python: `model2vec` 0.10.0,
-    /// `StaticModel.from_pretrained("index_data/models/minilm-static")
+    /// `StaticModel.from_pretrained("crates/minilm/model/minilm-static")
     /// .encode(["I want my money back"])[0][:6]`.
     #[test]
     fn known_vector_matches_python_model2vec() {

@@ -179,7 +179,8 @@ impl Engine {
     ///
     /// As [`Engine::check`], and I/O errors naming the path; an existing
     /// `store.damaged/` (from an earlier repair) is never overwritten.
-    pub fn repair(dir: impl AsRef<Path>, config: Config) -> Result<RepairReport> {
+    pub fn repair(dir: impl AsRef<Path>, config: &Config) -> Result<RepairReport> {
+        let config = config.clone();
         let dir = dir.as_ref();
         if !swap::holds_index(dir) {
             return Err(Error::new(ErrorKind::IndexNotFound {

@@ -8,6 +8,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use serde::Serialize;
+
 use super::lock::{is_empty_or_missing, lock, resolved};
 use super::manifest::manifest_of;
 use super::swap::{self, Staging};
@@ -141,7 +143,8 @@ impl Engine {
     /// # Errors
     ///
     /// As opening the index; storage and I/O errors.
-    pub fn compact(dir: impl AsRef<Path>, config: Config) -> Result<(u64, u64)> {
+    pub fn compact(dir: impl AsRef<Path>, config: &Config) -> Result<CompactReport> {
+        let config = config.clone();
         let dir = dir.as_ref();
         if !swap::holds_index(dir) {
             return Err(Error::new(ErrorKind::IndexNotFound {
@@ -187,8 +190,21 @@ impl Engine {
         crate::crash::point("compact:built");
         staging.swap(None)?;
         drop(held);
-        Ok((before, disk_size(dir)))
+        Ok(CompactReport {
+            bytes_before: before,
+            bytes_after: disk_size(dir),
+        })
     }
+}
+
+/// What [`Engine::compact`] did: the bytes the index took before and after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct CompactReport {
+    /// Bytes of every file of the index directory before.
+    pub bytes_before: u64,
+    /// And after.
+    pub bytes_after: u64,
 }
 
 /// Bytes of every file under `dir`.

@@ -1,11 +1,13 @@
 //! The index directory's lock and paths: the `LOCK` file a writer holds, whether a
 //! writer is alive, whether a directory may take a new index, and paths resolved.
 
-use super::builder::EngineBuilder;
-use super::swap;
-use crate::{Error, ErrorKind, Result};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+
+use crate::{Error, ErrorKind, Result};
+
+use super::builder::EngineBuilder;
+use super::swap;
 
 pub(crate) const LOCK_FILE: &str = "LOCK";
 

@@ -30,6 +30,7 @@ mod tests;
 
 pub use self::builder::EngineBuilder;
 pub use self::check::{CheckReport, Damage, RepairReport};
+pub use self::compact::CompactReport;
 pub use self::state::Engine;
 pub(crate) use self::state::{Counters, Inner, OpenMode, Pending, STORE_DIR, TEXT_DIR};
 pub use self::stats::{CounterStats, GraphStats, KindSpace, KindSpaces, Stats};

@@ -1,12 +1,9 @@
 //! Opening an index directory (a writer, with its lock, catching up and publishing; a
 //! reader, from the published files), refreshing a reader, closing, and removing an index.
 
-use super::builder::EngineBuilder;
-use super::lock::{LOCK_FILE, is_empty_or_missing, lock, take_lock, writer_alive};
-use super::manifest::manifest_of;
-use super::publish::{last_text_commit, protect_snapshot, text_snapshot};
-use super::state::{Counters, Engine, Inner, OpenMode, Pending, STORE_DIR, TEXT_DIR, WorkerSignal};
-use super::{embedders, maintain, manifest, publish, search, swap};
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+
 use crate::embed::Embedders;
 use crate::local::catalog::Catalog;
 use crate::local::store::Store;
@@ -14,8 +11,13 @@ use crate::local::store::view::{self, ViewList};
 use crate::local::text::TextIndex;
 use crate::local::vector::VectorIndex;
 use crate::{Error, ErrorKind, Result};
-use std::path::Path;
-use std::sync::{Arc, Mutex, RwLock};
+
+use super::builder::EngineBuilder;
+use super::lock::{LOCK_FILE, is_empty_or_missing, lock, take_lock, writer_alive};
+use super::manifest::manifest_of;
+use super::publish::{last_text_commit, protect_snapshot, text_snapshot};
+use super::state::{Counters, Engine, Inner, OpenMode, Pending, STORE_DIR, TEXT_DIR, WorkerSignal};
+use super::{embedders, maintain, manifest, publish, search, swap};
 
 impl Drop for Engine {
     fn drop(&mut self) {

@@ -29,8 +29,8 @@ impl Engine {
     ///
     /// The errors of opening and creating an index (the index must not be open elsewhere),
     /// embedder errors, and I/O errors of the swap.
-    pub fn reembed(dir: impl AsRef<Path>, spec: &EmbedderSpec, config: Config) -> Result<usize> {
-        reembed_kinds(dir.as_ref(), &Kind::ALL, spec, config)
+    pub fn reembed(dir: impl AsRef<Path>, spec: &EmbedderSpec, config: &Config) -> Result<usize> {
+        reembed_kinds(dir.as_ref(), &Kind::ALL, spec, config.clone())
     }
 
     /// Re-embeds the documents of `kind` alone with the embedder `spec` names (as
@@ -44,9 +44,9 @@ impl Engine {
         dir: impl AsRef<Path>,
         kind: Kind,
         spec: &EmbedderSpec,
-        config: Config,
+        config: &Config,
     ) -> Result<usize> {
-        reembed_kinds(dir.as_ref(), &[kind], spec, config)
+        reembed_kinds(dir.as_ref(), &[kind], spec, config.clone())
     }
 }
 

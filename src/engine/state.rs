@@ -2,6 +2,12 @@
 //! the next commit, the background worker's signal, the counters, and the reads that need
 //! nothing but that state.
 
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::thread::JoinHandle;
+
 use crate::config::Config;
 use crate::embed::{Embedder, Embedders};
 use crate::local::catalog::Catalog;
@@ -11,11 +17,6 @@ use crate::local::text::TextIndex;
 use crate::local::vector::VectorIndex;
 use crate::model::doc::Document;
 use crate::{Error, ErrorKind, Kind, Result};
-use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::thread::JoinHandle;
 
 /// An open index: rules and chunks on disk, searchable by text and vector.
 ///
@@ -333,16 +334,6 @@ impl Engine {
     /// The number of live documents of `kind` of one tenant.
     pub fn tenant_count(&self, tenant: &str, kind: Kind) -> usize {
         self.inner.read_catalog().tenant_count(kind, tenant)
-    }
-
-    /// The number of live rules and chunks of one tenant: what that tenant may know of
-    /// the index (nothing of the others).
-    pub fn tenant_counts(&self, tenant: &str) -> (usize, usize) {
-        let catalog = self.inner.read_catalog();
-        (
-            catalog.tenant_count(Kind::Rule, tenant),
-            catalog.tenant_count(Kind::Chunk, tenant),
-        )
     }
 }
 

@@ -1,9 +1,12 @@
 //! What [`Engine::stats`] reports: counts, vector spaces, graphs and counters.
 
-use super::state::Engine;
-use crate::Kind;
-use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+
+use crate::Kind;
+
+use super::state::Engine;
 
 /// Counts and state of an index, as [`Engine::stats`] reports them.
 #[derive(Debug, Clone, PartialEq, Serialize)]

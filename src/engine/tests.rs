@@ -239,7 +239,7 @@ fn entity_lists_are_stored_with_their_documents_checked_and_repaired() {
         .unwrap_or_else(|| panic!("{report:?}"));
     assert!(damage.rebuildable && damage.problem.contains("1 of 2 documents"));
     assert!(!report.store_damaged());
-    Engine::repair(&path, Config::default()).unwrap();
+    Engine::repair(&path, &Config::default()).unwrap();
     assert!(
         Engine::check(&path, &Config::default())
             .unwrap()

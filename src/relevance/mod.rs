@@ -15,7 +15,7 @@
 //! A [`Calibration`] turns the first two into a probability-like relevance in `[0, 1]`,
 //! `sigmoid(bias + vector_weight * vector + coverage_weight * coverage)`, fitted per kind
 //! and per embedder (cosines of different models live on different scales) by logistic
-//! regression on labelled queries (`examples/relevance.rs`, see `docs/relevance.md`). A
+//! regression on labelled queries (`crates/research/src/bin/relevance.rs`, see `docs/relevance.md`). A
 //! candidate passes the gate when its relevance reaches `min_relevance`, or when it
 //! contains one of the query's codes. Candidates that fail are dropped before
 //! priority, scope, importance and recency are applied, so those weights only order what
@@ -296,7 +296,7 @@ impl EmbedderFamily {
     }
 }
 
-/// The built-in calibrations, fitted by `examples/relevance.rs fit` (see
+/// The built-in calibrations, fitted by `crates/research/src/bin/relevance.rs fit` (see
 /// `docs/relevance.md`): rules on CLINC150 train and BANKING77 with held-out intents as
 /// out-of-scope messages, separately for rules with patterns (their best of many vectors
 /// scores higher) and without; chunks on SciFact train with CLINC150 messages as
@@ -328,7 +328,7 @@ fn builtin(kind: Kind, family: EmbedderFamily, legs: LegsRan, patterns: bool) ->
         (Kind::Chunk, MiniLm, VectorOnly, _) => c(41.54, 0.0, -13.45),
         (Kind::Chunk, _, TextOnly, _) => c(0.0, 6.02, -0.93),
         // Scenarios: fitted on CLINC150 train with its domains as scenarios (two held out
-        // as out-of-scope in each of five folds), `examples/relevance.rs fit-scenarios`.
+        // as out-of-scope in each of five folds), `crates/research/src/bin/relevance.rs fit-scenarios`.
         (Kind::Scenario, Static, Both, _) => c(10.30, 2.23, -6.24),
         (Kind::Scenario, Static, VectorOnly, _) => c(12.60, 0.0, -6.74),
         // The same protocol with all-MiniLM-L6-v2 (five folds of two domains held out):

@@ -1,7 +1,7 @@
 //! The prior mean of each embedder's messages: where "any message" lies, before a
 //! catalog's own documents say where its kind's lie. The mean embedding of 3,000
 //! CLINC150 training messages (150 intents, 10 domains), per embedder; computed by
-//! `scripts/gate/mu_prior.py` (see `docs/relevance.md`).
+//! `crates/research/gate/mu_prior.py` (see `docs/relevance.md`).
 
 /// The bundled static model (256 dimensions).
 pub(super) const STATIC: [f32; 256] = [

@@ -502,9 +502,9 @@ fn reembed_keeps_every_document_and_changes_the_model() {
     drop(engine);
     let index = dir.path();
 
-    let n = Engine::reembed(index, &EmbedderSpec::None, Config::default()).unwrap();
+    let n = Engine::reembed(index, &EmbedderSpec::None, &Config::default()).unwrap();
     assert_eq!(n, 8);
-    Engine::compact(index, Config::default()).unwrap();
+    Engine::compact(index, &Config::default()).unwrap();
     let engine = Engine::builder().open(index).unwrap();
     assert_eq!(engine.feedback(&given, true).unwrap().len(), records);
     assert!(engine.feedback(&pending, true).unwrap().len() > records);
@@ -517,7 +517,7 @@ fn reembed_keeps_every_document_and_changes_the_model() {
     assert_eq!(response.hits[0].id, "refund");
     drop(engine);
 
-    let n = Engine::reembed(index, &EmbedderSpec::StaticBundled, Config::default()).unwrap();
+    let n = Engine::reembed(index, &EmbedderSpec::StaticBundled, &Config::default()).unwrap();
     assert_eq!(n, 8);
     let engine = Engine::builder().open(index).unwrap();
     let stats = engine.stats();
@@ -547,7 +547,7 @@ fn reembed_replaces_external_vectors() {
     assert_eq!(engine.stats().model_id.as_deref(), Some("external"));
     drop(engine);
     assert_eq!(
-        Engine::reembed(dir.path(), &EmbedderSpec::StaticBundled, Config::default()).unwrap(),
+        Engine::reembed(dir.path(), &EmbedderSpec::StaticBundled, &Config::default()).unwrap(),
         1
     );
     let engine = Engine::builder().open(dir.path()).unwrap();
@@ -583,7 +583,7 @@ fn reembed_of_one_kind_changes_only_that_kind() {
         dir.path(),
         Kind::Chunk,
         &EmbedderSpec::MiniLm,
-        Config::default(),
+        &Config::default(),
     )
     .unwrap();
     assert_eq!(n, 4);
@@ -614,7 +614,7 @@ fn reembed_of_one_kind_changes_only_that_kind() {
         dir.path(),
         Kind::Chunk,
         &EmbedderSpec::StaticBundled,
-        Config::default(),
+        &Config::default(),
     )
     .unwrap();
     let engine = Engine::builder().open(dir.path()).unwrap();

@@ -272,7 +272,7 @@ fn opening_to_read_names_what_is_missing() {
     Engine::builder().open_read_only(&path).unwrap();
 }
 
-/// The byte ranges of the sections of a published file (see `store/view.rs`).
+/// The byte ranges of the sections of a published file (see `src/local/store/file.rs`).
 fn sections(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     assert_eq!(&bytes[..8], b"RUCHEVW2");
     let count = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;

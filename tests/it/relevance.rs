@@ -1,7 +1,7 @@
 //! Relevance first: the gate abstains when nothing matches, exact identifiers come first,
 //! and priority, scope, importance and recency only order what passes the gate.
 
-#[path = "../../examples/common/identifiers.rs"]
+#[path = "../common/identifiers.rs"]
 mod identifiers;
 
 use proptest::prelude::*;

@@ -758,7 +758,7 @@ pub fn check(config: &Config, args: &MaintainArgs) -> Result<ExitCode> {
 }
 
 pub fn repair(config: &Config, args: &MaintainArgs) -> Result<ExitCode> {
-    let report = Engine::repair(&args.dir, config.clone())?;
+    let report = Engine::repair(&args.dir, config)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         output::write_line(&mut out, &serde_json::to_value(&report)?)?;
@@ -781,10 +781,12 @@ pub fn repair(config: &Config, args: &MaintainArgs) -> Result<ExitCode> {
 }
 
 pub fn compact(config: &Config, args: &MaintainArgs) -> Result<ExitCode> {
-    let (before, after) = Engine::compact(&args.dir, config.clone())?;
+    let report = Engine::compact(&args.dir, config)?;
     println!(
-        "compacted {}: {before} bytes before, {after} after",
-        args.dir.display()
+        "compacted {}: {} bytes before, {} after",
+        args.dir.display(),
+        report.bytes_before,
+        report.bytes_after
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -951,13 +953,10 @@ pub fn reembed(config: &Config, args: &ReembedArgs) -> Result<ExitCode> {
     let (n_docs, what) = match args.kind {
         Some(kind) => {
             let kind: Kind = kind.into();
-            let n = Engine::reembed_kind(&args.dir, kind, &spec, config.clone())?;
+            let n = Engine::reembed_kind(&args.dir, kind, &spec, config)?;
             (n, kind.plural())
         }
-        None => (
-            Engine::reembed(&args.dir, &spec, config.clone())?,
-            "documents",
-        ),
+        None => (Engine::reembed(&args.dir, &spec, config)?, "documents"),
     };
     phase.finish(&format!("{n_docs} {what}"));
     println!(

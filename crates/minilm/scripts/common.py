@@ -1,6 +1,6 @@
 """Shared helpers: paths, tokenizer, weights, a configurable numpy forward pass.
 
-The forward pass mirrors scripts/gate/minilm_np.py (BERT, mean pooling, L2 norm) but runs
+The forward pass mirrors crates/research/gate/minilm_np.py (BERT, mean pooling, L2 norm) but runs
 sentence by sentence without padding, like the Rust code, and can simulate the
 quantisation schemes of the parity study.
 """

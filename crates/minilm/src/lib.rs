@@ -55,6 +55,18 @@ static BLOB: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
 #[cfg(feature = "bundled")]
 pub const TOKENIZER_JSON: &[u8] = include_bytes!("../model/tokenizer.json");
 
+/// The static model distilled from all-MiniLM-L6-v2 (model2vec: one vector per token,
+/// mean pooled) that ruchedb embeds memory with, compiled in: its three files.
+#[cfg(feature = "bundled")]
+pub mod static_model {
+    /// Its `tokenizer.json`.
+    pub const TOKENIZER: &[u8] = include_bytes!("../model/minilm-static/tokenizer.json");
+    /// Its `model.safetensors`.
+    pub const MODEL: &[u8] = include_bytes!("../model/minilm-static/model.safetensors");
+    /// Its `config.json`.
+    pub const CONFIG: &[u8] = include_bytes!("../model/minilm-static/config.json");
+}
+
 /// The compiled-in model, loaded once per process (its helper threads start then).
 ///
 /// # Errors

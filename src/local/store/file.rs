@@ -10,14 +10,17 @@
 //!           no zeros)
 //! ```
 
-use super::block::{self, BlockEntry};
-use super::meta::Meta;
-use crate::feedback::FeedbackEntry;
-use crate::{Error, Result};
-use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::feedback::FeedbackEntry;
+use crate::{Error, Result};
+
+use super::block::{self, BlockEntry};
+use super::meta::Meta;
 
 /// The directory of the published files, in the index directory.
 pub(crate) const VIEW_DIR: &str = "view";

@@ -2,9 +2,10 @@
 //! centroid for a document of several. The catalog's arenas keep them and the mapped
 //! base stores them, so that a cosine is `dot(q, row) * inverse`.
 
-use super::record::StoredVectors;
 use crate::model::id::{CENTROID_ROW, DocId, VectorKey};
 use crate::model::metric::{self, inverse_norm};
+
+use super::record::StoredVectors;
 
 /// A document's vectors as its kind's arena keeps them: each row as stored (a rule's
 /// centroid, which is derived, normalised), with the inverse of its norm, so that the
