@@ -126,7 +126,7 @@ pub use crate::model::scenario::{Scenario, Step};
 pub use crate::model::time::Timestamp;
 pub use crate::model::tool::Tool;
 pub use crate::query::{Hit, ScoreBreakdown, SearchRequest, SearchResponse};
-pub use crate::tokens::{TOKENIZER, count_tokens};
+pub use crate::tokens::{TOKEN_ENCODING, count_tokens};
 pub use crate::turn::{TurnRequest, TurnResponse};
 
 /// The README's Rust code blocks, compiled and run as doctests.

@@ -259,7 +259,7 @@ impl SearchRequest {
     /// A token budget for the hits: the selection keeps the longest prefix of its hits
     /// whose texts (a chunk's content, a rule's condition and action, a scenario's or a
     /// tool's name and description) take at most `max_tokens` tokens together, counted
-    /// with [`crate::TOKENIZER`]. The budget is never exceeded (a first hit longer than
+    /// with [`crate::TOKEN_ENCODING`]. The budget is never exceeded (a first hit longer than
     /// it gives no hit); the selection's metadata says what was counted.
     #[must_use]
     pub fn max_tokens(mut self, max_tokens: usize) -> SearchRequest {

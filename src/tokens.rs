@@ -7,8 +7,8 @@
 
 use std::sync::OnceLock;
 
-/// The name of the tokenizer budgets are counted with.
-pub const TOKENIZER: &str = "o200k_base";
+/// The token encoding budgets are counted in (an LLM's, not the BM25 analysis).
+pub const TOKEN_ENCODING: &str = "o200k_base";
 
 fn encoder() -> &'static tiktoken_rs::CoreBPE {
     static ENCODER: OnceLock<tiktoken_rs::CoreBPE> = OnceLock::new();
@@ -16,7 +16,7 @@ fn encoder() -> &'static tiktoken_rs::CoreBPE {
         .get_or_init(|| tiktoken_rs::o200k_base().expect("the bundled o200k_base encoding loads"))
 }
 
-/// The number of tokens of `text` ([`TOKENIZER`]).
+/// The number of tokens of `text` ([`TOKEN_ENCODING`]).
 ///
 /// # Example
 ///

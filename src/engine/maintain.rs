@@ -22,7 +22,7 @@ use crate::local::store::view::PublishedGraph;
 use crate::local::store::{DocRows, Normalised};
 use crate::local::store::{LogEntry, Store, StoredVectors};
 use crate::local::text::{Protected, TextIndex};
-use crate::local::vector::{Graph, Manifest};
+use crate::local::vector::{CheckpointManifest, Graph};
 use crate::model::id::{DocId, VectorKey};
 use crate::{Error, Kind, Result};
 
@@ -468,8 +468,8 @@ fn load_graphs(engine: &Weak<Inner>) {
 /// (Graph::unpack), to write into a scratch directory of the index to load), or where
 /// its published files lie (a reader's).
 enum Found {
-    Bytes(Manifest, Vec<Vec<u8>>, std::path::PathBuf),
-    InPlace(Manifest, std::path::PathBuf, String),
+    Bytes(CheckpointManifest, Vec<Vec<u8>>, std::path::PathBuf),
+    InPlace(CheckpointManifest, std::path::PathBuf, String),
 }
 
 /// Installs, before a reader's first search, the graphs published as flat lists (a
@@ -550,7 +550,7 @@ fn published_checkpoint(store: &Store, kind: Kind) -> Result<Option<Found>> {
 }
 
 /// A checkpoint's manifest of `kind`, decoded and checked against that kind's dimension.
-fn checked_manifest(store: &Store, kind: Kind, bytes: &[u8]) -> Result<Manifest> {
+fn checked_manifest(store: &Store, kind: Kind, bytes: &[u8]) -> Result<CheckpointManifest> {
     let manifest = decode_manifest(bytes)?;
     if Some(manifest.dimensions) != store.dimensions(kind) && manifest.n_points > 0 {
         return Err(Error::corrupt("graph checkpoint has another dimension"));
@@ -559,7 +559,10 @@ fn checked_manifest(store: &Store, kind: Kind, bytes: &[u8]) -> Result<Manifest>
 }
 
 /// The manifest and files of `kind`'s checkpoint, if it has one.
-fn read_checkpoint(store: &Store, kind: Kind) -> Result<Option<(Manifest, Vec<Vec<u8>>)>> {
+fn read_checkpoint(
+    store: &Store,
+    kind: Kind,
+) -> Result<Option<(CheckpointManifest, Vec<Vec<u8>>)>> {
     let Some(manifest_bytes) = store.checkpoint_manifest(kind)? else {
         return Ok(None);
     };
@@ -575,7 +578,7 @@ fn read_checkpoint(store: &Store, kind: Kind) -> Result<Option<(Manifest, Vec<Ve
     Ok(Some((manifest, files)))
 }
 
-fn decode_manifest(bytes: &[u8]) -> Result<Manifest> {
+fn decode_manifest(bytes: &[u8]) -> Result<CheckpointManifest> {
     bincode::deserialize(bytes).map_err(|err| Error::corrupt(format!("graph manifest: {err}")))
 }
 
@@ -829,7 +832,7 @@ pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
         let catalog = inner.read_catalog();
         graph.checkpoint_files(|key| crate::local::vector::catalog_vector(&catalog, kind, key))
     };
-    let manifest = Manifest {
+    let manifest = CheckpointManifest {
         covered_seq: covered,
         n_points: graph.len(),
         dimensions,

@@ -432,8 +432,9 @@ impl Inner {
         let Some(manifest_bytes) = self.store.checkpoint_manifest(kind)? else {
             return Ok(());
         };
-        let manifest = bincode::deserialize::<crate::local::vector::Manifest>(&manifest_bytes)
-            .map_err(|err| crate::Error::corrupt(format!("graph manifest: {err}")))?;
+        let manifest =
+            bincode::deserialize::<crate::local::vector::CheckpointManifest>(&manifest_bytes)
+                .map_err(|err| crate::Error::corrupt(format!("graph manifest: {err}")))?;
         let vectors = &self.vectors;
         let graph = vectors.graph(kind);
         let loaded = vectors.dirty(kind) == 0

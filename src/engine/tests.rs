@@ -124,7 +124,8 @@ fn a_damaged_graph_checkpoint_is_detected_and_rebuilt() {
     {
         let store = Store::open(&path.join(STORE_DIR), false, 1 << 20).unwrap();
         let manifest = store.checkpoint_manifest(Kind::Chunk).unwrap().unwrap();
-        let manifest: crate::local::vector::Manifest = bincode::deserialize(&manifest).unwrap();
+        let manifest: crate::local::vector::CheckpointManifest =
+            bincode::deserialize(&manifest).unwrap();
         let mut files = store
             .checkpoint_files(Kind::Chunk, manifest.files.len())
             .unwrap();
@@ -296,7 +297,8 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
         .checkpoint_manifest(Kind::Chunk)
         .unwrap()
         .unwrap();
-    let manifest = bincode::deserialize::<crate::local::vector::Manifest>(&manifest).unwrap();
+    let manifest =
+        bincode::deserialize::<crate::local::vector::CheckpointManifest>(&manifest).unwrap();
     let files = inner
         .store
         .checkpoint_files(Kind::Chunk, manifest.files.len())
@@ -312,7 +314,7 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
     };
     // Earlier versions kept hnsw_rs's graph file too.
     files[0] = crate::local::vector::hnsw_graph_file(&files[0], &files[1]).unwrap();
-    let manifest = bincode::serialize(&crate::local::vector::Manifest {
+    let manifest = bincode::serialize(&crate::local::vector::CheckpointManifest {
         files: crate::local::vector::Graph::file_sums(&files),
         ..manifest
     })

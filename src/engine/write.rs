@@ -337,7 +337,7 @@ struct Step {
 }
 
 /// Documents ready to buffer: their vectors made, their embedding fields emptied.
-struct Prepared {
+struct ReadyWrites {
     ops: Vec<PendingOp>,
     /// The dimension of each kind's vectors, if any of its documents has one.
     dimensions: [Option<usize>; Kind::COUNT],
@@ -353,7 +353,7 @@ impl Inner {
         applied: &[Change],
         documents: &[Option<Document>],
     ) -> Result<Vec<Option<[u32; 2]>>> {
-        let prepared: Vec<Option<crate::local::text::Prepared>> = applied
+        let prepared: Vec<Option<crate::local::text::AnalysedDoc>> = applied
             .par_iter()
             .zip(documents)
             .map(|(change, document)| {
@@ -533,7 +533,7 @@ impl Inner {
 
     /// Takes each document's own vectors, or embeds its texts with its kind's embedder
     /// (each distinct embedder once for the batch), checking each kind's dimension.
-    fn prepare(&self, docs: Vec<Document>) -> Result<Prepared> {
+    fn prepare(&self, docs: Vec<Document>) -> Result<ReadyWrites> {
         let mut ops = Vec::with_capacity(docs.len());
         let embedders = self.embedders();
         let groups = embedders.distinct();
@@ -581,7 +581,7 @@ impl Inner {
                 }
             }
         }
-        Ok(Prepared {
+        Ok(ReadyWrites {
             ops: ops
                 .into_iter()
                 .map(|(doc, vectors)| PendingOp::Upsert {

@@ -20,7 +20,9 @@ use crate::local::catalog::{Admit, Catalog};
 use crate::local::hnsw::{Cosine, best_cosine};
 use crate::model::id::{DocId, VectorKey};
 
-pub(crate) use crate::local::hnsw::{FlatGraph, Graph, Manifest, NodeCodes, SCRATCH_PREFIX};
+pub(crate) use crate::local::hnsw::{
+    CheckpointManifest, FlatGraph, Graph, NodeCodes, SCRATCH_PREFIX,
+};
 #[cfg(test)]
 pub(crate) use crate::local::hnsw::{hnsw_graph_file, is_keyed};
 

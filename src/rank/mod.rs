@@ -514,7 +514,7 @@ pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ran
         let metadata = &mut selection.metadata;
         metadata.insert("max_tokens".into(), budget.into());
         metadata.insert("tokens".into(), spent.into());
-        metadata.insert("tokenizer".into(), crate::tokens::TOKENIZER.into());
+        metadata.insert("tokenizer".into(), crate::tokens::TOKEN_ENCODING.into());
         if cut > 0 {
             metadata.insert("cut_by_budget".into(), cut.into());
         }
@@ -814,7 +814,7 @@ pub fn search_with(
 
 /// What a search computes of its message before any leg runs: the query vector and the
 /// query analysis. A turn prepares its message once for all its searches.
-pub(crate) struct Prepared {
+pub(crate) struct PreparedQuery {
     /// The normalised query vector; `None`: the vector leg does not run.
     pub(crate) vector: Option<Vec<f32>>,
     /// Why the vector leg does not run, when it does not.
@@ -825,16 +825,16 @@ pub(crate) struct Prepared {
     pub(crate) analysis: QueryAnalysis,
 }
 
-impl Prepared {
+impl PreparedQuery {
     /// Embeds (or checks) `request`'s vector and analyses its text.
     pub(crate) fn new(
         request: &SearchRequest,
         embedder: Option<&dyn Embedder>,
         dimensions: Option<usize>,
-    ) -> Result<Prepared> {
+    ) -> Result<PreparedQuery> {
         let stage = Instant::now();
         let (vector, vector_skipped) = query_vector(request, embedder, dimensions)?;
-        Ok(Prepared {
+        Ok(PreparedQuery {
             vector,
             vector_skipped,
             embed_us: micros(stage),
@@ -852,8 +852,8 @@ impl Prepared {
         embedders: &crate::Embedders,
         dimensions: &dyn Fn(Kind) -> Option<usize>,
         analysis: &QueryAnalysis,
-    ) -> Result<(Vec<(Kind, Prepared)>, usize)> {
-        let mut out: Vec<(Kind, Prepared)> = Vec::with_capacity(kinds.len());
+    ) -> Result<(Vec<(Kind, PreparedQuery)>, usize)> {
+        let mut out: Vec<(Kind, PreparedQuery)> = Vec::with_capacity(kinds.len());
         let mut embedded = 0;
         let text_present = !request.text.trim().is_empty();
         // (model id and dimension of the embedder, the index's dimension) → prepared.
@@ -868,7 +868,7 @@ impl Prepared {
             let prepared = match done.iter().find(|(k, _)| *k == key) {
                 Some((_, at)) => {
                     let shared = &out[*at].1;
-                    Prepared {
+                    PreparedQuery {
                         vector: shared.vector.clone(),
                         vector_skipped: shared.vector_skipped.clone(),
                         embed_us: 0,
@@ -882,7 +882,7 @@ impl Prepared {
                         embedded += 1;
                     }
                     done.push((key, out.len()));
-                    Prepared {
+                    PreparedQuery {
                         vector,
                         vector_skipped,
                         embed_us: micros(stage),
@@ -929,7 +929,7 @@ pub(crate) fn search_with_id(
     embedder: Option<&dyn Embedder>,
     factors: Option<PerLeg<f64>>,
     searcher: &Searcher<'_>,
-    prepared: Option<&Prepared>,
+    prepared: Option<&PreparedQuery>,
 ) -> Result<SearchResponse> {
     let retrieval = &config.pipeline.retrieval;
     let parts = match (request.kind, &request.embedding) {
@@ -1022,7 +1022,7 @@ fn search_one(
     embedder: Option<&dyn Embedder>,
     factors: Option<PerLeg<f64>>,
     searcher: &Searcher<'_>,
-    prepared: Option<&Prepared>,
+    prepared: Option<&PreparedQuery>,
 ) -> Result<SearchResponse> {
     let started = Instant::now();
     validate(request)?;
@@ -1031,7 +1031,7 @@ fn search_one(
     let (prepared, embed_us) = match prepared {
         Some(prepared) => (prepared, 0),
         None => {
-            own = Prepared::new(request, embedder, retriever.dimensions(request.kind))?;
+            own = PreparedQuery::new(request, embedder, retriever.dimensions(request.kind))?;
             (&own, own.embed_us)
         }
     };

@@ -53,9 +53,9 @@ use crate::model::doc::{DEFAULT_TENANT, Document};
 use crate::model::leg::PerLeg;
 use crate::model::time::Timestamp;
 use crate::query::{Hit, SearchRequest, SearchResponse, SelectionSummary};
-use crate::rank::{Prepared, Searcher, search_with_id};
+use crate::rank::{PreparedQuery, Searcher, search_with_id};
 use crate::retrieve::Retriever;
-use crate::tokens::{TOKENIZER, count_segment};
+use crate::tokens::{TOKEN_ENCODING, count_segment};
 use crate::{Error, Kind, Result};
 
 /// One turn: the message, who sends it, the conversation and the agent's state.
@@ -470,8 +470,8 @@ impl Run<'_> {
         let rules_request = request.part(Kind::Rule, now);
         let analysis = crate::analysis::analyze(&rules_request.text);
         // The message embedded once per embedder.
-        let prepare = |kinds: &[Kind]| -> Result<Vec<(Kind, Prepared)>> {
-            let (prepared, embedded) = Prepared::for_kinds(
+        let prepare = |kinds: &[Kind]| -> Result<Vec<(Kind, PreparedQuery)>> {
+            let (prepared, embedded) = PreparedQuery::for_kinds(
                 &rules_request,
                 kinds,
                 self.embedders,
@@ -484,7 +484,7 @@ impl Run<'_> {
             Ok(prepared)
         };
         let search =
-            |part: &SearchRequest, prepared: &[(Kind, Prepared)]| -> Result<SearchResponse> {
+            |part: &SearchRequest, prepared: &[(Kind, PreparedQuery)]| -> Result<SearchResponse> {
                 let kind = part.kind;
                 let query_id = |base: String, top: Option<&Hit>| (self.query_id)(kind, base, top);
                 let searcher = Searcher {
@@ -607,7 +607,7 @@ impl Run<'_> {
             budget: TurnBudget {
                 limit: request.budget_tokens,
                 used: 0,
-                tokenizer: TOKENIZER,
+                tokenizer: TOKEN_ENCODING,
                 order: self.config.turn.order.clone(),
                 scenario_line: false,
                 rules: PartBudget::default(),

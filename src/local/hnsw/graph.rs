@@ -71,7 +71,7 @@ pub(crate) struct Graph {
 
 /// What a checkpoint's manifest records.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Manifest {
+pub(crate) struct CheckpointManifest {
     /// Every vector of every upsert up to this sequence number is in the graph.
     pub(crate) covered_seq: u64,
     pub(crate) n_points: usize,
@@ -197,7 +197,7 @@ impl Graph {
     }
 
     /// Checks the files of a checkpoint against the lengths and CRC-32s of its manifest.
-    pub(crate) fn verify(manifest: &Manifest, files: &[Vec<u8>]) -> Result<()> {
+    pub(crate) fn verify(manifest: &CheckpointManifest, files: &[Vec<u8>]) -> Result<()> {
         if files.len() != manifest.files.len() {
             return Err(Error::corrupt("graph checkpoint: missing file"));
         }
@@ -212,7 +212,7 @@ impl Graph {
     /// Checks a checkpoint's files against its manifest, and gives a keyed data file
     /// the vectors `row` has back ([`unkey_data`]): the files [`Graph::load`] takes.
     pub(crate) fn unpack(
-        manifest: &Manifest,
+        manifest: &CheckpointManifest,
         mut files: Vec<Vec<u8>>,
         row: impl Fn(VectorKey) -> Option<Vec<f32>>,
     ) -> Result<Vec<Vec<u8>>> {
@@ -248,7 +248,7 @@ impl Graph {
     /// `scratch`, the index directory, or in the system's temporary directory when
     /// `scratch` cannot take one.
     pub(crate) fn load(
-        manifest: &Manifest,
+        manifest: &CheckpointManifest,
         files: &[Vec<u8>],
         params: HnswParams,
         scratch: &Path,
@@ -276,7 +276,7 @@ impl Graph {
     /// coded and the graph loaded again from files written to the system's temporary
     /// directory: hnsw_rs makes graphs only from files.
     pub(crate) fn load_from(
-        manifest: &Manifest,
+        manifest: &CheckpointManifest,
         dir: &Path,
         basename: &str,
         params: HnswParams,
@@ -855,7 +855,7 @@ mod tests {
             files[0].len(),
             dumped[0].len()
         );
-        let manifest = Manifest {
+        let manifest = CheckpointManifest {
             covered_seq: n,
             n_points: n as usize,
             dimensions: DIM,
@@ -885,7 +885,7 @@ mod tests {
         for len in (0..files[0].len()).step_by(997) {
             let mut cut = files.clone();
             cut[0].truncate(len);
-            let manifest = Manifest {
+            let manifest = CheckpointManifest {
                 files: Graph::file_sums(&cut),
                 ..manifest.clone()
             };
@@ -941,7 +941,7 @@ mod tests {
         assert_eq!(differing, 5);
 
         // The graph hnsw_rs loads from the unpacked files finds what the original finds.
-        let manifest = Manifest {
+        let manifest = CheckpointManifest {
             covered_seq: 60,
             n_points: 60,
             dimensions: DIM,
@@ -1006,7 +1006,7 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let basename = earlier.file_dump(dir.path(), "old").unwrap();
-        let manifest = Manifest {
+        let manifest = CheckpointManifest {
             covered_seq: n,
             n_points: n as usize,
             dimensions: DIM,
@@ -1041,7 +1041,7 @@ mod tests {
             assert_eq!(loaded.search(row, 1, None)[0].0.as_u64(), (i as u64) << 16);
         }
         // A point count the manifest does not record is refused.
-        let other = Manifest {
+        let other = CheckpointManifest {
             n_points: n as usize + 1,
             ..manifest
         };

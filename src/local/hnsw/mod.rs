@@ -8,6 +8,6 @@ mod graph;
 
 pub(crate) use self::distance::Cosine;
 pub(crate) use self::flat::{FlatGraph, NodeCodes};
-pub(crate) use self::graph::{Graph, Manifest, SCRATCH_PREFIX, best_cosine};
+pub(crate) use self::graph::{CheckpointManifest, Graph, SCRATCH_PREFIX, best_cosine};
 #[cfg(test)]
 pub(crate) use self::graph::{hnsw_graph_file, is_keyed};

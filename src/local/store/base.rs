@@ -189,7 +189,7 @@ impl Encoded {
 }
 
 /// One entry as the base keeps it, prepared in parallel.
-struct Prepared {
+struct BaseEntry {
     entry: BlockEntry,
     seq: u64,
     kind: Kind,
@@ -209,7 +209,7 @@ pub(crate) fn encode(
     tokens: &(dyn Fn(DocId) -> [u32; 2] + Sync),
 ) -> Result<Encoded> {
     let dims = dimensions.map(|d| d.unwrap_or(0));
-    let prepared: Vec<Prepared> = entries
+    let prepared: Vec<BaseEntry> = entries
         .par_iter()
         .map(|entry| {
             let record = entry.record()?;
@@ -222,7 +222,7 @@ pub(crate) fn encode(
                     (Some(without_rows(stored, rows.as_ref())), rows)
                 }
             };
-            Ok(Prepared {
+            Ok(BaseEntry {
                 entry: BlockEntry::with_vectors(entry, kept.as_ref()),
                 seq: record.seq,
                 kind: summary.kind,

@@ -21,7 +21,8 @@ use super::directory::{self, Protected};
 use super::directory::{SnapshotDirectory, WriterDirectory};
 use super::guard::{guarded, tantivy_err};
 use super::query::{
-    BooleanQueryParts, Coverage, Prepared, TextMatch, TextPlan, TextQuery, cover_plan, match_each,
+    AnalysedDoc, BooleanQueryParts, Coverage, TextMatch, TextPlan, TextQuery, cover_plan,
+    match_each,
 };
 use super::schema::{Fields, schema, scope_prefix};
 use super::share::WalkShare;
@@ -64,11 +65,11 @@ pub(crate) fn first_analyzer_version() -> u32 {
 /// The sequence number a commit's `meta.json` records in its payload.
 pub(crate) fn snapshot_seq(meta: &str) -> Result<u64> {
     #[derive(serde::Deserialize)]
-    struct Meta {
+    struct TantivyMeta {
         payload: Option<String>,
     }
     let damaged = |why: String| Error::corrupt(format!("text index commit: {why}"));
-    let meta: Meta = serde_json::from_str(meta).map_err(|err| damaged(err.to_string()))?;
+    let meta: TantivyMeta = serde_json::from_str(meta).map_err(|err| damaged(err.to_string()))?;
     let payload = meta
         .payload
         .ok_or_else(|| damaged("no payload".to_string()))?;
@@ -402,7 +403,7 @@ impl TextIndex {
 
     /// Analyses a document version for [`TextIndex::add_prepared`]: the costly part of
     /// adding it, which needs no lock (so a batch is analysed in parallel).
-    pub(crate) fn prepare(&self, doc: DocId, document: &crate::Document) -> Prepared {
+    pub(crate) fn prepare(&self, doc: DocId, document: &crate::Document) -> AnalysedDoc {
         let text = document.indexed_text(self.patterns_in_text);
         let prefix = scope_prefix(document.kind(), document.tenant_id());
         let mut words = String::new();
@@ -419,11 +420,11 @@ impl TextIndex {
         );
         entry.add_text(self.fields.words, words);
         entry.add_text(self.fields.ident, ident);
-        Prepared { entry, counts }
+        AnalysedDoc { entry, counts }
     }
 
     /// Adds a document version [`TextIndex::prepare`] analysed.
-    pub(crate) fn add_prepared(&self, prepared: Prepared) -> Result<()> {
+    pub(crate) fn add_prepared(&self, prepared: AnalysedDoc) -> Result<()> {
         self.lock_writer()?
             .add_document(prepared.entry)
             .map_err(tantivy_err)?;

@@ -21,7 +21,7 @@ mod tests;
 
 pub(crate) use self::directory::Protected;
 pub(crate) use self::index::TextIndex;
-pub(crate) use self::query::{Prepared, TextMatch, TextPlan};
+pub(crate) use self::query::{AnalysedDoc, TextMatch, TextPlan};
 pub(crate) use self::share::WalkShare;
 pub(crate) use self::stats::ScopeStats;
 pub(crate) use self::walk::UserId;

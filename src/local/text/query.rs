@@ -81,7 +81,7 @@ impl TextQuery {
 }
 
 /// A document version analysed for the index, with its token counts `[words, ident]`.
-pub(crate) struct Prepared {
+pub(crate) struct AnalysedDoc {
     pub(crate) entry: TantivyDocument,
     pub(crate) counts: [u32; 2],
 }

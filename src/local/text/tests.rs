@@ -510,7 +510,7 @@ fn analysed_documents_index_as_tantivys_pre_tokenized_ones() {
         );
         entry.add_pre_tokenized_text(theirs.fields.words, words);
         entry.add_pre_tokenized_text(theirs.fields.ident, ident);
-        theirs.add_prepared(Prepared { entry, counts }).unwrap();
+        theirs.add_prepared(AnalysedDoc { entry, counts }).unwrap();
     }
     for text in [&ours, &theirs] {
         text.commit(1).unwrap();
