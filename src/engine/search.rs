@@ -11,6 +11,7 @@ use crate::local::catalog::Catalog;
 use crate::local::text::TextMatch;
 use crate::model::id::DocId;
 use crate::model::leg::PerLeg;
+use crate::model::time::micros;
 use crate::query::{SearchRequest, SearchResponse, VectorMatch};
 use crate::rank::{Searcher, search_with_id};
 use crate::relevance::{EmbedderFamily, LegsRan};
@@ -674,10 +675,6 @@ fn decode_beside(catalog: &Catalog, hits: impl Iterator<Item = DocId>) {
             let _ = entry.doc();
         }
     }
-}
-
-pub(crate) fn micros(since: Instant) -> u64 {
-    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

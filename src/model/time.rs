@@ -188,3 +188,8 @@ mod tests {
         assert_eq!(b.hours_until(a), -168.0);
     }
 }
+
+/// Microseconds since `since`, for the timings a response reports.
+pub(crate) fn micros(since: std::time::Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}

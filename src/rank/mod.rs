@@ -35,6 +35,7 @@ use crate::model::doc::Document;
 use crate::model::leg::PerLeg;
 use crate::model::metric;
 use crate::model::time::Timestamp;
+use crate::model::time::micros;
 use crate::query::{
     FusionSummary, Hit, LegContributions, ScoreBreakdown, SearchRequest, SearchResponse,
     SelectionSummary, Timings,
@@ -1181,10 +1182,6 @@ pub(crate) fn next_query_id() -> String {
         std::process::id(),
         n & 0xff_ffff
     )
-}
-
-fn micros(since: Instant) -> u64 {
-    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Checks a request before any leg runs.

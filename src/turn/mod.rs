@@ -52,6 +52,7 @@ use crate::embed::Embedders;
 use crate::model::doc::{DEFAULT_TENANT, Document};
 use crate::model::leg::PerLeg;
 use crate::model::time::Timestamp;
+use crate::model::time::micros;
 use crate::query::{Hit, SearchRequest, SearchResponse, SelectionSummary};
 use crate::rank::{PreparedQuery, Searcher, search_with_id};
 use crate::retrieve::Retriever;
@@ -1038,10 +1039,6 @@ fn log(response: &TurnResponse) {
         total_us = response.timings.total_us,
         "turn"
     );
-}
-
-fn micros(since: Instant) -> u64 {
-    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

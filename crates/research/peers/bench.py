@@ -482,7 +482,7 @@ def main():
         return
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--ruche", required=True, help="the ruche binary")
-    parser.add_argument("--eval", default=os.path.join(HERE, "..", "..", "..", "shared", "eval"))
+    parser.add_argument("--eval", default=os.path.join(HERE, "..", "..", "..", "..", "shared", "eval"))
     parser.add_argument("--docs", type=int, default=0, help="documents per set (0: SciFact whole, synthetic as --synthetic says)")
     parser.add_argument("--synthetic", default="10000,100000", help="sizes of the synthetic sets (comma-separated; empty: none)")
     parser.add_argument("--rounds", type=int, default=5)

@@ -1,0 +1,17 @@
+//! The subcommands, one file per family of commands.
+
+mod documents;
+mod feedback;
+mod index;
+mod maintain;
+mod open;
+mod search;
+mod select;
+
+pub(crate) use self::documents::{delete, export, get, purge, stats};
+pub(crate) use self::feedback::{feedback, fusion_base};
+pub(crate) use self::index::index;
+pub(crate) use self::maintain::{backup, check, compact, reembed, repair};
+pub(crate) use self::open::{builder, open_engine_to_read, open_to_read, set_wait};
+pub(crate) use self::search::{apply_policy, search, turn};
+pub(crate) use self::select::select;
