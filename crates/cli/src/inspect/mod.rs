@@ -9,6 +9,7 @@
 
 mod chart;
 mod explain;
+mod form;
 mod pages;
 
 use std::collections::BTreeMap;
@@ -31,7 +32,8 @@ use ruchedb::{Config, DEFAULT_TENANT, Document, Engine, Kind};
 use crate::args::InspectArgs;
 use crate::eval::{Evaluation, Outcome};
 use explain::{Explained, ExplainedTurn};
-use pages::{Form, Shown, Site, given};
+use form::{Form, Shown, given};
+use pages::Site;
 
 /// At most this many score curves in an evaluation report (wrong answers and refusals).
 const REPORT_CURVES: usize = 50;
