@@ -134,6 +134,11 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
+/// Microseconds since `since`, for the timings a response reports.
+pub(crate) fn micros(since: std::time::Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,9 +192,4 @@ mod tests {
         assert_eq!(a.hours_until(b), 168.0);
         assert_eq!(b.hours_until(a), -168.0);
     }
-}
-
-/// Microseconds since `since`, for the timings a response reports.
-pub(crate) fn micros(since: std::time::Instant) -> u64 {
-    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
