@@ -460,10 +460,10 @@ fn check_graph(store: &Store, kind: Kind) -> Result<Option<usize>> {
     let Some(bytes) = store.checkpoint_manifest(kind)? else {
         return Ok(None);
     };
-    let manifest: crate::local::vector::CheckpointManifest = bincode::deserialize(&bytes)
+    let manifest: crate::local::hnsw::CheckpointManifest = bincode::deserialize(&bytes)
         .map_err(|err| Error::corrupt(format!("graph manifest: {err}")))?;
     let files = store.checkpoint_files(kind, manifest.files.len())?;
-    crate::local::vector::Graph::verify(&manifest, &files)?;
+    crate::local::hnsw::Graph::verify(&manifest, &files)?;
     Ok(Some(manifest.n_points))
 }
 

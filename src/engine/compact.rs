@@ -144,7 +144,6 @@ impl Engine {
     ///
     /// As opening the index; storage and I/O errors.
     pub fn compact(dir: impl AsRef<Path>, config: &Config) -> Result<CompactReport> {
-        let config = config.clone();
         let dir = dir.as_ref();
         if !swap::holds_index(dir) {
             return Err(Error::new(ErrorKind::IndexNotFound {
@@ -182,7 +181,7 @@ impl Engine {
         {
             // Its text index and graphs built from the new store, its state published.
             let new = Engine::builder()
-                .config(config)
+                .config(config.clone())
                 .embedders_of(embedders)
                 .open(staging.index())?;
             new.close()?;

@@ -18,11 +18,11 @@ use rayon::prelude::*;
 use super::Engine;
 use super::{Counters, Inner};
 use crate::local::catalog::{Catalog, Entry, Placed};
+use crate::local::hnsw::{CheckpointManifest, Graph};
 use crate::local::store::view::PublishedGraph;
 use crate::local::store::{DocRows, Normalised};
 use crate::local::store::{LogEntry, Store, StoredVectors};
 use crate::local::text::{Protected, TextIndex};
-use crate::local::vector::{CheckpointManifest, Graph};
 use crate::model::id::{DocId, VectorKey};
 use crate::{Error, Kind, Result};
 
@@ -379,7 +379,7 @@ pub(super) fn remove_scratch(dir: &Path) {
         let name = entry.file_name();
         let ours = name
             .to_string_lossy()
-            .starts_with(crate::local::vector::SCRATCH_PREFIX)
+            .starts_with(crate::local::hnsw::SCRATCH_PREFIX)
             && entry.file_type().is_ok_and(|t| t.is_dir());
         if let Some(err) = ours
             .then(|| std::fs::remove_dir_all(entry.path()).err())

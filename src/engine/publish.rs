@@ -235,7 +235,7 @@ fn tidy(dir: &Path, store: &Store, list: &mut ViewList, tokens: Tokens<'_>) -> R
 }
 
 /// Publishes a graph checkpoint: its manifest, and the graph as flat lists
-/// ([`crate::local::vector::FlatGraph`]), in one file.
+/// ([`crate::local::hnsw::FlatGraph`]), in one file.
 pub(super) fn publish_graph(
     dir: &Path,
     list: &mut ViewList,
@@ -326,12 +326,12 @@ pub(super) enum Publish<'a> {
     /// A commit's changes (none: the feedback windows changed).
     Changes(&'a [Change]),
     /// A graph checkpoint: its manifest, as the store keeps it, and the graph's
-    /// [`crate::local::vector::FlatGraph`] encoding.
+    /// [`crate::local::hnsw::FlatGraph`] encoding.
     Graph {
         kind: Kind,
         manifest: &'a [u8],
         flat: &'a [u8],
-        /// Its nodes' codes ([`crate::local::vector::NodeCodes`]), when the engine has them.
+        /// Its nodes' codes ([`crate::local::hnsw::NodeCodes`]), when the engine has them.
         codes: Option<&'a [u8]>,
     },
     /// The documents again, and the graph checkpoints among `damaged` (file names) from
@@ -433,7 +433,7 @@ impl Inner {
             return Ok(());
         };
         let manifest =
-            bincode::deserialize::<crate::local::vector::CheckpointManifest>(&manifest_bytes)
+            bincode::deserialize::<crate::local::hnsw::CheckpointManifest>(&manifest_bytes)
                 .map_err(|err| crate::Error::corrupt(format!("graph manifest: {err}")))?;
         let vectors = &self.vectors;
         let graph = vectors.graph(kind);
@@ -445,20 +445,15 @@ impl Inner {
             graph.flat()
         } else {
             let files = self.store.checkpoint_files(kind, manifest.files.len())?;
-            crate::local::vector::Graph::verify(&manifest, &files)?;
-            match crate::local::vector::Graph::flat_of(&files[0])? {
+            crate::local::hnsw::Graph::verify(&manifest, &files)?;
+            match crate::local::hnsw::Graph::flat_of(&files[0])? {
                 Some(flat) => flat,
                 // hnsw_rs's dump (earlier versions): only the edges are wanted, the
                 // vectors may stay zeros.
                 None => {
-                    let files = crate::local::vector::Graph::unpack(&manifest, files, |_| None)?;
-                    crate::local::vector::Graph::load(
-                        &manifest,
-                        &files,
-                        vectors.params(),
-                        &self.dir,
-                    )?
-                    .flat()
+                    let files = crate::local::hnsw::Graph::unpack(&manifest, files, |_| None)?;
+                    crate::local::hnsw::Graph::load(&manifest, &files, vectors.params(), &self.dir)?
+                        .flat()
                 }
             }
         };

@@ -124,7 +124,7 @@ fn a_damaged_graph_checkpoint_is_detected_and_rebuilt() {
     {
         let store = Store::open(&path.join(STORE_DIR), false, 1 << 20).unwrap();
         let manifest = store.checkpoint_manifest(Kind::Chunk).unwrap().unwrap();
-        let manifest: crate::local::vector::CheckpointManifest =
+        let manifest: crate::local::hnsw::CheckpointManifest =
             bincode::deserialize(&manifest).unwrap();
         let mut files = store
             .checkpoint_files(Kind::Chunk, manifest.files.len())
@@ -298,24 +298,24 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
         .unwrap()
         .unwrap();
     let manifest =
-        bincode::deserialize::<crate::local::vector::CheckpointManifest>(&manifest).unwrap();
+        bincode::deserialize::<crate::local::hnsw::CheckpointManifest>(&manifest).unwrap();
     let files = inner
         .store
         .checkpoint_files(Kind::Chunk, manifest.files.len())
         .unwrap();
     // Earlier versions kept hnsw_rs's data file whole.
-    assert!(crate::local::vector::is_keyed(&files[1]));
+    assert!(crate::local::hnsw::is_keyed(&files[1]));
     let mut files = {
         let catalog = inner.read_catalog();
-        crate::local::vector::Graph::unpack(&manifest, files, |key| {
+        crate::local::hnsw::Graph::unpack(&manifest, files, |key| {
             crate::local::vector::catalog_vector(&catalog, Kind::Chunk, key)
         })
         .unwrap()
     };
     // Earlier versions kept hnsw_rs's graph file too.
-    files[0] = crate::local::vector::hnsw_graph_file(&files[0], &files[1]).unwrap();
-    let manifest = bincode::serialize(&crate::local::vector::CheckpointManifest {
-        files: crate::local::vector::Graph::file_sums(&files),
+    files[0] = crate::local::hnsw::hnsw_graph_file(&files[0], &files[1]).unwrap();
+    let manifest = bincode::serialize(&crate::local::hnsw::CheckpointManifest {
+        files: crate::local::hnsw::Graph::file_sums(&files),
         ..manifest
     })
     .unwrap();

@@ -20,11 +20,7 @@ use crate::local::catalog::{Admit, Catalog};
 use crate::local::hnsw::{Cosine, best_cosine};
 use crate::model::id::{DocId, VectorKey};
 
-pub(crate) use crate::local::hnsw::{
-    CheckpointManifest, FlatGraph, Graph, NodeCodes, SCRATCH_PREFIX,
-};
-#[cfg(test)]
-pub(crate) use crate::local::hnsw::{hnsw_graph_file, is_keyed};
+use crate::local::hnsw::{FlatGraph, Graph, NodeCodes};
 
 /// The graph of one kind and how far it covers the change sequence.
 pub(crate) struct KindGraph {
