@@ -174,8 +174,8 @@ fn rules_bench() {
         .enumerate()
         .map(|(i, v)| {
             SearchRequest::rules(text(&mut rng, 6))
-                .embedding(v)
-                .scenario(format!("s{}", i % 7))
+                .with_embedding(v)
+                .with_scenario(format!("s{}", i % 7))
         })
         .collect();
     let (p50, p99) = time_queries(&engine, &queries);
@@ -232,7 +232,7 @@ fn search_chunks(n: usize, path: &std::path::Path) {
     let engine = Engine::builder().open(path).unwrap();
     let open = started.elapsed();
     // The graph checkpoint loads in the background; searches scan exactly until then.
-    let probe = SearchRequest::chunks("w1").embedding(model.vectors(16, 1).remove(0));
+    let probe = SearchRequest::chunks("w1").with_embedding(model.vectors(16, 1).remove(0));
     let started_search = Instant::now();
     assert!(!engine.search(&probe).unwrap().hits.is_empty());
     let first_search = started_search.elapsed();
@@ -254,7 +254,7 @@ fn search_chunks(n: usize, path: &std::path::Path) {
     let queries: Vec<SearchRequest> = model
         .vectors(13, 2_000)
         .into_iter()
-        .map(|v| SearchRequest::chunks(text(&mut rng, 4)).embedding(v))
+        .map(|v| SearchRequest::chunks(text(&mut rng, 4)).with_embedding(v))
         .collect();
     let (p50, p99) = time_queries(&engine, &queries);
     println!("| chunk search, {n} chunks, warm | p50 {p50:.3} ms, p99 {p99:.3} ms |");
@@ -264,8 +264,8 @@ fn search_chunks(n: usize, path: &std::path::Path) {
         .enumerate()
         .map(|(i, v)| {
             SearchRequest::chunks(text(&mut rng, 4))
-                .embedding(v)
-                .context(format!("ctx-{}", i % 50))
+                .with_embedding(v)
+                .with_context(format!("ctx-{}", i % 50))
         })
         .collect();
     let (p50, p99) = time_queries(&engine, &filtered);
@@ -286,9 +286,9 @@ fn search_chunks(n: usize, path: &std::path::Path) {
         .into_iter()
         .map(|v| {
             SearchRequest::chunks("")
-                .embedding(v)
-                .chunk_weights(relevance_only)
-                .top_k(10)
+                .with_embedding(v)
+                .with_chunk_weights(relevance_only)
+                .with_top_k(10)
         })
         .collect();
     let approximate: Vec<Vec<String>> = probe
@@ -306,7 +306,10 @@ fn search_chunks(n: usize, path: &std::path::Path) {
     drop(engine);
     let mut exact_config = ruchedb::Config::default();
     exact_config.pipeline.retrieval.exact_scan_threshold = usize::MAX;
-    let exact_engine = Engine::builder().config(exact_config).open(path).unwrap();
+    let exact_engine = Engine::builder()
+        .with_config(exact_config)
+        .open(path)
+        .unwrap();
     let mut recall = 0.0;
     for (query, got) in probe.iter().zip(&approximate) {
         let want: Vec<String> = exact_engine
@@ -348,7 +351,7 @@ fn turn_against_search(engine: &Engine, rounds: usize, context: Option<&str>) ->
     for (i, message) in MESSAGES.iter().cycle().take(rounds).enumerate() {
         let request = SearchRequest::rules(*message);
         let turn_request = match context {
-            Some(context) => TurnRequest::new(*message).context(context),
+            Some(context) => TurnRequest::new(*message).with_context(context),
             None => TurnRequest::new(*message),
         };
         let mut time_search = || {

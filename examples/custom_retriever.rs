@@ -11,7 +11,6 @@
 use std::sync::Arc;
 
 use ruchedb::rank::search_with;
-use ruchedb::relevance::LegsRan;
 use ruchedb::retrieve::{
     RetrievalQuery, Retrieved, RetrievedDoc, Retriever, coverage, indexed_text,
 };
@@ -96,7 +95,13 @@ impl Retriever for InMemory {
             let c = candidates.iter_mut().find(|c| c.id() == doc.id()).unwrap();
             c.found_by.vector = true;
         }
-        let legs = LegsRan::of(!text.trim().is_empty(), query.vector.is_some());
+        // The legs that ran: the text leg when there is text to match, the vector leg
+        // when there is a query vector.
+        let legs = PerLeg {
+            text: !text.trim().is_empty(),
+            vector: query.vector.is_some(),
+            graph: false,
+        };
         let counts = PerLeg {
             text: by_text.len(),
             vector: by_vector.len(),
@@ -167,7 +172,7 @@ fn main() -> ruchedb::Result<()> {
     // The whole pipeline over the custom retriever; the request carries its vector (no
     // embedder), which ruchedb takes to be on a sentence-transformers (MiniLM) scale.
     let request = SearchRequest::rules("customer wants a refund for the order")
-        .embedding(vec![0.95, 0.2, 0.0]);
+        .with_embedding(vec![0.95, 0.2, 0.0]);
     let response = search_with(&store, &config, &request, None, None)?;
     println!("search_with: {} hit(s)", response.hits.len());
     for hit in &response.hits {
@@ -187,7 +192,7 @@ fn main() -> ruchedb::Result<()> {
     assert!(response.hits.iter().all(|h| h.id != "weather"));
 
     // Nothing about the query: the answer is "nothing matches".
-    let off_topic = SearchRequest::rules("xyzzy plugh").embedding(vec![0.0, -1.0, 0.0]);
+    let off_topic = SearchRequest::rules("xyzzy plugh").with_embedding(vec![0.0, -1.0, 0.0]);
     let none = search_with(&store, &config, &off_topic, None, None)?;
     println!(
         "off-topic: {} hit(s): {}",

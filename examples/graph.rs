@@ -136,9 +136,9 @@ fn main() -> ruchedb::Result<()> {
         SearchRequest::chunks(format!(
             "how should we contact the customer of order {order}?"
         ))
-        .now(now)
+        .with_now(now)
     };
-    let two_hop = |order: &str| two_hop_selected(order).top_k(10);
+    let two_hop = |order: &str| two_hop_selected(order).with_top_k(10);
     println!(
         "{} chunks, {customers} customers, {} orders, 300 queries",
         chunks.len(),
@@ -155,7 +155,7 @@ fn main() -> ruchedb::Result<()> {
         config.graph.enabled = graph_on;
         config.fusion.adaptive = adaptive;
         config.fusion.feedback = feedback;
-        let engine = Engine::builder().config(config).temporary()?;
+        let engine = Engine::builder().with_config(config).temporary()?;
         engine.upsert_chunks(chunks.clone())?;
         engine.commit()?;
         if feedback {
@@ -179,7 +179,7 @@ fn main() -> ruchedb::Result<()> {
             let hits = engine.search(&two_hop_selected(order))?.hits;
             default3 += usize::from(hits.iter().take(3).any(|h| h.id == pref));
             default_hits += hits.len();
-            let lookup = SearchRequest::chunks(format!("any update on {order}?")).now(now);
+            let lookup = SearchRequest::chunks(format!("any update on {order}?")).with_now(now);
             let hits = engine.search(&lookup)?.hits;
             lookup_first += usize::from(
                 hits.first()
@@ -200,8 +200,8 @@ fn main() -> ruchedb::Result<()> {
             top3 += usize::from(hits.iter().take(3).any(|h| *h == pref));
             top10 += usize::from(hits.contains(&pref));
             let lookup = SearchRequest::chunks(format!("any update on {order}?"))
-                .now(now)
-                .top_k(10);
+                .with_now(now)
+                .with_top_k(10);
             let response = engine.search(&lookup)?;
             let holds = response
                 .hits

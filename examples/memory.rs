@@ -88,15 +88,17 @@ fn main() -> ruchedb::Result<()> {
 
     // # Step 4: a chunk search at a given time, with the configured weights (0.5/0.3/0.2)
     let request = SearchRequest::chunks("machine learning")
-        .context("u42")
-        .now(now);
-    let hits = search("engine, default weights", &request.clone().top_k(5))?;
+        .with_context("u42")
+        .with_now(now);
+    let hits = search("engine, default weights", &request.clone().with_top_k(5))?;
     assert!(!hits.contains(&"otp".to_string())); // expired chunks are filtered out
 
     // # Step 5: recent only: no query text, recency weight 1.0 with a 24-hour half-life
     let recent = weights(0.0, 0.0, 1.0, 24.0);
-    let browse = SearchRequest::chunks("").browse().chunk_weights(recent);
-    let hits = search("engine, recent only", &browse.now(now).top_k(5))?;
+    let browse = SearchRequest::chunks("")
+        .browse()
+        .with_chunk_weights(recent);
+    let hits = search("engine, recent only", &browse.with_now(now).with_top_k(5))?;
     let newest_first = ["standup", "meeting", "holiday", "laptop", "ml-course"];
     assert_eq!(hits, newest_first);
 
@@ -105,7 +107,9 @@ fn main() -> ruchedb::Result<()> {
         k: Some(10),
         min_score: Some(0.7),
     };
-    let request = request.chunk_weights(high_quality).selection(strict);
+    let request = request
+        .with_chunk_weights(high_quality)
+        .with_selection(strict);
     let hits = search("engine, high quality", &request)?;
     assert!(hits.contains(&"ml-fraud".to_string()));
     Ok(())

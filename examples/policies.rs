@@ -20,13 +20,13 @@ const RULES: &str = r#"{"id": "rule-format-json", "condition": "a tool returned 
 /// directory, with the bundled embedder) returns for the agent's situation.
 fn candidates() -> ruchedb::Result<Vec<Candidate>> {
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::StaticBundled)
+        .with_embedder_spec(EmbedderSpec::StaticBundled)
         .temporary()?;
     let rules = RULES.lines().map(|r| serde_json::from_str(r).unwrap());
     engine.upsert_rules(rules)?;
     engine.commit()?;
     let situation = "the tool call came back with broken JSON";
-    let response = engine.search(&SearchRequest::rules(situation).top_k(5))?;
+    let response = engine.search(&SearchRequest::rules(situation).with_top_k(5))?;
     println!("candidates for {situation:?}:");
     let mut candidates = Vec::new();
     for hit in &response.hits {

@@ -67,10 +67,10 @@ fn top10(engine: &Engine, query: &[f32]) -> ruchedb::Result<Vec<String>> {
     // what the gate's calibration calls relevant (with it on, most queries return
     // nothing, whatever the graph finds).
     let request = SearchRequest::chunks("")
-        .embedding(query.to_vec())
-        .chunk_weights(weights)
-        .min_relevance(0.0)
-        .top_k(10);
+        .with_embedding(query.to_vec())
+        .with_chunk_weights(weights)
+        .with_min_relevance(0.0)
+        .with_top_k(10);
     Ok(engine
         .search(&request)?
         .hits
@@ -108,7 +108,7 @@ fn measure(n: usize, isotropic: bool) -> ruchedb::Result<()> {
     let queries = vectors(2, 200, isotropic);
     let mut exact_config = Config::default();
     exact_config.pipeline.retrieval.exact_scan_threshold = usize::MAX;
-    let exact = Engine::builder().config(exact_config).open(&path)?;
+    let exact = Engine::builder().with_config(exact_config).open(&path)?;
     let truth: Vec<Vec<String>> = queries
         .iter()
         .map(|q| top10(&exact, q))
@@ -130,7 +130,7 @@ fn measure(n: usize, isotropic: bool) -> ruchedb::Result<()> {
         let mut config = Config::default();
         config.pipeline.retrieval.exact_scan_threshold = 0;
         config.vector.ef_search = ef;
-        let engine = Engine::builder().config(config).open(&path)?;
+        let engine = Engine::builder().with_config(config).open(&path)?;
         // The graph's checkpoint loads in the background; until then searches scan.
         engine.sync_graph()?;
         assert!(

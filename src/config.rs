@@ -220,7 +220,7 @@ pub struct RetrievalConfig {
     pub tool_selection: SelectionConfig,
     /// Seed 000's `embedding_provider` key, accepted so that its example configuration
     /// loads unchanged: the index's embedder is chosen when it is created (`ruche index
-    /// --embedder`, [`EngineBuilder::embedder`](crate::EngineBuilder::embedder)), so the
+    /// --embedder`, [`EngineBuilder::with_embedder`](crate::EngineBuilder::with_embedder)), so the
     /// only value with a meaning here is `"default"`; any other is an error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding_provider: Option<String>,
@@ -376,6 +376,12 @@ pub struct ScoringConfig {
     /// `0..=1`; 0 turns it off (default 0.85, measured on LoCoMo; see
     /// `docs/relevance.md`).
     pub neighbour_weight: f64,
+    /// The share of what a conversation turn's hybrid score leaves below 1 that it gains
+    /// when the query names its speaker (`metadata.speaker`, or the `Name: ` a turn of a
+    /// context opens with) and other candidates are not that speaker's: "What do
+    /// Melanie's kids like?" is answered by Melanie's turns. In `0..=1`; 0 turns it off
+    /// (default 0.2, measured on LoCoMo; see `docs/relevance.md`).
+    pub speaker_weight: f64,
 }
 
 impl Default for ScoringConfig {
@@ -394,6 +400,7 @@ impl Default for ScoringConfig {
                 ..ChunkWeights::default()
             },
             neighbour_weight: 0.85,
+            speaker_weight: 0.2,
         }
     }
 }
@@ -597,6 +604,12 @@ impl Config {
                 format!("must be in 0..=1, got {}", self.scoring.neighbour_weight),
             ));
         }
+        if !(0.0..=1.0).contains(&self.scoring.speaker_weight) {
+            return Err(Error::invalid_config(
+                "scoring.speaker_weight",
+                format!("must be in 0..=1, got {}", self.scoring.speaker_weight),
+            ));
+        }
         self.vector.params().validate()?;
         if !(0.0..=1.0).contains(&self.vector.rebuild_dead_fraction) {
             return Err(Error::invalid_config(
@@ -771,7 +784,7 @@ impl TurnPart {
     }
 }
 
-/// `[turn]`: how [`Engine::turn`](crate::Engine::turn) detects the scenario and shares its
+/// `[turn]`: how [`Engine::turn`](crate::Reader::turn) detects the scenario and shares its
 /// token budget.
 ///
 /// ```toml

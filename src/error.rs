@@ -55,7 +55,9 @@ pub enum ErrorKind {
         /// The directory.
         path: PathBuf,
     },
-    /// A write was asked of an engine opened read-only ([`crate::EngineBuilder::open_read_only`]).
+    /// A write reached a store or text index opened to read. A
+    /// [`Reader`](crate::Reader) has no write method, so the public API does not reach
+    /// it; it guards the layers below.
     ReadOnly,
     /// A read-only open found no published view of the index: it was written by an
     /// earlier version, or its writer's last publish failed. Opening it once for

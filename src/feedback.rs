@@ -15,17 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::leg::PerLeg;
 
-/// One of the two legs of a search.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Leg {
-    /// The text (BM25) leg.
-    Text,
-    /// The vector leg.
-    Vector,
-    /// The graph leg.
-    Graph,
-}
+pub use crate::model::leg::Leg;
 
 /// One feedback record: a leg that found a response's top hit, and whether the response
 /// was useful.
@@ -117,12 +107,8 @@ impl FeedbackWindow {
     /// neither leg tells nothing about them).
     pub fn record(&mut self, found_by: PerLeg<bool>, useful: bool) -> usize {
         let before = self.entries.len();
-        for (found, leg) in [
-            (found_by.text, Leg::Text),
-            (found_by.vector, Leg::Vector),
-            (found_by.graph, Leg::Graph),
-        ] {
-            if found {
+        for leg in Leg::ALL {
+            if found_by[leg] {
                 self.entries.push(FeedbackEntry { leg, useful });
             }
         }
@@ -165,11 +151,7 @@ impl FeedbackWindow {
     /// Each leg's weight factor (see [`LegFeedback::factor`]), for
     /// [`FusionWeights::in_use`](crate::fusion::FusionWeights::in_use).
     pub fn factors(&self) -> PerLeg<f64> {
-        PerLeg {
-            vector: self.stats(Leg::Vector).factor(),
-            text: self.stats(Leg::Text).factor(),
-            graph: self.stats(Leg::Graph).factor(),
-        }
+        PerLeg::from_fn(|leg| self.stats(leg).factor())
     }
 
     /// Drops the oldest records beyond the capacity.

@@ -40,7 +40,7 @@
 //!
 //! let memory = engine.search(
 //!     &SearchRequest::chunks("how should I contact them")
-//!         .now("2026-11-21T12:00:00Z".parse::<Timestamp>()?),
+//!         .with_now("2026-11-21T12:00:00Z".parse::<Timestamp>()?),
 //! )?;
 //! assert_eq!(memory.hits[0].id, "m1");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -78,7 +78,7 @@
 //! - Writes are invisible until [`Engine::commit`]; a commit is atomic and durable.
 //! - The HNSW graph is built in the background: documents it does not hold yet are
 //!   scanned exactly, so they are searchable at once, and the graph checkpoint loads in
-//!   the background after open. [`Engine::sync_graph`] waits for it.
+//!   the background after open. [`Engine::sync_graph`](crate::Reader::sync_graph) waits for it.
 //! - Filtered candidate sets of up to 6,000 documents are scanned exactly (recall 1.0).
 //! - An index keeps the embedder (and vector dimension) it was created with; change
 //!   models with [`Engine::reembed`]. Without a named embedder, a new index uses the
@@ -100,6 +100,7 @@ pub mod feedback;
 pub mod fusion;
 mod local;
 mod model;
+mod parallel;
 pub mod policy;
 pub mod query;
 pub mod rank;
@@ -117,11 +118,12 @@ pub use crate::embed::BertEmbedder;
 #[cfg(feature = "bundled-model")]
 pub use crate::embed::MiniLmEmbedder;
 pub use crate::embed::{Embedder, EmbedderSpec, EmbedderSpecs, Embedders, StaticEmbedder};
-pub use crate::engine::{Engine, EngineBuilder, Stats};
+pub use crate::engine::{Engine, EngineBuilder, Reader, Stats};
 pub use crate::error::{Error, ErrorKind, Result};
+pub use crate::local::store::prepare::{VectorRows, document_vectors};
 pub use crate::model::doc::{Chunk, DEFAULT_TENANT, Document, Relation, Rule, Scope};
 pub use crate::model::id::Kind;
-pub use crate::model::leg::PerLeg;
+pub use crate::model::leg::{Leg, PerLeg};
 pub use crate::model::scenario::{Scenario, Step};
 pub use crate::model::time::Timestamp;
 pub use crate::model::tool::Tool;

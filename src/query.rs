@@ -9,7 +9,7 @@ use crate::analysis::QueryAnalysis;
 use crate::chunk::ChunkWeights;
 use crate::fusion::FusionSpec;
 use crate::model::doc::{DEFAULT_TENANT, Document};
-use crate::model::leg::PerLeg;
+use crate::model::leg::{Leg, PerLeg};
 use crate::model::time::Timestamp;
 use crate::relevance::{GateDecision, GateSummary};
 use crate::select::SelectionConfig;
@@ -26,10 +26,10 @@ use crate::select::SelectionConfig;
 /// use ruchedb::SearchRequest;
 ///
 /// let request = SearchRequest::rules("I want my money back")
-///     .tenant("acme")
-///     .agent("support-bot")
-///     .scenario("returns")
-///     .top_k(5);
+///     .with_tenant("acme")
+///     .with_agent("support-bot")
+///     .with_scenario("returns")
+///     .with_top_k(5);
 /// assert_eq!(request.tenant_id(), "acme");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -112,42 +112,42 @@ impl SearchRequest {
 
     /// Uses this query vector instead of embedding the text.
     #[must_use]
-    pub fn embedding(mut self, embedding: Vec<f32>) -> SearchRequest {
+    pub fn with_embedding(mut self, embedding: Vec<f32>) -> SearchRequest {
         self.embedding = Some(embedding);
         self
     }
 
     /// Searches this tenant (default [`DEFAULT_TENANT`]).
     #[must_use]
-    pub fn tenant(mut self, tenant_id: impl Into<String>) -> SearchRequest {
+    pub fn with_tenant(mut self, tenant_id: impl Into<String>) -> SearchRequest {
         self.tenant_id = tenant_id.into();
         self
     }
 
     /// Searches as this agent: its documents and those without agent.
     #[must_use]
-    pub fn agent(mut self, agent_id: impl Into<String>) -> SearchRequest {
+    pub fn with_agent(mut self, agent_id: impl Into<String>) -> SearchRequest {
         self.agent_id = Some(agent_id.into());
         self
     }
 
     /// Makes this scenario active (its scenario rules apply).
     #[must_use]
-    pub fn scenario(mut self, scenario_id: impl Into<String>) -> SearchRequest {
+    pub fn with_scenario(mut self, scenario_id: impl Into<String>) -> SearchRequest {
         self.scenario_id = Some(scenario_id.into());
         self
     }
 
     /// Makes this step of the active scenario active (its step rules apply).
     #[must_use]
-    pub fn step(mut self, step_id: impl Into<String>) -> SearchRequest {
+    pub fn with_step(mut self, step_id: impl Into<String>) -> SearchRequest {
         self.step_id = Some(step_id.into());
         self
     }
 
     /// Browses chunks: with no text and no vector, every chunk the filters admit is a
     /// candidate, ordered by importance and recency (what is remembered of a context,
-    /// `.context(..)`). Without it, a message with no text and no vector gets no answer.
+    /// `.with_context(..)`). Without it, a message with no text and no vector gets no answer.
     #[must_use]
     pub fn browse(mut self) -> SearchRequest {
         self.browse = true;
@@ -156,7 +156,7 @@ impl SearchRequest {
 
     /// Restricts chunks to one context.
     #[must_use]
-    pub fn context(mut self, context_id: impl Into<String>) -> SearchRequest {
+    pub fn with_context(mut self, context_id: impl Into<String>) -> SearchRequest {
         self.context_id = Some(context_id.into());
         self
     }
@@ -164,7 +164,7 @@ impl SearchRequest {
     /// Requires a tag (a rule's, scenario's or tool's `tags`; a chunk's `tags` metadata entry). Repeatable: all
     /// given tags are required.
     #[must_use]
-    pub fn tag(mut self, tag: impl Into<String>) -> SearchRequest {
+    pub fn with_tag(mut self, tag: impl Into<String>) -> SearchRequest {
         self.tags.push(tag.into());
         self
     }
@@ -172,60 +172,64 @@ impl SearchRequest {
     /// Requires a chunk metadata entry `key` equal to `value` (for a non-string value,
     /// its JSON text; for an array, any element). Repeatable.
     #[must_use]
-    pub fn filter(mut self, key: impl Into<String>, value: impl Into<String>) -> SearchRequest {
+    pub fn with_filter(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> SearchRequest {
         self.filters.push((key.into(), value.into()));
         self
     }
 
     /// Returns the `k` best hits that pass the relevance gate (fewer when fewer do; with
-    /// [`SearchRequest::min_relevance`] 0, exactly `k` unless fewer match): no selection
+    /// [`SearchRequest::with_min_relevance`] 0, exactly `k` unless fewer match): no selection
     /// strategy, and each leg fetches at least `k` candidates.
     #[must_use]
-    pub fn top_k(mut self, k: usize) -> SearchRequest {
+    pub fn with_top_k(mut self, k: usize) -> SearchRequest {
         self.top_k = Some(k);
         self
     }
 
     /// The most hits the selection strategy may return (default from config, 30).
     #[must_use]
-    pub fn max_k(mut self, k: usize) -> SearchRequest {
+    pub fn with_max_k(mut self, k: usize) -> SearchRequest {
         self.max_k = Some(k);
         self
     }
 
     /// The fewest hits the selection strategy returns when there are enough (default 1).
     #[must_use]
-    pub fn min_k(mut self, k: usize) -> SearchRequest {
+    pub fn with_min_k(mut self, k: usize) -> SearchRequest {
         self.min_k = Some(k);
         self
     }
 
     /// How many candidates each leg fetches (default from config, 30).
     #[must_use]
-    pub fn max_candidates(mut self, n: usize) -> SearchRequest {
+    pub fn with_max_candidates(mut self, n: usize) -> SearchRequest {
         self.max_candidates = Some(n);
         self
     }
 
     /// The time recency and expiry are measured against (default: the clock).
     #[must_use]
-    pub fn now(mut self, now: Timestamp) -> SearchRequest {
+    pub fn with_now(mut self, now: Timestamp) -> SearchRequest {
         self.now = Some(now);
         self
     }
 
     /// Selects how many hits to return with this strategy instead of the configured one
     /// (`[pipeline.retrieval.rule_selection]` or `memory_selection`). Ignored when
-    /// [`SearchRequest::top_k`] is set.
+    /// [`SearchRequest::with_top_k`] is set.
     #[must_use]
-    pub fn selection(mut self, selection: SelectionConfig) -> SearchRequest {
+    pub fn with_selection(mut self, selection: SelectionConfig) -> SearchRequest {
         self.selection = Some(selection);
         self
     }
 
     /// Scores chunks with these weights and decay instead of `[scoring.chunks]`.
     #[must_use]
-    pub fn chunk_weights(mut self, weights: ChunkWeights) -> SearchRequest {
+    pub fn with_chunk_weights(mut self, weights: ChunkWeights) -> SearchRequest {
         self.chunk_weights = Some(weights);
         self
     }
@@ -233,7 +237,7 @@ impl SearchRequest {
     /// Fuses the two legs with `spec` instead of the configured `[fusion.rules]` or
     /// `[fusion.chunks]`.
     #[must_use]
-    pub fn fusion(mut self, spec: FusionSpec) -> SearchRequest {
+    pub fn with_fusion(mut self, spec: FusionSpec) -> SearchRequest {
         self.fusion = Some(spec);
         self
     }
@@ -241,7 +245,7 @@ impl SearchRequest {
     /// Turns query-adaptive leg weights on or off for this request (default: config's
     /// `fusion.adaptive`).
     #[must_use]
-    pub fn adaptive(mut self, adaptive: bool) -> SearchRequest {
+    pub fn with_adaptive(mut self, adaptive: bool) -> SearchRequest {
         self.adaptive = Some(adaptive);
         self
     }
@@ -251,7 +255,7 @@ impl SearchRequest {
     /// `[relevance.chunks]` value. Candidates that contain a code the query names (an
     /// identifier such as `NW-15699`) always pass.
     #[must_use]
-    pub fn min_relevance(mut self, min_relevance: f64) -> SearchRequest {
+    pub fn with_min_relevance(mut self, min_relevance: f64) -> SearchRequest {
         self.min_relevance = Some(min_relevance);
         self
     }
@@ -262,7 +266,7 @@ impl SearchRequest {
     /// with [`crate::TOKEN_ENCODING`]. The budget is never exceeded (a first hit longer than
     /// it gives no hit); the selection's metadata says what was counted.
     #[must_use]
-    pub fn max_tokens(mut self, max_tokens: usize) -> SearchRequest {
+    pub fn with_max_tokens(mut self, max_tokens: usize) -> SearchRequest {
         self.max_tokens = Some(max_tokens);
         self
     }
@@ -373,6 +377,9 @@ pub struct ScoreBreakdown {
     /// What a conversation turn's neighbouring turns lent its hybrid score (included in
     /// `hybrid`, which is at least `neighbour_weight` times its best neighbour's).
     pub neighbour_term: Option<f64>,
+    /// What a conversation turn gained because the query names its speaker (added to
+    /// its relevance to the query before importance and recency weigh in).
+    pub speaker_term: Option<f64>,
 }
 
 /// Which of a document's vectors matched the query best.
@@ -458,27 +465,37 @@ pub struct FusionSummary {
     pub text_weight: f64,
     /// Whether query-adaptive weights were applied.
     pub adaptive: bool,
-    /// The feedback factors applied (`[vector, text]`), when feedback is on.
-    pub feedback_factors: Option<[f64; 2]>,
+    /// The feedback factor of each leg's weight, when feedback is on.
+    pub feedback_factors: Option<PerLeg<f64>>,
     /// The graph leg's share of the hybrid score (0 when it did not run or found nothing).
     pub graph_weight: f64,
     /// The entities of the query the graph leg started from (empty: it did not run).
     pub graph_entities: Vec<String>,
 }
 
-/// How many hits each leg found.
+/// Which legs found the hits returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[non_exhaustive]
 pub struct LegContributions {
-    /// Hits only the text leg found.
-    pub text_only: usize,
-    /// Hits only the vector leg found.
-    pub vector_only: usize,
-    /// Hits both legs found.
-    pub both: usize,
+    /// Hits one leg alone found, by leg.
+    pub only: PerLeg<usize>,
+    /// Hits found by more than one leg.
+    pub several: usize,
 }
 
-/// The result of [`Engine::search`](crate::Engine::search).
+impl LegContributions {
+    /// Counts a hit found by `legs`.
+    pub(crate) fn count(&mut self, legs: PerLeg<bool>) {
+        let mut found = Leg::ALL.into_iter().filter(|&leg| legs[leg]);
+        match (found.next(), found.next()) {
+            (None, _) => {}
+            (Some(leg), None) => self.only[leg] += 1,
+            (Some(_), Some(_)) => self.several += 1,
+        }
+    }
+}
+
+/// The result of [`Engine::search`](crate::Reader::search).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct SearchResponse {
@@ -507,7 +524,7 @@ pub struct SearchResponse {
 
 /// How the graph leg reached a hit: from a query entity, possibly through another
 /// document and the entity it shares with the hit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct GraphPath {
     /// The entity of the query the path starts from.
@@ -515,6 +532,12 @@ pub struct GraphPath {
     /// Hop 2: the document that mentions the query entity, and the entity it shares
     /// with the hit. `None` for hop 1 (the hit mentions the query entity itself).
     pub via: Option<(String, String)>,
+    /// How well the hit answers what the query asks (the cosine of the query's and the
+    /// hit's text, each without its identifiers, under a transformer embedder when the
+    /// engine has one, else the kind's). It orders the second hops a search returns.
+    /// `None` for hop 1, and when it was not measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answers: Option<f32>,
 }
 
 impl std::fmt::Display for GraphPath {

@@ -31,7 +31,7 @@ use crate::model::doc::{Document, Scope};
 use crate::model::leg::PerLeg;
 use crate::model::time::Timestamp;
 use crate::query::{SearchRequest, VectorMatch};
-use crate::relevance::LegsRan;
+use crate::relevance::EmbedderFamily;
 use crate::{Kind, Result};
 
 /// What a retriever is asked for: the request (kind, tenant, filters, text) and what the
@@ -51,6 +51,9 @@ pub struct RetrievalQuery<'a> {
     /// every document that passes the filters is a candidate (by importance and
     /// recency).
     pub browse: bool,
+    /// The family of the embedder that made [`RetrievalQuery::vector`] (what a
+    /// [`Retrieved::background`] is computed for); the pipeline sets it.
+    pub family: EmbedderFamily,
 }
 
 impl<'a> RetrievalQuery<'a> {
@@ -71,6 +74,7 @@ impl<'a> RetrievalQuery<'a> {
             limit,
             now,
             browse,
+            family: EmbedderFamily::MiniLm,
         }
     }
 }
@@ -176,8 +180,9 @@ impl RetrievedDoc {
 pub struct Retrieved {
     /// Every candidate once, in any order.
     pub candidates: Vec<RetrievedDoc>,
-    /// Which legs ran; `None`: neither (no text to match and no vector).
-    pub legs: Option<LegsRan>,
+    /// Which legs ran ([`PerLeg::NONE`]: none, as when there is no text to match and no
+    /// vector). Relevance is calibrated by which of the text and vector legs ran.
+    pub legs: PerLeg<bool>,
     /// How many candidates each leg returned.
     pub leg_candidates: PerLeg<usize>,
     /// Time each leg took, in microseconds (for [`Timings`](crate::query::Timings)).
@@ -202,7 +207,7 @@ impl Retrieved {
     /// What a retriever found.
     pub fn new(
         candidates: Vec<RetrievedDoc>,
-        legs: Option<LegsRan>,
+        legs: PerLeg<bool>,
         leg_candidates: PerLeg<usize>,
     ) -> Retrieved {
         Retrieved {

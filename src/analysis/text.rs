@@ -27,7 +27,7 @@ pub(crate) enum Analysis {
 pub(crate) const MAX_TOKEN_BYTES: usize = 64;
 
 /// English stop words: Lucene's list (the one tantivy's English filter uses).
-const STOP_WORDS: [&str; 33] = [
+pub(crate) const STOP_WORDS: [&str; 33] = [
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
     "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
     "they", "this", "to", "was", "will", "with",

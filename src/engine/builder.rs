@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::Engine;
+use super::{Engine, Reader};
 use crate::config::Config;
 use crate::embed::{Embedder, EmbedderSpec, EmbedderSpecs, Embedders};
 use crate::{Kind, Result};
@@ -14,7 +14,7 @@ use crate::{Kind, Result};
 ///
 /// - configuration: [`Config::default`] (see [`Config`] for every value);
 /// - embedders: the ones the index recorded at creation, one per kind (see
-///   [`EngineBuilder::embedder_specs`]). A new index for which none is named (here or in
+///   [`EngineBuilder::with_embedder_specs`]). A new index for which none is named (here or in
 ///   the configuration's `[embed]`) uses the compiled-in models
 ///   ([`EmbedderSpecs::default`](crate::EmbedderSpecs::default): all-MiniLM-L6-v2 for
 ///   rules, scenarios and tools, the static model for chunks), unless the documents of
@@ -80,7 +80,7 @@ impl Default for EngineBuilder {
 
 impl EngineBuilder {
     /// Uses this configuration.
-    pub fn config(mut self, config: Config) -> EngineBuilder {
+    pub fn with_config(mut self, config: Config) -> EngineBuilder {
         self.config = config;
         self
     }
@@ -90,16 +90,16 @@ impl EngineBuilder {
     ///
     /// An index records the model id and dimension of each kind's embedder at creation;
     /// opening it with another embedder is an error. A custom embedder cannot be recorded:
-    /// pass it again at every open (or use [`EngineBuilder::embedder_spec`]).
-    pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> EngineBuilder {
+    /// pass it again at every open (or use [`EngineBuilder::with_embedder_spec`]).
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> EngineBuilder {
         self.embedders = Embedders::uniform(Some(embedder));
         self.embedder_specs = Default::default();
         self
     }
 
     /// Embeds the documents and queries of `kind` with `embedder` (as
-    /// [`EngineBuilder::embedder`] does for every kind).
-    pub fn embedder_for(mut self, kind: Kind, embedder: Arc<dyn Embedder>) -> EngineBuilder {
+    /// [`EngineBuilder::with_embedder`] does for every kind).
+    pub fn with_embedder_for(mut self, kind: Kind, embedder: Arc<dyn Embedder>) -> EngineBuilder {
         self.embedders = self.embedders.with(kind, Some(embedder));
         self.embedder_specs[kind.index()] = None;
         self
@@ -110,13 +110,13 @@ impl EngineBuilder {
     ///
     /// An existing index keeps the embedders it was created with: giving another here is
     /// an error when the index is opened (re-embed the index to change models).
-    pub fn embedder_spec(self, spec: EmbedderSpec) -> EngineBuilder {
-        self.embedder_specs(EmbedderSpecs::uniform(spec))
+    pub fn with_embedder_spec(self, spec: EmbedderSpec) -> EngineBuilder {
+        self.with_embedder_specs(EmbedderSpecs::uniform(spec))
     }
 
     /// Embeds each kind with the embedder `specs` names for it (recorded as
-    /// [`EngineBuilder::embedder_spec`] is).
-    pub fn embedder_specs(mut self, specs: EmbedderSpecs) -> EngineBuilder {
+    /// [`EngineBuilder::with_embedder_spec`] is).
+    pub fn with_embedder_specs(mut self, specs: EmbedderSpecs) -> EngineBuilder {
         for kind in Kind::ALL {
             self.embedder_specs[kind.index()] = Some(specs.get(kind).clone());
         }
@@ -126,13 +126,13 @@ impl EngineBuilder {
 
     /// Fixes the vector dimension at creation (otherwise it comes from the embedder or
     /// from the first record that carries a vector).
-    pub fn dimensions(mut self, dimensions: usize) -> EngineBuilder {
+    pub fn with_dimensions(mut self, dimensions: usize) -> EngineBuilder {
         self.dimensions = Some(dimensions);
         self
     }
 
     /// The size of sled's page cache in bytes.
-    pub fn cache_bytes(mut self, bytes: u64) -> EngineBuilder {
+    pub fn with_cache_bytes(mut self, bytes: u64) -> EngineBuilder {
         self.cache_bytes = bytes;
         self
     }
@@ -144,7 +144,7 @@ impl EngineBuilder {
     /// its holder exits, crashed or not. The grace covers a lock that outlives its
     /// engine for a moment: a child process the application spawns shares the lock's
     /// file descriptor between its fork and its exec.
-    pub fn wait(mut self, wait: std::time::Duration) -> EngineBuilder {
+    pub fn with_wait(mut self, wait: std::time::Duration) -> EngineBuilder {
         self.wait = wait;
         self
     }
@@ -192,10 +192,8 @@ impl EngineBuilder {
     ///
     /// A reader takes no lock and writes nothing: it reads the files the writer
     /// published at its last commit (see `ARCHITECTURE.md`), never the writer's store,
-    /// and sees that commit until [`Engine::refresh`]. Searches, `get`, `export` and
-    /// `stats` work as on a writer; every write fails with
-    /// [`ErrorKind::ReadOnly`](crate::ErrorKind::ReadOnly) (a delete is refused at
-    /// commit).
+    /// and sees that commit until [`Reader::refresh`]. Searches, `get`, `export` and
+    /// `stats` work as on a writer; a [`Reader`] has no write method.
     ///
     /// # Errors
     ///
@@ -229,7 +227,7 @@ impl EngineBuilder {
     /// assert_eq!(reader.stats().chunks, 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open_read_only(self, dir: impl AsRef<Path>) -> Result<Engine> {
+    pub fn open_read_only(self, dir: impl AsRef<Path>) -> Result<Reader> {
         Engine::open_reader(self, dir.as_ref())
     }
 

@@ -195,7 +195,9 @@ impl Engine {
             salvage(dir, &config, &check, &mut report)?;
             crate::crash::point("repair:before-open");
             // Opening builds the graphs of the salvaged store; closing checkpoints them.
-            let engine = Engine::builder().config(config).open_locked(dir, &held)?;
+            let engine = Engine::builder()
+                .with_config(config)
+                .open_locked(dir, &held)?;
             engine.sync_graph()?;
             engine.close()?;
         } else {
@@ -248,7 +250,7 @@ fn rebuild_derived(dir: &Path, config: Config, check: &CheckReport) -> Result<()
     crate::crash::point("repair:before-open");
     // Opening builds the text index, the entity lists and the published files; closing
     // checkpoints the graphs it built.
-    let engine = Engine::builder().config(config).open(&index)?;
+    let engine = Engine::builder().with_config(config).open(&index)?;
     engine.sync_graph()?;
     engine.close()?;
     crate::crash::point("repair:rebuilt");
@@ -569,9 +571,9 @@ fn salvage(
     // (none recorded: as a new index decides, by whether the documents carry vectors).
     let meta = store_meta.or_else(|| from_view.as_ref().map(|view| view.meta.clone()));
     {
-        let mut builder = Engine::builder().config(config.clone());
+        let mut builder = Engine::builder().with_config(config.clone());
         if let Some(spec) = meta.as_ref().and_then(|m| m.embedder.as_deref()) {
-            builder = builder.embedder_specs(spec.parse::<EmbedderSpecs>()?);
+            builder = builder.with_embedder_specs(spec.parse::<EmbedderSpecs>()?);
         }
         crate::crash::fail("repair:build")?;
         let engine = builder.create(staging.index())?;

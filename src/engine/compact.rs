@@ -23,7 +23,7 @@ impl Engine {
     /// disk at the next [`Engine::compact`].
     pub fn delete_tenant(&self, tenant: &str) -> usize {
         let docs: Vec<(Kind, String)> = {
-            let catalog = self.inner.read_catalog();
+            let catalog = self.inner.local.snapshot();
             catalog
                 .iter()
                 .filter(|(_, entry)| entry.tenant_id() == tenant)
@@ -56,7 +56,6 @@ impl Engine {
     /// other files; [`ErrorKind::IndexExists`] when it holds an index; storage and I/O
     /// errors.
     pub fn backup(&self, dest: impl AsRef<Path>) -> Result<()> {
-        self.inner.writable()?;
         let dest = dest.as_ref();
         Engine::check_backup_destination(&self.inner.dir, dest)?;
         std::fs::create_dir_all(dest).map_err(|err| Error::io_at(dest, err))?;
@@ -78,9 +77,10 @@ impl Engine {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             self.inner
+                .local
                 .store
                 .copy_live_into(&copy.join(STORE_DIR), &|_| true)?;
-            let found = manifest_of(&self.inner.store, &self.inner.read_catalog());
+            let found = manifest_of(&self.inner.local.store, &self.inner.local.snapshot());
             manifest::write(&copy, &found, None)?;
         }
         crate::crash::point("backup:copied");
@@ -88,7 +88,7 @@ impl Engine {
         // above is what the copy must hold); the graphs are built at its first open for
         // writing.
         Engine::builder()
-            .config(self.inner.config.clone())
+            .with_config(self.inner.config.clone())
             .embedders_of(self.inner.embedders())
             .open(&copy)?
             .close_without_graphs()?;
@@ -157,23 +157,25 @@ impl Engine {
         let embedders;
         {
             let engine = Engine::builder()
-                .config(config.clone())
+                .with_config(config.clone())
                 .open_locked(dir, &held)?;
             embedders = engine.embedders();
             // The feedback of a tenant that has no document left goes with it.
             let live: std::collections::HashSet<String> = engine
                 .inner
-                .read_catalog()
+                .local
+                .snapshot()
                 .tenant_names()
                 .map(str::to_string)
                 .collect();
             engine
                 .inner
+                .local
                 .store
                 .copy_live_into(&staging.index().join(STORE_DIR), &|tenant| {
                     live.contains(tenant)
                 })?;
-            let found = manifest_of(&engine.inner.store, &engine.inner.read_catalog());
+            let found = manifest_of(&engine.inner.local.store, &engine.inner.local.snapshot());
             manifest::write(&staging.index(), &found, None)?;
             engine.close_without_graphs()?;
         }
@@ -181,7 +183,7 @@ impl Engine {
         {
             // Its text index and graphs built from the new store, its state published.
             let new = Engine::builder()
-                .config(config.clone())
+                .with_config(config.clone())
                 .embedders_of(embedders)
                 .open(staging.index())?;
             new.close()?;

@@ -265,7 +265,7 @@ impl Inner {
             .embedders
             .write()
             .unwrap_or_else(|poison| poison.into_inner());
-        settle(&self.store, &mut embedders, carries_vectors)?;
+        settle(&self.local.store, &mut embedders, carries_vectors)?;
         *undecided = false;
         Ok(())
     }

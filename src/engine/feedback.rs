@@ -1,6 +1,6 @@
 //! Feedback (seed 004): which leg found the top hit of useful answers.
 
-use super::{Engine, Inner};
+use super::{Engine, Inner, Reader};
 use crate::feedback::FeedbackWindow;
 use crate::model::leg::PerLeg;
 use crate::query::Hit;
@@ -80,10 +80,15 @@ impl Engine {
     /// [`ErrorKind::InvalidInput`] when the query already has the other answer; storage
     /// errors.
     pub fn feedback(&self, query_id: &str, useful: bool) -> Result<FeedbackWindow> {
-        if let Some(parts) = crate::turn::part_ids(query_id) {
+        let parts: Option<Vec<String>> = match TurnId::parse(&self.inner.id_key, query_id) {
+            Some(turn) => Some(turn.part_ids(&self.inner.id_key)),
+            None => crate::turn::listed_part_ids(query_id)
+                .map(|parts| parts.into_iter().map(str::to_string).collect()),
+        };
+        if let Some(parts) = parts {
             // A turn: each of its searches that had hits.
             let mut first = None;
-            for part in parts {
+            for part in &parts {
                 let window = self.feedback(part, useful)?;
                 first.get_or_insert(window);
             }
@@ -94,7 +99,6 @@ impl Engine {
             });
         }
         let inner = &self.inner;
-        inner.writable()?;
         let mut windows = inner.lock_feedback();
         let not_found = |why: &str| {
             Error::new(ErrorKind::NotFound {
@@ -104,6 +108,7 @@ impl Engine {
         let logged = match SignedId::parse(&inner.id_key, query_id) {
             Some(signed) => {
                 if inner
+                    .local
                     .store
                     .marks_horizon()?
                     .is_some_and(|h| query_id <= h.as_str())
@@ -116,7 +121,7 @@ impl Engine {
                     .tenant_of_hash(signed.tenant_hash, &windows)
                     .ok_or_else(|| not_found("its tenant has no documents here"))?;
                 // A mark (the legs byte), if feedback was given before.
-                let legs = match inner.store.logged_query(query_id)? {
+                let legs = match inner.local.store.logged_query(query_id)? {
                     Some(bytes) => LoggedQuery::decode(&bytes)?.legs,
                     None => signed.legs,
                 };
@@ -127,7 +132,7 @@ impl Engine {
                 }
             }
             // Ids of searches logged by earlier versions.
-            None => match inner.store.logged_query(query_id)? {
+            None => match inner.local.store.logged_query(query_id)? {
                 Some(bytes) => LoggedQuery::decode(&bytes)?,
                 None => return Err(not_found("no search with hits has this id")),
             },
@@ -159,10 +164,11 @@ impl Engine {
             signed: logged.signed,
         };
         inner
+            .local
             .store
             .add_mark(query_id, &marked.encode(), MARKS_KEEP)?;
         window.record(found_by, useful);
-        inner.store.save_feedback(&key, window.entries())?;
+        inner.local.store.save_feedback(&key, window.entries())?;
         let window = window.clone();
         drop(windows);
         // Under the commit lock: the part carries the meta values of a whole commit.
@@ -171,26 +177,16 @@ impl Engine {
         Ok(window)
     }
 
-    /// The feedback window of `tenant`'s searches of `kind`.
-    pub fn feedback_window(&self, tenant: &str, kind: Kind) -> FeedbackWindow {
-        self.inner
-            .lock_feedback()
-            .get(&window_key(tenant, kind))
-            .cloned()
-            .unwrap_or_default()
-    }
-
     /// Forgets every feedback record of every tenant.
     ///
     /// # Errors
     ///
     /// Storage errors.
     pub fn reset_feedback(&self) -> Result<()> {
-        self.inner.writable()?;
         {
             let mut windows = self.inner.lock_feedback();
             windows.clear();
-            self.inner.store.clear_feedback()?;
+            self.inner.local.store.clear_feedback()?;
         }
         let _serial = self
             .inner
@@ -258,7 +254,7 @@ impl Inner {
         hash: u64,
         windows: &std::collections::HashMap<String, FeedbackWindow>,
     ) -> Option<String> {
-        let catalog = self.read_catalog();
+        let catalog = self.local.snapshot();
         let from_windows = windows
             .keys()
             .map(|key| key.split('\u{0}').next().unwrap_or(key));
@@ -314,27 +310,104 @@ impl SignedId {
         kind: Kind,
         found_by: PerLeg<bool>,
     ) -> String {
-        let legs = (u8::from(found_by.text) * TEXT_BIT)
-            | (u8::from(found_by.vector) * VECTOR_BIT)
-            | (u8::from(found_by.graph) * GRAPH_BIT)
-            | kind_bits(kind);
-        let body = format!("{base}-{legs:02x}{:016x}", tenant_hash(tenant));
-        let tag = tag(key, &body);
-        format!("{body}{tag:016x}")
+        SignedId::sign_byte(key, base, legs_byte(kind, found_by), tenant_hash(tenant))
+    }
+
+    /// The id of a search of base id `base` with the legs and kind byte `legs`.
+    fn sign_byte(key: &[u8; 32], base: &str, legs: u8, tenant_hash: u64) -> String {
+        with_tag(key, format!("{base}-{legs:02x}{tenant_hash:016x}"))
     }
 
     /// The signed part of `id`, if it has one and its tag is the index's.
     fn parse(key: &[u8; 32], id: &str) -> Option<SignedId> {
-        let (base, signed) = id.rsplit_once('-')?;
-        if !base.starts_with('q') || signed.len() != SIGNED_LEN {
-            return None;
-        }
+        let (_, signed) = untag(key, id, "q", SIGNED_LEN)?;
         let legs = u8::try_from(hex(&signed[..2])?).ok()?;
         let tenant_hash = hex(&signed[2..18])?;
-        let given = hex(&signed[18..])?;
-        let body = &id[..id.len() - 16];
-        (given == tag(key, body) && legs & (GIVEN_BIT | USEFUL_BIT) == 0)
-            .then_some(SignedId { legs, tenant_hash })
+        (legs & (GIVEN_BIT | USEFUL_BIT) == 0).then_some(SignedId { legs, tenant_hash })
+    }
+}
+
+/// The legs and kind byte of a search of `kind` whose top hit `found_by` found.
+fn legs_byte(kind: Kind, found_by: PerLeg<bool>) -> u8 {
+    (u8::from(found_by.text) * TEXT_BIT)
+        | (u8::from(found_by.vector) * VECTOR_BIT)
+        | (u8::from(found_by.graph) * GRAPH_BIT)
+        | kind_bits(kind)
+}
+
+/// What a turn id carries: `turn-BASE-PPPPPPPPHHHHHHHHHHHHHHHHTTTTTTTTTTTTTTTT`, the
+/// turn's base id, then in lowercase hex the legs and kind byte of each of its four
+/// searches with `GIVEN_BIT` set (`00`: it had no hit; [`crate::turn::TURN_PARTS`]
+/// order), the hash of the
+/// tenant and the tag of all that. Each search's own id is its signed id with the base
+/// [`crate::turn::part_base`]: the turn id names them without listing them (about 75
+/// characters).
+struct TurnId {
+    /// The base id of the turn (`q…`), from which its parts' base ids are made.
+    base: String,
+    parts: [u8; 4],
+    tenant_hash: u64,
+}
+
+/// The length of a turn id's signed part, in hex digits.
+const TURN_SIGNED_LEN: usize = 8 + 16 + 16;
+
+/// The id of the turn of base `base` (`turn-…`) in `tenant`, from its searches' top hits.
+pub(crate) fn turn_id(key: &[u8; 32], base: &str, tenant: &str, tops: [Option<&Hit>; 4]) -> String {
+    let mut parts = String::with_capacity(8);
+    for (kind, top) in crate::turn::TURN_PARTS.into_iter().zip(tops) {
+        // `GIVEN_BIT`, never in a search's byte, marks a search that had a hit.
+        let legs = top.map_or(0, |hit| legs_byte(kind, hit.breakdown.found_by) | GIVEN_BIT);
+        parts.push_str(&format!("{legs:02x}"));
+    }
+    with_tag(key, format!("{base}-{parts}{:016x}", tenant_hash(tenant)))
+}
+
+/// `body` followed by its tag under `key` (16 hex digits).
+fn with_tag(key: &[u8; 32], body: String) -> String {
+    let tag = tag(key, &body);
+    format!("{body}{tag:016x}")
+}
+
+/// The base of `id` and its signed digits before the tag, when the base starts with
+/// `prefix`, the signed part (after the last `-`) has `len` digits, and the tag is the
+/// index's.
+fn untag<'i>(key: &[u8; 32], id: &'i str, prefix: &str, len: usize) -> Option<(&'i str, &'i str)> {
+    let (base, signed) = id.rsplit_once('-')?;
+    // ASCII first: the digits are sliced by byte.
+    if !base.starts_with(prefix) || signed.len() != len || !signed.is_ascii() {
+        return None;
+    }
+    let given = hex(&signed[len - 16..])?;
+    (given == tag(key, &id[..id.len() - 16])).then_some((base, &signed[..len - 16]))
+}
+
+impl TurnId {
+    /// The turn id `id`, if it is one and its tag is the index's.
+    fn parse(key: &[u8; 32], id: &str) -> Option<TurnId> {
+        let (base, signed) = untag(key, id, "turn-", TURN_SIGNED_LEN)?;
+        let mut parts = [0u8; 4];
+        for (i, part) in parts.iter_mut().enumerate() {
+            *part = u8::try_from(hex(&signed[2 * i..2 * i + 2])?).ok()?;
+        }
+        Some(TurnId {
+            base: base.replacen("turn-", "q", 1),
+            parts,
+            tenant_hash: hex(&signed[8..24])?,
+        })
+    }
+
+    /// The signed ids of the turn's searches that had hits.
+    fn part_ids(&self, key: &[u8; 32]) -> Vec<String> {
+        crate::turn::TURN_PARTS
+            .into_iter()
+            .zip(self.parts)
+            .filter(|(_, legs)| legs & GIVEN_BIT != 0)
+            .map(|(kind, legs)| {
+                let base = crate::turn::part_base(&self.base, kind);
+                SignedId::sign_byte(key, &base, legs & !GIVEN_BIT, self.tenant_hash)
+            })
+            .collect()
     }
 }
 
@@ -352,9 +425,33 @@ pub(crate) fn query_id(
     }
 }
 
+impl Reader {
+    /// The feedback window of `tenant`'s searches of `kind`.
+    pub fn feedback_window(&self, tenant: &str, kind: Kind) -> FeedbackWindow {
+        self.inner
+            .lock_feedback()
+            .get(&window_key(tenant, kind))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An id of the right length whose signed part is not ASCII is no id, not a panic.
+    #[test]
+    fn a_signed_part_that_is_not_ascii_is_refused() {
+        let key = [7u8; 32];
+        // The `é` straddles where the tag's digits start.
+        let wide = format!("{}é{}", "0".repeat(17), "0".repeat(SIGNED_LEN - 19));
+        assert_eq!(wide.len(), SIGNED_LEN);
+        assert!(SignedId::parse(&key, &format!("q1-{wide}")).is_none());
+        let wide = format!("{}é{}", "0".repeat(23), "0".repeat(TURN_SIGNED_LEN - 25));
+        assert_eq!(wide.len(), TURN_SIGNED_LEN);
+        assert!(TurnId::parse(&key, &format!("turn-1-{wide}")).is_none());
+    }
 
     #[test]
     fn ids_carry_legs_kind_and_tenant_and_refuse_alteration() {

@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 
 use rayon::prelude::*;
 
-use super::Engine;
+use super::Reader;
 use super::{Counters, Inner};
 use crate::local::catalog::{Catalog, Entry, Placed};
 use crate::local::hnsw::{CheckpointManifest, Graph};
@@ -405,26 +405,26 @@ fn load_graphs(engine: &Weak<Inner>) {
             if inner.worker.stop.load(Ordering::Acquire) {
                 return;
             }
-            if inner.store.is_read_only() {
-                if inner.vectors.has_flat(kind) {
+            if inner.local.store.is_read_only() {
+                if inner.local.vectors.has_flat(kind) {
                     continue;
                 }
                 // A graph an earlier version published: hnsw_rs reads its files in
                 // place (a reader writes nothing, and has no copy to make).
-                published_checkpoint(&inner.store, kind)
-                    .map(|found| found.map(|found| (found, inner.vectors.params())))
+                published_checkpoint(&inner.local.store, kind)
+                    .map(|found| found.map(|found| (found, inner.local.vectors.params())))
             } else {
-                read_checkpoint(&inner.store, kind).and_then(|found| {
+                read_checkpoint(&inner.local.store, kind).and_then(|found| {
                     let Some((manifest, files)) = found else {
                         return Ok(None);
                     };
-                    let catalog = inner.read_catalog();
+                    let catalog = inner.local.snapshot();
                     let files = Graph::unpack(&manifest, files, |key| {
                         crate::local::vector::catalog_vector(&catalog, kind, key)
                     })?;
                     Ok(Some((
                         Found::Bytes(manifest, files, inner.dir.clone()),
-                        inner.vectors.params(),
+                        inner.local.vectors.params(),
                     )))
                 })
             }
@@ -448,10 +448,10 @@ fn load_graphs(engine: &Weak<Inner>) {
             Ok((graph, covered)) => {
                 // Searches walk a flat copy, whose descent keeps a beam.
                 let flat = graph.flat();
-                inner.vectors.install(kind, graph, covered, true);
-                inner
-                    .vectors
-                    .set_flat(kind, flat, None, &inner.read_catalog(), covered);
+                let catalog = inner.local.snapshot();
+                let vectors = &inner.local.vectors;
+                vectors.install(kind, graph, &catalog, covered, true);
+                vectors.set_flat(kind, flat, None, &catalog, covered);
                 inner
                     .counters
                     .graph_checkpoint_loads
@@ -519,12 +519,13 @@ fn install_published_graph(
     else {
         return Ok(None);
     };
-    let manifest = checked_manifest(&inner.store, kind, &manifest)?;
+    let manifest = checked_manifest(&inner.local.store, kind, &manifest)?;
     if flat.len() != manifest.n_points {
         return Err(Error::corrupt("published graph: point count mismatch"));
     }
-    let catalog = inner.read_catalog();
+    let catalog = inner.local.snapshot();
     inner
+        .local
         .vectors
         .install_flat(kind, flat, codes, &catalog, manifest.covered_seq);
     inner
@@ -671,16 +672,18 @@ fn worker_loop(inner: &Inner) {
 fn publish_loaded_graphs(inner: &Inner) {
     for kind in Kind::ALL {
         let published = inner
+            .local
             .view
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .is_some_and(|list| list.graph(kind).is_some());
-        let vectors = &inner.vectors;
+        let vectors = &inner.local.vectors;
         let loaded = vectors.checkpointed(kind) > 0 && vectors.dirty(kind) == 0;
         let complete = loaded
             && inner
-                .read_catalog()
+                .local
+                .snapshot()
                 .vectors_after(kind, vectors.covered(kind))
                 .next()
                 .is_none();
@@ -696,14 +699,26 @@ fn publish_loaded_graphs(inner: &Inner) {
 
 /// One round of maintenance of one graph; returns whether work is left.
 fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
-    let Some(dim) = inner.store.dimensions(kind) else {
+    let Some(dim) = inner.local.store.dimensions(kind) else {
         return Ok(false);
     };
-    let vectors = &inner.vectors;
+    let vectors = &inner.local.vectors;
     let graph = vectors.graph(kind);
     let covered = vectors.covered(kind);
-    let live_in_graph = inner.read_catalog().n_vectors_upto(kind, covered);
-    let dead = graph.len().saturating_sub(live_in_graph);
+    let catalog = inner.local.snapshot();
+    // Live vectors are nodes or left out (copies of a node's code); counted by document,
+    // a document with some rows left out counts all of them.
+    let left_out_rows: usize = graph
+        .left_out()
+        .iter()
+        .filter_map(|&doc| catalog.vectors(doc))
+        .map(|vectors| vectors.rows.len())
+        .sum();
+    let live_nodes = catalog
+        .n_vectors_upto(kind, covered)
+        .saturating_sub(left_out_rows);
+    drop(catalog);
+    let dead = graph.len().saturating_sub(live_nodes);
     let rebuild = graph.len() >= 1_000
         && dead as f64 > inner.config.vector.rebuild_dead_fraction * graph.len() as f64;
     if rebuild {
@@ -715,7 +730,7 @@ fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
     // Insert the next batch of the tail, in sequence order, so that the graph keeps
     // covering a prefix of the change sequence.
     let batch: Vec<(u64, DocId, Normalised)> = {
-        let catalog = inner.read_catalog();
+        let catalog = inner.local.snapshot();
         let mut n_vectors = 0;
         let mut batch = Vec::new();
         for (seq, doc) in catalog.vectors_after(kind, covered) {
@@ -734,8 +749,13 @@ fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
             .iter()
             .flat_map(|(_, doc, vectors)| vectors.keyed(*doc, dim))
             .collect();
-        graph.insert(&items);
+        let left_out = graph.insert(&items);
         vectors.advance(kind, last_seq, items.len());
+        if !left_out.is_empty() || !graph.left_out().is_empty() {
+            // Copies of documents deleted or replaced since need no scan.
+            let catalog = inner.local.snapshot();
+            graph.retain_left_out(|doc| catalog.get(doc).is_some());
+        }
         inner
             .counters
             .graph_vectors_inserted
@@ -745,7 +765,8 @@ fn maintain_graph(inner: &Inner, kind: Kind) -> Result<bool> {
         checkpoint(inner, kind)?;
     }
     let unfinished = inner
-        .read_catalog()
+        .local
+        .snapshot()
         .vectors_after(kind, vectors.covered(kind))
         .next()
         .is_some();
@@ -764,14 +785,15 @@ const FLAT_REFRESH: usize = 1_024;
 /// [`FLAT_REFRESH`] documents the copy they walk does not (the worker's: nobody else
 /// inserts).
 fn refresh_flat(inner: &Inner, kind: Kind) {
-    let vectors = &inner.vectors;
+    let vectors = &inner.local.vectors;
     let covered = vectors.covered(kind);
     let since = vectors.flat_covered(kind).unwrap_or(0);
     if since >= covered {
         return;
     }
     let lag = inner
-        .read_catalog()
+        .local
+        .snapshot()
         .vectors_after(kind, since)
         .take_while(|&(seq, _)| seq <= covered)
         .take(FLAT_REFRESH)
@@ -780,13 +802,13 @@ fn refresh_flat(inner: &Inner, kind: Kind) {
         return;
     }
     let flat = vectors.graph(kind).flat();
-    vectors.set_flat(kind, flat, None, &inner.read_catalog(), covered);
+    vectors.set_flat(kind, flat, None, &inner.local.snapshot(), covered);
 }
 
 /// Builds a new graph of every live vector of `kind` and swaps it in.
 fn rebuild_graph(inner: &Inner, kind: Kind, dim: usize) {
     let snapshot: Vec<(u64, DocId, Normalised)> = {
-        let catalog = inner.read_catalog();
+        let catalog = inner.local.snapshot();
         catalog
             .vectors_after(kind, 0)
             .filter_map(|(seq, doc)| Some((seq, doc, catalog.vectors(doc)?.normalised())))
@@ -794,16 +816,21 @@ fn rebuild_graph(inner: &Inner, kind: Kind, dim: usize) {
     };
     let covered = snapshot.last().map_or(0, |(seq, _, _)| *seq);
     let n_vectors: usize = snapshot.iter().map(|(_, _, v)| v.rows.len()).sum();
-    let graph = Graph::new(inner.vectors.params(), n_vectors);
+    let graph = Graph::new(inner.local.vectors.params(), n_vectors);
     for chunk in snapshot.chunks(INSERT_BATCH) {
         let items: Vec<(&[f32], VectorKey)> = chunk
             .iter()
             .flat_map(|(_, doc, vectors)| vectors.keyed(*doc, dim))
             .collect();
+        // What the graph leaves out, `install` finds again from the catalog.
         graph.insert(&items);
     }
-    let covered = covered.max(inner.vectors.covered(kind));
-    inner.vectors.install(kind, graph, covered, false);
+    let covered = covered.max(inner.local.vectors.covered(kind));
+    let catalog = inner.local.snapshot();
+    inner
+        .local
+        .vectors
+        .install(kind, graph, &catalog, covered, false);
     inner
         .counters
         .graph_rebuilds
@@ -817,11 +844,11 @@ fn rebuild_graph(inner: &Inner, kind: Kind, dim: usize) {
 
 /// Stores a checkpoint of the graph of `kind` if it changed since the last one.
 pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
-    let vectors = &inner.vectors;
+    let vectors = &inner.local.vectors;
     if vectors.dirty(kind) == 0 {
         return Ok(());
     }
-    let Some(dimensions) = inner.store.dimensions(kind) else {
+    let Some(dimensions) = inner.local.store.dimensions(kind) else {
         return Ok(());
     };
     let covered = vectors.covered(kind);
@@ -829,7 +856,7 @@ pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
     // The edges as flat lists; the vectors are the documents': the checkpoint keeps
     // their keys.
     let (files, flat) = {
-        let catalog = inner.read_catalog();
+        let catalog = inner.local.snapshot();
         graph.checkpoint_files(|key| crate::local::vector::catalog_vector(&catalog, kind, key))
     };
     let manifest = CheckpointManifest {
@@ -839,18 +866,22 @@ pub(super) fn checkpoint(inner: &Inner, kind: Kind) -> Result<()> {
         files: Graph::file_sums(&files),
     };
     let manifest_bytes = bincode::serialize(&manifest).expect("manifests serialise");
-    inner.store.save_checkpoint(kind, &manifest_bytes, &files)?;
+    inner
+        .local
+        .store
+        .save_checkpoint(kind, &manifest_bytes, &files)?;
     vectors.mark_checkpointed(kind, covered);
     // Readers get the graph once it holds every committed vector (publishing each
     // checkpoint of a long build would write the graph again and again). This process's
     // searches walk it from now on.
     let complete = inner
-        .read_catalog()
+        .local
+        .snapshot()
         .vectors_after(kind, covered)
         .next()
         .is_none();
     let encoded = complete.then(|| flat.encode());
-    vectors.set_flat(kind, flat, None, &inner.read_catalog(), covered);
+    vectors.set_flat(kind, flat, None, &inner.local.snapshot(), covered);
     if let Some(encoded) = encoded {
         let codes = vectors.flat_codes(kind, covered);
         let _serial = inner.commit_lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -881,17 +912,17 @@ pub(super) fn checkpoint_all(inner: &Inner, finish: bool) -> Result<()> {
     Ok(())
 }
 
-impl Engine {
+impl Reader {
     /// The committed vectors not in a graph yet: what the background worker has left
     /// to insert (searches scan them exactly meanwhile). Waits for the graph checkpoints
-    /// to load at open. A progress display polls this while [`Engine::sync_graph`] runs.
+    /// to load at open. A progress display polls this while [`Engine::sync_graph`](crate::Reader::sync_graph) runs.
     pub fn graph_backlog(&self) -> usize {
         let inner = &self.inner;
         inner.worker.wait_loaded();
-        let catalog = inner.read_catalog();
+        let catalog = inner.local.snapshot();
         Kind::ALL
             .into_iter()
-            .map(|kind| catalog.n_vectors_after(kind, inner.vectors.covered(kind)))
+            .map(|kind| catalog.n_vectors_after(kind, inner.local.vectors.covered(kind)))
             .sum()
     }
 

@@ -194,7 +194,7 @@ pub(crate) fn manifest_of(store: &Store, catalog: &crate::local::catalog::Catalo
 impl Inner {
     /// Records the committed state in the manifest, with the published files `view`.
     pub(crate) fn write_manifest_with(&self, view: Option<&ViewList>) -> Result<()> {
-        let found = manifest_of(&self.store, &self.read_catalog());
+        let found = manifest_of(&self.local.store, &self.local.snapshot());
         write(&self.dir, &found, view)
     }
 }

@@ -7,7 +7,6 @@
 //! when they are behind and rebuilt when they are missing. The in-memory catalog holds
 //! the live documents that filters check.
 
-mod beside;
 mod builder;
 mod check;
 mod compact;
@@ -31,7 +30,6 @@ mod tests;
 pub use self::builder::EngineBuilder;
 pub use self::check::{CheckReport, Damage, RepairReport};
 pub use self::compact::CompactReport;
-pub use self::state::Engine;
 pub(crate) use self::state::{Counters, Inner, OpenMode, Pending, STORE_DIR, TEXT_DIR};
+pub use self::state::{Engine, Reader};
 pub use self::stats::{CounterStats, GraphStats, KindSpace, KindSpaces, Stats};
-pub use self::write::{VectorRows, document_vectors};

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::embed::Embedders;
+use crate::local::LocalIndex;
 use crate::local::catalog::Catalog;
 use crate::local::store::Store;
 use crate::local::store::view::{self, ViewList};
@@ -16,8 +17,10 @@ use super::builder::EngineBuilder;
 use super::lock::{LOCK_FILE, is_empty_or_missing, lock, take_lock, writer_alive};
 use super::manifest::manifest_of;
 use super::publish::{last_text_commit, protect_snapshot, text_snapshot};
-use super::state::{Counters, Engine, Inner, OpenMode, Pending, STORE_DIR, TEXT_DIR, WorkerSignal};
-use super::{embedders, maintain, manifest, publish, search, swap};
+use super::state::{
+    Counters, Engine, Inner, OpenMode, Pending, Reader, STORE_DIR, TEXT_DIR, WorkerSignal,
+};
+use super::{embedders, maintain, manifest, publish, swap};
 
 impl Drop for Engine {
     fn drop(&mut self) {
@@ -28,7 +31,7 @@ impl Drop for Engine {
         if let Err(err) = maintain::checkpoint_all(&self.inner, false) {
             tracing::warn!(error = %err, "could not store the graph checkpoint at close");
         }
-        if let Err(err) = self.inner.store.flush() {
+        if let Err(err) = self.inner.local.store.flush() {
             tracing::warn!(error = %err, "could not flush the store at close");
         }
     }
@@ -371,7 +374,7 @@ impl Engine {
             &protected,
         )?;
         let mut catalog = catalog;
-        search::start_helper_for(&catalog);
+        crate::local::start_helper_for(&catalog);
         maintain::fill_tokens(&text, &mut catalog)?;
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
@@ -443,13 +446,19 @@ impl Engine {
         // the vector leg scans exactly what they do not cover (everything, at first).
         let vectors = VectorIndex::new(builder.config.vector.params());
 
-        let inner = Arc::new(Inner {
-            dir: dir.to_path_buf(),
-            config: builder.config,
+        let local = LocalIndex::new(
             store,
             text,
             vectors,
-            catalog: RwLock::new(catalog),
+            catalog,
+            Some(view),
+            None,
+            &builder.config,
+        );
+        let inner = Arc::new(Inner {
+            dir: dir.to_path_buf(),
+            config: builder.config,
+            local,
             embedders: RwLock::new(embedders),
             undecided: Mutex::new(undecided),
             pending: Mutex::new(Pending::default()),
@@ -458,22 +467,20 @@ impl Engine {
             worker: WorkerSignal::starting(),
             id_key,
             feedback: Mutex::new(feedback),
-            view: Mutex::new(Some(view)),
-            text_damaged: None,
             _lock_file: Some(lock_file),
             _temp_dir: temp_dir,
         });
         let worker = maintain::spawn_worker(Arc::clone(&inner))?;
         let verifier = publish::spawn_verifier(&inner)?;
         Ok(Engine {
-            inner,
+            reader: Reader { inner },
             worker: Some(worker),
             verifier,
         })
     }
 
     /// Opens `dir` to read what its writer published ([`EngineBuilder::open_read_only`](crate::EngineBuilder::open_read_only)).
-    pub(crate) fn open_reader(builder: EngineBuilder, dir: &Path) -> Result<Engine> {
+    pub(crate) fn open_reader(builder: EngineBuilder, dir: &Path) -> Result<Reader> {
         builder.config.validate()?;
         let phase = std::time::Instant::now();
         let patterns_in_text = builder.config.fusion.patterns_in_text;
@@ -499,7 +506,7 @@ impl Engine {
             untokened,
             ..
         } = opened?;
-        search::start_helper_for(&catalog);
+        crate::local::start_helper_for(&catalog);
         // The catalog holds what searches need: the documents stay in their files.
         store.release_published();
         maintain::fill_tokens_of(&text, &mut catalog, untokened.as_deref())?;
@@ -514,13 +521,19 @@ impl Engine {
             .ok_or_else(|| Error::corrupt("the published view has no query id key"))?;
         let feedback = feedback_windows(&store)?;
         let list = store.published_list();
-        let inner = Arc::new(Inner {
-            dir: dir.to_path_buf(),
-            vectors: VectorIndex::new(builder.config.vector.params()),
-            config: builder.config,
+        let local = LocalIndex::new(
             store,
             text,
-            catalog: RwLock::new(catalog),
+            VectorIndex::new(builder.config.vector.params()),
+            catalog,
+            list,
+            text_damaged,
+            &builder.config,
+        );
+        let inner = Arc::new(Inner {
+            dir: dir.to_path_buf(),
+            config: builder.config,
+            local,
             embedders: RwLock::new(embedders),
             undecided: Mutex::new(false),
             pending: Mutex::new(Pending::default()),
@@ -529,24 +542,65 @@ impl Engine {
             worker: WorkerSignal::starting(),
             id_key,
             feedback: Mutex::new(feedback),
-            view: Mutex::new(list),
-            text_damaged,
             _lock_file: None,
             _temp_dir: None,
         });
         maintain::install_published_graphs(&inner, graphs);
         // Nothing read from the mapped base is used before its checksum is known.
-        if let Some(view) = inner.store.published_view() {
+        if let Some(view) = inner.local.store.published_view() {
             view.verified()?;
         }
         maintain::spawn_loader(&inner)?;
-        Ok(Engine {
-            inner,
-            worker: None,
-            verifier: None,
-        })
+        Ok(Reader { inner })
     }
 
+    /// Finishes the graphs, stores their checkpoints, flushes and closes the index.
+    ///
+    /// # Errors
+    ///
+    /// Storage errors; the index stays consistent (what was committed is kept).
+    pub fn close(mut self) -> Result<()> {
+        if let Some(verifier) = self.verifier.take() {
+            // It has published again whatever was damaged when it returns.
+            let _ = verifier.join();
+        }
+        self.inner.wait_for_worker();
+        self.stop_worker();
+        maintain::checkpoint_all(&self.inner, true)?;
+        self.inner.local.store.flush()?;
+        self.close_store()
+    }
+
+    /// Closes the store now when nothing else holds the engine, so that a failure of
+    /// its last sync is this call's error rather than a log line at the last drop.
+    pub(crate) fn close_store(&mut self) -> Result<()> {
+        match Arc::get_mut(&mut self.reader.inner) {
+            Some(inner) => inner.local.store.close(),
+            None => Ok(()),
+        }
+    }
+
+    /// Flushes and closes the index without finishing its graphs (a copy whose graphs
+    /// its next open for writing builds).
+    pub(crate) fn close_without_graphs(mut self) -> Result<()> {
+        if let Some(verifier) = self.verifier.take() {
+            let _ = verifier.join();
+        }
+        self.stop_worker();
+        self.inner.local.store.flush()?;
+        self.close_store()
+    }
+
+    pub(crate) fn stop_worker(&mut self) {
+        self.inner.worker.request_stop();
+        if let Some(worker) = self.worker.take() {
+            // A panicking worker has already reported itself; the graph is derived data.
+            let _ = worker.join();
+        }
+    }
+}
+
+impl Reader {
     /// Moves a reader to the last state its writer published; returns whether there
     /// was a newer one. A writer always sees its own commits: `Ok(false)`.
     ///
@@ -559,6 +613,7 @@ impl Engine {
         }
         let current = self
             .inner
+            .local
             .view
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -569,60 +624,9 @@ impl Engine {
             return Ok(false);
         }
         let builder = EngineBuilder::default()
-            .config(self.inner.config.clone())
+            .with_config(self.inner.config.clone())
             .embedders_of(self.inner.embedders());
         *self = Engine::open_reader(builder, &self.inner.dir.clone())?;
         Ok(true)
-    }
-
-    /// Finishes the graphs, stores their checkpoints, flushes and closes the index.
-    ///
-    /// # Errors
-    ///
-    /// Storage errors; the index stays consistent (what was committed is kept).
-    pub fn close(mut self) -> Result<()> {
-        if self.is_read_only() {
-            return Ok(());
-        }
-        if let Some(verifier) = self.verifier.take() {
-            // It has published again whatever was damaged when it returns.
-            let _ = verifier.join();
-        }
-        self.inner.wait_for_worker();
-        self.stop_worker();
-        maintain::checkpoint_all(&self.inner, true)?;
-        self.inner.store.flush()?;
-        self.close_store()
-    }
-
-    /// Closes the store now when nothing else holds the engine, so that a failure of
-    /// its last sync is this call's error rather than a log line at the last drop.
-    pub(crate) fn close_store(&mut self) -> Result<()> {
-        match Arc::get_mut(&mut self.inner) {
-            Some(inner) => inner.store.close(),
-            None => Ok(()),
-        }
-    }
-
-    /// Flushes and closes the index without finishing its graphs (a copy whose graphs
-    /// its next open for writing builds).
-    pub(crate) fn close_without_graphs(mut self) -> Result<()> {
-        if self.is_read_only() {
-            return Ok(());
-        }
-        if let Some(verifier) = self.verifier.take() {
-            let _ = verifier.join();
-        }
-        self.stop_worker();
-        self.inner.store.flush()?;
-        self.close_store()
-    }
-
-    pub(crate) fn stop_worker(&mut self) {
-        self.inner.worker.request_stop();
-        if let Some(worker) = self.worker.take() {
-            // A panicking worker has already reported itself; the graph is derived data.
-            let _ = worker.join();
-        }
     }
 }

@@ -276,7 +276,7 @@ pub(super) fn file_present(dir: &Path, file: &view::ViewFile) -> bool {
 pub(super) fn spawn_verifier(inner: &Arc<Inner>) -> Result<Option<std::thread::JoinHandle<()>>> {
     let engine: Weak<Inner> = Arc::downgrade(inner);
     let (dir, list) = {
-        let view = inner.view.lock().unwrap_or_else(|p| p.into_inner());
+        let view = inner.local.view.lock().unwrap_or_else(|p| p.into_inner());
         match view.as_ref() {
             Some(list) => (inner.dir.clone(), list.clone()),
             None => return Ok(None),
@@ -351,22 +351,22 @@ impl Inner {
     /// The caller holds the commit lock, so that the manifest and the files are of one
     /// commit.
     pub(super) fn publish(&self, what: Publish<'_>) -> Result<()> {
-        let mut guard = self.view.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.local.view.lock().unwrap_or_else(|p| p.into_inner());
         let mut list = guard.take().unwrap_or_default();
-        let catalog = self.read_catalog();
+        let catalog = self.local.snapshot();
         let tokens = |doc: DocId| catalog.get(doc).map_or([0, 0], |entry| entry.tokens);
         let published = (|| {
             crate::crash::fail("publish")?;
             if list.base.is_none() {
                 // The base holds every committed change.
-                publish_base(&self.dir, &self.store, &mut list, &tokens)?;
+                publish_base(&self.dir, &self.local.store, &mut list, &tokens)?;
                 if let Publish::Changes(_) | Publish::Again { .. } = what {
                     return Ok(());
                 }
             }
             match what {
                 Publish::Changes(changes) => {
-                    publish_changes(&self.dir, &self.store, &mut list, changes, &tokens)
+                    publish_changes(&self.dir, &self.local.store, &mut list, changes, &tokens)
                 }
                 Publish::Graph {
                     kind,
@@ -375,7 +375,7 @@ impl Inner {
                     codes,
                 } => publish_graph(&self.dir, &mut list, kind, manifest, flat, codes),
                 Publish::Again { damaged } => {
-                    publish_base(&self.dir, &self.store, &mut list, &tokens)?;
+                    publish_base(&self.dir, &self.local.store, &mut list, &tokens)?;
                     let is_damaged = |graph: &Option<view::ViewGraph>| {
                         graph.as_ref().is_some_and(|graph| {
                             std::iter::once(&graph.manifest)
@@ -402,7 +402,7 @@ impl Inner {
         })();
         match published {
             Ok(()) => {
-                list.text = text_snapshot(&self.text, &self.dir, list.seq);
+                list.text = text_snapshot(&self.local.text, &self.dir, list.seq);
                 crate::crash::point("publish:files-written");
                 if let Err(err) = self.write_manifest_with(Some(&list)) {
                     // The files are written, the manifest that names them is not: start
@@ -410,7 +410,7 @@ impl Inner {
                     *guard = Some(unpublished(&self.dir, &list));
                     return Err(err);
                 }
-                protect_snapshot(&self.text, &self.dir, &list);
+                protect_snapshot(&self.local.text, &self.dir, &list);
                 crate::crash::point("publish:manifest-written");
                 view::remove_unlisted(&self.dir, &list);
                 *guard = Some(list);
@@ -429,13 +429,13 @@ impl Inner {
     /// from this engine's graph when that is the checkpoint (loaded, nothing inserted
     /// since), else from the checkpoint read back through hnsw_rs.
     fn publish_stored_graph(&self, list: &mut ViewList, kind: Kind) -> Result<()> {
-        let Some(manifest_bytes) = self.store.checkpoint_manifest(kind)? else {
+        let Some(manifest_bytes) = self.local.store.checkpoint_manifest(kind)? else {
             return Ok(());
         };
         let manifest =
             bincode::deserialize::<crate::local::hnsw::CheckpointManifest>(&manifest_bytes)
                 .map_err(|err| crate::Error::corrupt(format!("graph manifest: {err}")))?;
-        let vectors = &self.vectors;
+        let vectors = &self.local.vectors;
         let graph = vectors.graph(kind);
         let loaded = vectors.dirty(kind) == 0
             && vectors.checkpointed(kind) == vectors.covered(kind)
@@ -444,7 +444,10 @@ impl Inner {
         let flat = if loaded {
             graph.flat()
         } else {
-            let files = self.store.checkpoint_files(kind, manifest.files.len())?;
+            let files = self
+                .local
+                .store
+                .checkpoint_files(kind, manifest.files.len())?;
             crate::local::hnsw::Graph::verify(&manifest, &files)?;
             match crate::local::hnsw::Graph::flat_of(&files[0])? {
                 Some(flat) => flat,
@@ -473,7 +476,7 @@ impl Inner {
     /// Forgets the published base, so that the next publish writes one (the store
     /// holds a commit the published files do not).
     pub(super) fn unpublish(&self) {
-        let mut guard = self.view.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.local.view.lock().unwrap_or_else(|p| p.into_inner());
         let list = guard.take().unwrap_or_default();
         *guard = Some(unpublished(&self.dir, &list));
     }

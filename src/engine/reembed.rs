@@ -63,11 +63,11 @@ fn reembed_kinds(dir: &Path, kinds: &[Kind], spec: &EmbedderSpec, config: Config
     swap::recover(dir)?;
     let staging = Staging::new(dir, "reembed")?;
     let old = Engine::builder()
-        .config(config.clone())
+        .with_config(config.clone())
         .open_locked(dir, &held)?;
     // The kinds kept keep their recorded embedders (none recorded: theirs are
     // external, or the index was BM25 only: they stay so).
-    let recorded: EmbedderSpecs = match old.inner.store.meta().embedder {
+    let recorded: EmbedderSpecs = match old.inner.local.store.meta().embedder {
         Some(text) => text.parse()?,
         None => EmbedderSpecs::uniform(EmbedderSpec::None),
     };
@@ -75,17 +75,26 @@ fn reembed_kinds(dir: &Path, kinds: &[Kind], spec: &EmbedderSpec, config: Config
         .iter()
         .fold(recorded, |specs, &kind| specs.with(kind, spec.clone()));
     let new = Engine::builder()
-        .config(config)
-        .embedder_specs(specs)
+        .with_config(config)
+        .with_embedder_specs(specs)
         .create(staging.index())?;
     // Feedback is about the legs, not the model: it carries over, and the key that
     // signs query ids with it, before the commit publishes the key for readers
     // (copied after, readers would sign ids the new index refuses).
     // Feedback given on the old index counts once on the new one.
-    old.inner.store.copy_marks_into(&new.inner.store)?;
-    old.inner.store.copy_embed_cache_into(&new.inner.store)?;
+    old.inner
+        .local
+        .store
+        .copy_marks_into(&new.inner.local.store)?;
+    old.inner
+        .local
+        .store
+        .copy_embed_cache_into(&new.inner.local.store)?;
     for (tenant, window) in old.inner.lock_feedback().iter() {
-        new.inner.store.save_feedback(tenant, window.entries())?;
+        new.inner
+            .local
+            .store
+            .save_feedback(tenant, window.entries())?;
     }
     let mut n_docs = 0;
     for kind in Kind::ALL {

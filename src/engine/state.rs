@@ -5,18 +5,15 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 
 use crate::config::Config;
 use crate::embed::{Embedder, Embedders};
-use crate::local::catalog::Catalog;
-use crate::local::store::view::ViewList;
-use crate::local::store::{Store, StoredVectors};
-use crate::local::text::TextIndex;
-use crate::local::vector::VectorIndex;
+use crate::local::LocalIndex;
+use crate::local::store::StoredVectors;
 use crate::model::doc::Document;
-use crate::{Error, ErrorKind, Kind, Result};
+use crate::{Kind, Result};
 
 /// An open index: rules and chunks on disk, searchable by text and vector.
 ///
@@ -28,8 +25,8 @@ use crate::{Error, ErrorKind, Kind, Result};
 /// (`upsert_*`, `delete*`) are buffered until [`Engine::commit`], which makes them
 /// durable and visible at once; commits are serialised. One background thread builds
 /// the HNSW graph. A second `Engine` on the same directory, in this process or another,
-/// waits for the first ([`EngineBuilder::wait`](crate::EngineBuilder::wait)) or fails with
-/// [`ErrorKind::Locked`].
+/// waits for the first ([`EngineBuilder::with_wait`](crate::EngineBuilder::with_wait)) or fails with
+/// [`ErrorKind::Locked`](crate::ErrorKind::Locked).
 ///
 /// Dropping an engine stops its background graph builder and stores a graph checkpoint;
 /// [`Engine::close`] does the same and also finishes the graph first, reporting errors.
@@ -51,24 +48,53 @@ use crate::{Error, ErrorKind, Kind, Result};
 /// // Scenario rules apply only while their scenario is active.
 /// let outside = engine.search(&SearchRequest::rules("I want a refund"))?;
 /// assert!(outside.hits.iter().all(|hit| hit.id != "refund"));
-/// let inside = engine.search(&SearchRequest::rules("I want a refund").scenario("returns"))?;
+/// let inside = engine.search(&SearchRequest::rules("I want a refund").with_scenario("returns"))?;
 /// assert_eq!(inside.hits[0].id, "refund");
 /// # Ok::<(), ruchedb::Error>(())
 /// ```
+///
+/// An engine is a [`Reader`] that can also write: every read (`search`, `turn`, `get`,
+/// `stats`, …) is a [`Reader`] method an engine has through `Deref`.
 pub struct Engine {
-    pub(crate) inner: Arc<Inner>,
+    pub(crate) reader: Reader,
     pub(crate) worker: Option<JoinHandle<()>>,
     /// Reads the published files after a writer's open ([`publish::spawn_verifier`]).
     pub(crate) verifier: Option<JoinHandle<()>>,
 }
 
+/// An index opened to read what its writer published
+/// ([`EngineBuilder::open_read_only`](crate::EngineBuilder::open_read_only)), or the
+/// reading half of an [`Engine`].
+///
+/// A reader has no write method: writing through one does not compile.
+///
+/// ```compile_fail,E0599
+/// # fn main() -> Result<(), ruchedb::Error> {
+/// let reader = ruchedb::Engine::builder().open_read_only("index")?;
+/// reader.upsert_chunks([ruchedb::Chunk::new("n1", "a note")])?; // no such method
+/// # Ok(()) }
+/// ```
+///
+/// It takes no lock and writes nothing: any number of readers, in any processes, read
+/// beside the one writer, each the commit it opened or last
+/// [refreshed](Reader::refresh) to.
+pub struct Reader {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::ops::Deref for Engine {
+    type Target = Reader;
+
+    fn deref(&self) -> &Reader {
+        &self.reader
+    }
+}
+
 pub(crate) struct Inner {
     pub(crate) dir: PathBuf,
     pub(crate) config: Config,
-    pub(crate) store: Store,
-    pub(crate) text: TextIndex,
-    pub(crate) vectors: VectorIndex,
-    pub(crate) catalog: RwLock<Catalog>,
+    /// The store, the text and vector indexes and the catalog.
+    pub(crate) local: LocalIndex,
     /// The embedder of each kind (none for a kind of external vectors, or BM25 only).
     pub(crate) embedders: RwLock<Embedders>,
     /// An index created without a word about its embedder uses the bundled model, unless
@@ -85,11 +111,6 @@ pub(crate) struct Inner {
     /// The feedback windows, by tenant: one tenant's feedback never weighs another's
     /// searches.
     pub(crate) feedback: Mutex<std::collections::HashMap<String, crate::feedback::FeedbackWindow>>,
-    /// The files published for readers (a writer's, to extend; a reader's, as read).
-    pub(crate) view: Mutex<Option<ViewList>>,
-    /// Why the text index could not be read (a reader's, when it is damaged): every
-    /// search fails with it, while documents are read from the published files.
-    pub(crate) text_damaged: Option<String>,
     /// The index's lock (a writer's; a reader takes none).
     pub(crate) _lock_file: Option<File>,
     pub(crate) _temp_dir: Option<tempfile::TempDir>,
@@ -147,6 +168,14 @@ pub(crate) const TEXT_DIR: &str = "text";
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
+            .field("dir", &self.inner.dir)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader")
             .field("dir", &self.inner.dir)
             .finish()
     }
@@ -228,18 +257,6 @@ impl Inner {
             .cloned()
     }
 
-    pub(crate) fn read_catalog(&self) -> RwLockReadGuard<'_, Catalog> {
-        self.catalog
-            .read()
-            .unwrap_or_else(|poison| poison.into_inner())
-    }
-
-    pub(crate) fn write_catalog(&self) -> RwLockWriteGuard<'_, Catalog> {
-        self.catalog
-            .write()
-            .unwrap_or_else(|poison| poison.into_inner())
-    }
-
     pub(crate) fn wake_worker(&self) {
         let mut state = self.worker.state.lock().unwrap_or_else(|p| p.into_inner());
         state.work = true;
@@ -257,20 +274,29 @@ impl Inner {
                 .unwrap_or_else(|p| p.into_inner());
         }
     }
-
-    /// `Err(ReadOnly)` for a reader.
-    pub(crate) fn writable(&self) -> Result<()> {
-        if self.store.is_read_only() {
-            return Err(Error::new(ErrorKind::ReadOnly));
-        }
-        Ok(())
-    }
 }
 
-impl Engine {
+/// A buffered write.
+#[derive(Debug)]
+pub(crate) enum PendingOp {
+    /// Insert or replace a document (its embedding fields are empty: vectors travel in
+    /// `vectors`).
+    Upsert {
+        doc: Box<Document>,
+        vectors: StoredVectors,
+    },
+    /// Remove a document if it exists.
+    Delete {
+        kind: Kind,
+        tenant: String,
+        id: String,
+    },
+}
+
+impl Reader {
     /// Whether this engine was opened read-only ([`EngineBuilder::open_read_only`](crate::EngineBuilder::open_read_only)).
     pub fn is_read_only(&self) -> bool {
-        self.inner.store.is_read_only()
+        self.inner.local.store.is_read_only()
     }
 
     /// The index directory.
@@ -299,10 +325,10 @@ impl Engine {
     ///
     /// Storage errors.
     pub fn get(&self, kind: Kind, tenant: &str, id: &str) -> Result<Option<Document>> {
-        let Some(doc) = self.inner.read_catalog().lookup(kind, tenant, id) else {
+        let Some(doc) = self.inner.local.snapshot().lookup(kind, tenant, id) else {
             return Ok(None);
         };
-        match self.inner.store.doc(doc)? {
+        match self.inner.local.store.doc(doc)? {
             Some((record, vectors)) => record.to_document(vectors.as_ref()).map(Some),
             None => Ok(None),
         }
@@ -317,6 +343,7 @@ impl Engine {
     pub fn export(&self, kind: Kind, tenant: Option<&str>) -> Result<Vec<Document>> {
         let mut docs: Vec<Document> = self
             .inner
+            .local
             .store
             .read_all()?
             .into_iter()
@@ -333,23 +360,6 @@ impl Engine {
 
     /// The number of live documents of `kind` of one tenant.
     pub fn tenant_count(&self, tenant: &str, kind: Kind) -> usize {
-        self.inner.read_catalog().tenant_count(kind, tenant)
+        self.inner.local.snapshot().tenant_count(kind, tenant)
     }
-}
-
-/// A buffered write.
-#[derive(Debug)]
-pub(crate) enum PendingOp {
-    /// Insert or replace a document (its embedding fields are empty: vectors travel in
-    /// `vectors`).
-    Upsert {
-        doc: Box<Document>,
-        vectors: StoredVectors,
-    },
-    /// Remove a document if it exists.
-    Delete {
-        kind: Kind,
-        tenant: String,
-        id: String,
-    },
 }

@@ -1,4 +1,4 @@
-//! What [`Engine::stats`] reports: counts, vector spaces, graphs and counters.
+//! What [`Engine::stats`](crate::Reader::stats) reports: counts, vector spaces, graphs and counters.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -6,9 +6,9 @@ use serde::Serialize;
 
 use crate::Kind;
 
-use super::state::Engine;
+use super::state::Reader;
 
-/// Counts and state of an index, as [`Engine::stats`] reports them.
+/// Counts and state of an index, as [`Engine::stats`](crate::Reader::stats) reports them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct Stats {
@@ -129,22 +129,22 @@ pub struct CounterStats {
     pub embedding_cache_hits: u64,
 }
 
-impl Engine {
+impl Reader {
     /// Counts and state of the index.
     pub fn stats(&self) -> Stats {
         let inner = &self.inner;
         // The graphs load from their checkpoints in the background after open: report
         // them once loaded, not as empty.
         inner.worker.wait_loaded();
-        let meta = inner.store.meta();
-        let catalog = inner.read_catalog();
+        let meta = inner.local.store.meta();
+        let catalog = inner.local.snapshot();
         let graph_stats = |kind: Kind| {
-            let covered = inner.vectors.covered(kind);
+            let covered = inner.local.vectors.covered(kind);
             GraphStats {
-                points: inner.vectors.points(kind),
+                points: inner.local.vectors.points(kind),
                 live_vectors: catalog.n_vectors(kind),
                 covered_seq: covered,
-                checkpoint_seq: inner.vectors.checkpointed(kind),
+                checkpoint_seq: inner.local.vectors.checkpointed(kind),
                 tail_docs: catalog.vectors_after(kind, covered).count(),
             }
         };
@@ -176,13 +176,13 @@ impl Engine {
                 }
             },
             last_seq: meta.last_seq,
-            text_docs: inner.text.num_docs(),
-            text_segments: inner.text.segment_count(),
+            text_docs: inner.local.text.num_docs(),
+            text_segments: inner.local.text.segment_count(),
             rule_graph: graph_stats(Kind::Rule),
             chunk_graph: graph_stats(Kind::Chunk),
             scenario_graph: graph_stats(Kind::Scenario),
             tool_graph: graph_stats(Kind::Tool),
-            store_bytes: inner.store.size_on_disk(),
+            store_bytes: inner.local.store.size_on_disk(),
             counters: CounterStats {
                 graph_checkpoint_loads: load(&c.graph_checkpoint_loads),
                 graph_rebuilds: load(&c.graph_rebuilds),

@@ -21,14 +21,14 @@ fn chunk(i: usize) -> Chunk {
     .with_embedding(v)
 }
 
-fn search_ids(engine: &Engine, text: &str) -> Vec<String> {
+fn search_ids(engine: &Reader, text: &str) -> Vec<String> {
     hit_ids(engine, text, |_| true)
 }
 
 /// Ids of the top 5 chunk hits for `text` that `keep` keeps.
-fn hit_ids(engine: &Engine, text: &str, keep: impl Fn(&crate::Hit) -> bool) -> Vec<String> {
+fn hit_ids(engine: &Reader, text: &str, keep: impl Fn(&crate::Hit) -> bool) -> Vec<String> {
     engine
-        .search(&SearchRequest::chunks(text).top_k(5))
+        .search(&SearchRequest::chunks(text).with_top_k(5))
         .unwrap()
         .hits
         .into_iter()
@@ -74,7 +74,7 @@ fn a_text_index_behind_the_store_catches_up_from_the_log() {
             },
         ];
         let (changes, next_doc) = engine.inner.resolve(ops).unwrap();
-        engine.inner.store.commit(&changes, next_doc).unwrap();
+        engine.inner.local.store.commit(&changes, next_doc).unwrap();
     }
     let engine = Engine::builder().open(&path).unwrap();
     let stats = engine.stats();
@@ -102,18 +102,18 @@ fn a_damaged_graph_checkpoint_is_detected_and_rebuilt() {
     config.pipeline.retrieval.exact_scan_threshold = 0;
     let query = SearchRequest::chunks("")
         .browse()
-        .embedding(chunk(7).embedding.unwrap())
-        .top_k(5);
+        .with_embedding(chunk(7).embedding.unwrap())
+        .with_top_k(5);
     let before = {
         let engine = Engine::builder()
-            .config(config.clone())
+            .with_config(config.clone())
             .create(&path)
             .unwrap();
         engine.upsert_chunks((0..200).map(chunk)).unwrap();
         engine.commit().unwrap();
         engine.close().unwrap();
         let engine = Engine::builder()
-            .config(config.clone())
+            .with_config(config.clone())
             .open(&path)
             .unwrap();
         engine.sync_graph().unwrap();
@@ -135,7 +135,7 @@ fn a_damaged_graph_checkpoint_is_detected_and_rebuilt() {
             .save_checkpoint(Kind::Chunk, &bincode::serialize(&manifest).unwrap(), &files)
             .unwrap();
     }
-    let engine = Engine::builder().config(config).open(&path).unwrap();
+    let engine = Engine::builder().with_config(config).open(&path).unwrap();
     engine.sync_graph().unwrap();
     assert_eq!(
         engine.stats().counters.graph_checkpoint_loads,
@@ -151,9 +151,10 @@ fn a_damaged_graph_checkpoint_is_detected_and_rebuilt() {
         .collect();
     assert_eq!(after, before);
     engine.sync_graph().unwrap();
+    // `chunk` repeats its vector every 11: one node each, the copies scanned.
     assert_eq!(
         engine.stats().chunk_graph.points,
-        200,
+        11,
         "rebuilt from the store"
     );
 }
@@ -278,8 +279,8 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
     let mut config = crate::Config::default();
     config.pipeline.retrieval.exact_scan_threshold = 0;
     let writer = Engine::builder()
-        .config(config.clone())
-        .embedder_spec(crate::EmbedderSpec::None)
+        .with_config(config.clone())
+        .with_embedder_spec(crate::EmbedderSpec::None)
         .create(&path)
         .unwrap();
     writer.upsert_chunks((0..300).map(chunk)).unwrap();
@@ -293,6 +294,7 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
     // The view as an earlier version published it.
     let inner = &writer.inner;
     let manifest = inner
+        .local
         .store
         .checkpoint_manifest(Kind::Chunk)
         .unwrap()
@@ -300,13 +302,14 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
     let manifest =
         bincode::deserialize::<crate::local::hnsw::CheckpointManifest>(&manifest).unwrap();
     let files = inner
+        .local
         .store
         .checkpoint_files(Kind::Chunk, manifest.files.len())
         .unwrap();
     // Earlier versions kept hnsw_rs's data file whole.
     assert!(crate::local::hnsw::is_keyed(&files[1]));
     let mut files = {
-        let catalog = inner.read_catalog();
+        let catalog = inner.local.snapshot();
         crate::local::hnsw::Graph::unpack(&manifest, files, |key| {
             crate::local::vector::catalog_vector(&catalog, Kind::Chunk, key)
         })
@@ -321,7 +324,7 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
     .unwrap();
     {
         let _serial = inner.commit_lock.lock().unwrap();
-        let mut guard = inner.view.lock().unwrap();
+        let mut guard = inner.local.view.lock().unwrap();
         let list = guard.as_mut().unwrap();
         let name = list.new_name("graph-chunk");
         let basename = name.strip_suffix(".rv").unwrap().to_string();
@@ -353,20 +356,28 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
     }
 
     let reader = Engine::builder()
-        .config(config)
+        .with_config(config)
         .open_read_only(&path)
         .unwrap();
     reader.inner.worker.wait_loaded();
-    let published = |reader: &Engine| reader.inner.store.published_graph(Kind::Chunk).unwrap();
+    let published = |reader: &Reader| {
+        reader
+            .inner
+            .local
+            .store
+            .published_graph(Kind::Chunk)
+            .unwrap()
+    };
     assert!(matches!(
         published(&reader),
         Some(view::PublishedGraph::Raw { .. })
     ));
     // Searches walk a flat copy of the graph hnsw_rs loaded.
-    assert!(reader.inner.vectors.has_flat(Kind::Chunk));
+    assert!(reader.inner.local.vectors.has_flat(Kind::Chunk));
     let stats = reader.stats();
     assert_eq!(stats.counters.graph_checkpoint_loads, 1);
-    assert_eq!(stats.chunk_graph.points, 300);
+    // `chunk` repeats its vector every 11: one node each, the copies scanned.
+    assert_eq!(stats.chunk_graph.points, 11);
     let got: Vec<Vec<String>> = ["topic1", "note number 7", "topic4 about"]
         .iter()
         .map(|text| search_ids(&reader, text))
@@ -382,9 +393,9 @@ fn a_graph_published_by_an_earlier_version_still_loads() {
         published(&reader),
         Some(view::PublishedGraph::Flat { .. })
     ));
-    assert!(reader.inner.vectors.has_flat(Kind::Chunk));
+    assert!(reader.inner.local.vectors.has_flat(Kind::Chunk));
     assert_eq!(reader.stats().counters.graph_checkpoint_loads, 1);
-    assert_eq!(reader.stats().chunk_graph.points, 310);
+    assert_eq!(reader.stats().chunk_graph.points, 11);
 }
 
 /// A 16-dimensional vector spread over the sphere by `i`.
@@ -396,11 +407,11 @@ fn vector(i: usize) -> Vec<f32> {
 
 /// The top 10 chunks of `engine` for the query vector `vector(10_000 + q)`, with their
 /// vector scores' bits.
-fn vector_top(engine: &Engine, q: usize) -> Vec<(String, u64)> {
+fn vector_top(engine: &Reader, q: usize) -> Vec<(String, u64)> {
     let request = SearchRequest::chunks("")
         .browse()
-        .embedding(vector(10_000 + q))
-        .top_k(10);
+        .with_embedding(vector(10_000 + q))
+        .with_top_k(10);
     engine
         .search(&request)
         .unwrap()
@@ -408,6 +419,21 @@ fn vector_top(engine: &Engine, q: usize) -> Vec<(String, u64)> {
         .into_iter()
         .map(|h| (h.id, h.breakdown.vector.unwrap().to_bits()))
         .collect()
+}
+
+/// A writer created at `path` with `config`, holding 600 chunks `c0000`.. of
+/// [`vector`]`(i)`, uncommitted.
+fn spread_writer(path: &std::path::Path, config: &Config) -> Engine {
+    let writer = Engine::builder()
+        .with_config(config.clone())
+        .create(path)
+        .unwrap();
+    writer
+        .upsert_chunks(
+            (0..600).map(|i| Chunk::new(format!("c{i:04}"), "note").with_embedding(vector(i))),
+        )
+        .unwrap();
+    writer
 }
 
 /// A published graph carries its nodes' codes, and a reader walks them. A reader of a
@@ -419,22 +445,14 @@ fn readers_walk_the_published_codes_or_the_same_codes_made_from_their_vectors() 
     let path = dir.path().join("index");
     let mut config = Config::default();
     config.pipeline.retrieval.exact_scan_threshold = 100;
-    let writer = Engine::builder()
-        .config(config.clone())
-        .create(&path)
-        .unwrap();
-    writer
-        .upsert_chunks(
-            (0..600).map(|i| Chunk::new(format!("c{i:04}"), "note").with_embedding(vector(i))),
-        )
-        .unwrap();
+    let writer = spread_writer(&path, &config);
     writer.commit().unwrap();
     writer.sync_graph().unwrap();
     let expected: Vec<_> = (0..30).map(|q| vector_top(&writer, q)).collect();
 
     let open = || {
         let reader = Engine::builder()
-            .config(config.clone())
+            .with_config(config.clone())
             .open_read_only(&path)
             .unwrap();
         reader.inner.worker.wait_loaded();
@@ -445,11 +463,19 @@ fn readers_walk_the_published_codes_or_the_same_codes_made_from_their_vectors() 
         manifest,
         flat,
         codes: Some(codes),
-    }) = reader.inner.store.published_graph(Kind::Chunk).unwrap()
+    }) = reader
+        .inner
+        .local
+        .store
+        .published_graph(Kind::Chunk)
+        .unwrap()
     else {
         panic!("a flat graph with its codes");
     };
-    assert!(codes.fits(600, 16));
+    // 589 nodes: 11 of the 600 vectors share their 8-bit code with another's, and are
+    // scanned exactly instead.
+    assert_eq!(reader.stats().chunk_graph.points, 589);
+    assert!(codes.fits(589, 16));
     let got: Vec<_> = (0..30).map(|q| vector_top(&reader, q)).collect();
     assert_eq!(got, expected);
 
@@ -457,7 +483,7 @@ fn readers_walk_the_published_codes_or_the_same_codes_made_from_their_vectors() 
     {
         let inner = &writer.inner;
         let _serial = inner.commit_lock.lock().unwrap();
-        let mut guard = inner.view.lock().unwrap();
+        let mut guard = inner.local.view.lock().unwrap();
         let list = guard.as_mut().unwrap();
         super::publish::publish_graph(&path, list, Kind::Chunk, &manifest, &flat.encode(), None)
             .unwrap();
@@ -466,10 +492,15 @@ fn readers_walk_the_published_codes_or_the_same_codes_made_from_their_vectors() 
     }
     let reader = open();
     assert!(matches!(
-        reader.inner.store.published_graph(Kind::Chunk).unwrap(),
+        reader
+            .inner
+            .local
+            .store
+            .published_graph(Kind::Chunk)
+            .unwrap(),
         Some(view::PublishedGraph::Flat { codes: None, .. })
     ));
-    assert!(reader.inner.vectors.has_flat(Kind::Chunk));
+    assert!(reader.inner.local.vectors.has_flat(Kind::Chunk));
     let got: Vec<_> = (0..30).map(|q| vector_top(&reader, q)).collect();
     assert_eq!(got, expected);
 }
@@ -488,11 +519,11 @@ fn a_writer_walks_a_flat_copy_of_its_graph_and_finds_what_the_exact_scan_finds()
     // Above this many documents the graph is searched; at most this many past the copy
     // are scanned beside it.
     config.pipeline.retrieval.exact_scan_threshold = 100;
-    let writer = Engine::builder().config(config).create(&path).unwrap();
+    let writer = Engine::builder().with_config(config).create(&path).unwrap();
     writer.upsert_chunks((0..600).map(|i| chunk(i, i))).unwrap();
     writer.commit().unwrap();
     writer.sync_graph().unwrap();
-    let vectors = &writer.inner.vectors;
+    let vectors = &writer.inner.local.vectors;
     assert_eq!(
         vectors.flat_covered(Kind::Chunk),
         Some(vectors.covered(Kind::Chunk))
@@ -502,7 +533,7 @@ fn a_writer_walks_a_flat_copy_of_its_graph_and_finds_what_the_exact_scan_finds()
         let mut config = Config::default();
         config.pipeline.retrieval.exact_scan_threshold = usize::MAX;
         Engine::builder()
-            .config(config)
+            .with_config(config)
             .open_read_only(&path)
             .unwrap()
     };
@@ -561,13 +592,16 @@ fn a_reader_walks_the_published_graph_and_finds_what_the_exact_scan_finds() {
                 (0..600).map(|i| Chunk::new(format!("c{i:03}"), "note").with_embedding(vector(i))),
             )
             .unwrap();
-        // 40 documents tied with query 3's own vector, written in descending id order:
+        // 300 documents tied with query 3's own vector, written in descending id order:
         // its best 10 are those of the smallest ids, and the graph reaches them last.
+        // (As graph nodes, so many copies of one vector linked only to each other, and
+        // a walk that entered them never left: the graph keeps one, the rest are
+        // scanned.)
         engine
             .upsert_chunks(
-                (0..40)
+                (0..300)
                     .rev()
-                    .map(|i| Chunk::new(format!("t{i:02}"), "note").with_embedding(vector(10_003))),
+                    .map(|i| Chunk::new(format!("t{i:03}"), "note").with_embedding(vector(10_003))),
             )
             .unwrap();
         engine.commit().unwrap();
@@ -582,7 +616,7 @@ fn a_reader_walks_the_published_graph_and_finds_what_the_exact_scan_finds() {
         // from run to run), and what is checked is the walk's cosines and order.
         config.vector.ef_search = 1_000;
         Engine::builder()
-            .config(config)
+            .with_config(config)
             .open_read_only(&path)
             .unwrap()
     };
@@ -595,9 +629,81 @@ fn a_reader_walks_the_published_graph_and_finds_what_the_exact_scan_finds() {
         .into_iter()
         .map(|(id, _)| id)
         .collect();
-    // `c003` holds the same vector (`vector` repeats every 10,000).
+    // `c003` holds the same vector (`vector` repeats every 1,000).
     let smallest: Vec<String> = std::iter::once("c003".to_string())
-        .chain((0..9).map(|i| format!("t{i:02}")))
+        .chain((0..9).map(|i| format!("t{i:03}")))
         .collect();
     assert_eq!(tied, smallest);
+    // Every other document is found by its own vector.
+    for i in (0..600).filter(|i| i % 37 == 0) {
+        let request = SearchRequest::chunks("")
+            .browse()
+            .with_embedding(vector(i))
+            .with_top_k(1);
+        let hits = graph.search(&request).unwrap().hits;
+        let expected = if i == 3 {
+            "c003".to_string()
+        } else {
+            format!("c{i:03}")
+        };
+        assert_eq!(hits[0].id, expected, "document {i}");
+    }
+}
+
+/// A writer's own searches walk its graph with the copies it left out scanned beside
+/// it, after a rebuild and after a reopen as well as while it inserts.
+#[test]
+fn a_writer_finds_every_copy_of_a_vector_its_graph_keeps_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let mut config = Config::default();
+    config.pipeline.retrieval.exact_scan_threshold = 0;
+    config.vector.ef_search = 1_000;
+    let writer = spread_writer(&path, &config);
+    writer
+        .upsert_chunks(
+            (0..200).map(|i| Chunk::new(format!("t{i:03}"), "note").with_embedding(vector(7))),
+        )
+        .unwrap();
+    writer.commit().unwrap();
+    writer.sync_graph().unwrap();
+    let top = |engine: &Reader, k: usize| -> Vec<String> {
+        let request = SearchRequest::chunks("")
+            .browse()
+            .with_embedding(vector(7))
+            .with_top_k(k);
+        engine
+            .search(&request)
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| h.id)
+            .collect()
+    };
+    let every: Vec<String> = std::iter::once("c0007".to_string())
+        .chain((0..200).map(|i| format!("t{i:03}")))
+        .collect();
+    assert_eq!(top(&writer, 201), every);
+    assert_eq!(writer.stats().chunk_graph.points, 589);
+    let graph = writer.inner.local.vectors.graph(Kind::Chunk);
+    assert_eq!(graph.left_out().len(), 211);
+    // A copy deleted is gone; one written after the graph is found from the tail.
+    writer.delete(Kind::Chunk, "default", "t000");
+    writer
+        .upsert_chunks([Chunk::new("t200", "note").with_embedding(vector(7))])
+        .unwrap();
+    writer.commit().unwrap();
+    writer.sync_graph().unwrap();
+    let mut after: Vec<String> = every[..1].to_vec();
+    after.extend((1..=200).map(|i| format!("t{i:03}")));
+    assert_eq!(top(&writer, 201), after);
+    // The deleted copy is no longer scanned: 200 copies left out, as before (and the 11
+    // vectors of `vector` that share a code with another's).
+    let graph = writer.inner.local.vectors.graph(Kind::Chunk);
+    assert_eq!(graph.left_out().len(), 211);
+    writer.close().unwrap();
+    let reopened = Engine::builder().with_config(config).open(&path).unwrap();
+    reopened.sync_graph().unwrap();
+    assert_eq!(top(&reopened, 201), after);
+    assert_eq!(top(&reopened, 3), after[..3].to_vec());
 }

@@ -7,10 +7,9 @@ use rayon::prelude::*;
 
 use super::state::PendingOp;
 use super::{Engine, Inner};
-use crate::embed::Embedders;
-use crate::local::catalog::Entry;
-use crate::local::store::DocRows;
-use crate::local::store::{Change, DocRecord, StoredVectors};
+use crate::local::Committed;
+use crate::local::store::prepare::{KindDimensions, split_vectors};
+use crate::local::store::{Change, DocRecord};
 use crate::model::doc::{Chunk, Document, Rule};
 use crate::model::id::DocId;
 use crate::{Error, ErrorKind, Kind, Result};
@@ -71,7 +70,6 @@ impl Engine {
     ///
     /// As [`Engine::upsert_rules`].
     pub fn upsert(&self, docs: Vec<Document>) -> Result<()> {
-        self.inner.writable()?;
         let mut seen = HashSet::with_capacity(docs.len());
         for doc in &docs {
             doc.validate()?;
@@ -91,6 +89,7 @@ impl Engine {
             };
             let known = self
                 .inner
+                .local
                 .store
                 .dimensions(kind)
                 .or(pending.dimensions[kind.index()]);
@@ -121,7 +120,7 @@ impl Engine {
     /// Buffers the deletion of every committed chunk of a context; returns how many.
     pub fn delete_context(&self, tenant: &str, context_id: &str) -> usize {
         let ids: Vec<String> = {
-            let catalog = self.inner.read_catalog();
+            let catalog = self.inner.local.snapshot();
             catalog
                 .iter()
                 .filter(|(_, entry)| {
@@ -141,7 +140,7 @@ impl Engine {
     /// Buffers the deletion of every committed chunk expired at `now`; returns how many.
     pub fn purge_expired(&self, now: crate::Timestamp) -> usize {
         let expired: Vec<(String, String)> = {
-            let catalog = self.inner.read_catalog();
+            let catalog = self.inner.local.snapshot();
             catalog
                 .iter()
                 .filter(|(_, entry)| entry.kind() == Kind::Chunk)
@@ -169,7 +168,6 @@ impl Engine {
     /// change is kept and the index catches up when the engine is next opened.
     pub fn commit(&self) -> Result<usize> {
         let inner = &self.inner;
-        inner.writable()?;
         let _serial = inner.commit_lock.lock().unwrap_or_else(|p| p.into_inner());
         let (ops, dimensions) = {
             let mut pending = inner.lock_pending();
@@ -184,17 +182,18 @@ impl Engine {
         let embedders = inner.embedders();
         for kind in Kind::ALL {
             if let Some(dimensions) = dimensions[kind.index()]
-                && inner.store.dimensions(kind).is_none()
+                && inner.local.store.dimensions(kind).is_none()
             {
                 let kinds: Vec<Kind> = if embedders.is_empty() {
                     Kind::ALL
                         .into_iter()
-                        .filter(|&k| inner.store.dimensions(k).is_none())
+                        .filter(|&k| inner.local.store.dimensions(k).is_none())
                         .collect()
                 } else {
                     vec![kind]
                 };
                 inner
+                    .local
                     .store
                     .set_vector_space(&kinds, dimensions, "external", None)?;
             }
@@ -211,103 +210,16 @@ impl Engine {
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "changes resolved"
         );
-        // Each written version as a document, once, for the text index and the catalog
-        // (a record that does not convert fails the commit before anything is written).
-        let documents: Vec<Option<Document>> = applied
-            .par_iter()
-            .map(|change| {
-                change
-                    .written
-                    .as_ref()
-                    .map(|(_, record, _)| record.to_document(None))
-                    .transpose()
-            })
-            .collect::<Result<_>>()?;
-        tracing::debug!(
-            elapsed_ms = phase.elapsed().as_millis() as u64,
-            "documents made"
-        );
-        // The store's write and the text index's analysis run side by side; the text
-        // index commits only once the store has the batch (else its adds are rolled
-        // back), so it is never ahead of the store.
-        let (stored, text_added) = rayon::join(
-            || {
-                let stored = inner.store.commit(&applied, next_doc);
-                tracing::debug!(
-                    elapsed_ms = phase.elapsed().as_millis() as u64,
-                    changes = applied.len(),
-                    "store committed"
-                );
-                stored
-            },
-            || {
-                let added = inner.add_to_text(&applied, &documents);
-                tracing::debug!(
-                    elapsed_ms = phase.elapsed().as_millis() as u64,
-                    "text index added"
-                );
-                added
-            },
-        );
-        if let Err(err) = stored {
-            if let Err(rollback) = inner.text.rollback() {
-                tracing::warn!(error = %rollback, "could not roll the text index's adds back");
-            }
-            return Err(err);
-        }
-        crate::crash::point("commit:stored");
-        let last_seq = inner.store.meta().last_seq;
-        // Text index: one commit recording `last_seq`.
-        let (tokens, text_result) = match text_added {
-            Ok(tokens) => (tokens, inner.text.commit(last_seq)),
-            Err(err) => (vec![None; applied.len()], Err(err)),
-        };
-        crate::crash::point("commit:text-committed");
-        tracing::debug!(
-            elapsed_ms = phase.elapsed().as_millis() as u64,
-            "text index committed"
-        );
-        let phase = std::time::Instant::now();
-
-        // The catalog and the text reader change together, under the write lock.
-        // The entries are built in parallel before the lock is taken.
-        let catalog_result = {
-            let built: Vec<Option<_>> = applied
-                .par_iter()
-                .zip(documents)
-                .zip(&tokens)
-                .map(|((change, document), tokens)| {
-                    let (_, record, vectors) = change.written.as_ref()?;
-                    let mut entry = Entry::new(document?, record.seq);
-                    entry.tokens = tokens.unwrap_or_default();
-                    Some((entry, DocRows::from_stored(vectors)))
-                })
-                .collect();
-            let mut catalog = inner.write_catalog();
-            for (change, built) in applied.iter().zip(built) {
-                if let Some(removed) = change.removed {
-                    catalog.remove(removed);
-                }
-                if let (Some((doc, _, _)), Some((entry, vectors))) = (&change.written, built) {
-                    catalog.insert(*doc, entry, vectors, change.entities.clone());
-                }
-            }
-            inner.text.reload()
-        };
-        tracing::debug!(
-            elapsed_ms = phase.elapsed().as_millis() as u64,
-            "catalog updated"
-        );
-        if text_result.is_err() || catalog_result.is_err() {
+        let Committed { last_seq, derived } = inner.local.commit(&applied, next_doc)?;
+        if derived.is_err() {
             // The store has the commit, the published files do not: the next publish
             // writes a base (and readers keep the last published commit until then).
             inner.unpublish();
         }
         // The graph worker starts on the new vectors once the commit is published (it
         // would take half the cores from publishing; searches scan the tail meanwhile).
-        let published = text_result
-            .and(catalog_result)
-            .and_then(|()| inner.publish(super::publish::Publish::Changes(&applied)));
+        let published =
+            derived.and_then(|()| inner.publish(super::publish::Publish::Changes(&applied)));
         inner.wake_worker();
         // The store has the commit: whatever failed after it, the commit happened.
         published.map_err(|err| {
@@ -319,7 +231,7 @@ impl Engine {
             )
         })?;
         let phase = std::time::Instant::now();
-        inner.store.truncate_log(last_seq)?;
+        inner.local.store.truncate_log(last_seq)?;
         tracing::debug!(
             elapsed_ms = phase.elapsed().as_millis() as u64,
             "log truncated"
@@ -344,47 +256,17 @@ struct ReadyWrites {
 }
 
 impl Inner {
-    /// Adds a batch's versions to the text index, uncommitted (deletes first where a
-    /// change replaces a version): analysed in parallel, added in order, since a delete
-    /// applies to what came before it. Returns each change's written version's token
-    /// counts, in the order of `applied`.
-    fn add_to_text(
-        &self,
-        applied: &[Change],
-        documents: &[Option<Document>],
-    ) -> Result<Vec<Option<[u32; 2]>>> {
-        let prepared: Vec<Option<crate::local::text::AnalysedDoc>> = applied
-            .par_iter()
-            .zip(documents)
-            .map(|(change, document)| {
-                let (doc, _, _) = change.written.as_ref()?;
-                Some(self.text.prepare(*doc, document.as_ref()?))
-            })
-            .collect();
-        let mut tokens = Vec::with_capacity(prepared.len());
-        for (change, prepared) in applied.iter().zip(prepared) {
-            if let Some(removed) = change.removed {
-                self.text.delete(removed)?;
-            }
-            tokens.push(prepared.as_ref().map(|prepared| prepared.counts));
-            if let Some(prepared) = prepared {
-                self.text.add_prepared(prepared)?;
-            }
-        }
-        Ok(tokens)
-    }
-
     /// Turns buffered writes into changes: each upsert gets a new `DocId` and replaces
     /// the live version of its id, if any; a delete of a missing id is dropped. Returns
     /// the changes and the next free `DocId`. Runs under the commit lock, so the catalog
     /// it reads is the committed state.
     pub(crate) fn resolve(&self, ops: Vec<PendingOp>) -> Result<(Vec<Change>, u64)> {
-        let meta = self.store.meta();
+        let meta = self.local.store.meta();
         let (mut next_doc, mut seq) = (meta.next_doc, meta.last_seq);
         // In order, what each op does (`None`: a delete of a missing id).
         let mut plan: Vec<Option<Step>> = Vec::with_capacity(ops.len());
         {
-            let catalog = self.read_catalog();
+            let catalog = self.local.snapshot();
             // Ids changed earlier in this batch, which the catalog cannot see yet.
             let mut overlay: HashMap<
                 (Kind, &str, &str),
@@ -476,13 +358,18 @@ impl Inner {
                 vectors.push(None);
                 continue;
             }
-            vectors.push(self.store.cached_embedding(model_id, text)?.map(|cached| {
-                if cached.is_empty() {
-                    vec![0.0; embedder.dimensions()]
-                } else {
-                    cached
-                }
-            }));
+            vectors.push(
+                self.local
+                    .store
+                    .cached_embedding(model_id, text)?
+                    .map(|cached| {
+                        if cached.is_empty() {
+                            vec![0.0; embedder.dimensions()]
+                        } else {
+                            cached
+                        }
+                    }),
+            );
         }
         let missing: Vec<usize> = (0..to_embed.len())
             .filter(|&i| vectors[i].is_none())
@@ -512,7 +399,7 @@ impl Inner {
                 .embedded_texts
                 .fetch_add(missing.len() as u64, Ordering::Relaxed);
             if cacheable {
-                self.store.cache_embeddings(
+                self.local.store.cache_embeddings(
                     model_id,
                     missing
                         .iter()
@@ -592,123 +479,4 @@ impl Inner {
             dimensions: dimensions.0,
         })
     }
-}
-
-/// The dimension each kind's vectors have in a batch: the first vector of a kind fixes
-/// it, another of that kind must match.
-#[derive(Default)]
-struct KindDimensions([Option<usize>; Kind::COUNT]);
-
-impl KindDimensions {
-    fn check(&mut self, kind: Kind, len: usize) -> Result<()> {
-        match self.0[kind.index()] {
-            Some(expected) if expected != len => Err(Error::new(ErrorKind::DimensionMismatch {
-                expected,
-                got: len,
-            })),
-            _ => {
-                self.0[kind.index()] = Some(len);
-                Ok(())
-            }
-        }
-    }
-}
-
-/// Takes the vectors a document carries out of it, and lists the texts an embedder has
-/// to embed for the rest (`embed`: there is an embedder): slot 0 the document's text,
-/// slot `i + 1` example `i` (a rule's pattern). Examples are embedded only when none was
-/// given.
-pub(crate) fn split_vectors(
-    doc: &mut Document,
-    embed: bool,
-) -> (StoredVectors, Vec<(usize, String)>) {
-    let mut vectors = StoredVectors::default();
-    let mut to_embed = Vec::new();
-    let (given_main, given_examples) = doc.take_embeddings();
-    vectors.external = given_main.is_some() || given_examples.is_some();
-    vectors.main = given_main;
-    let examples = doc.examples();
-    vectors.patterns = match given_examples {
-        Some(given) => given.into_iter().map(Some).collect(),
-        None => vec![None; examples.len()],
-    };
-    if embed {
-        if vectors.main.is_none() {
-            to_embed.push((0, doc.text()));
-        }
-        if vectors.patterns.iter().all(Option::is_none) {
-            for (i, example) in examples.iter().enumerate() {
-                to_embed.push((i + 1, example.clone()));
-            }
-        }
-    }
-    (vectors, to_embed)
-}
-
-/// A document's normalised vectors, each with the part of the document it embeds.
-pub type VectorRows = Vec<(crate::query::VectorMatch, Vec<f32>)>;
-
-/// The vectors the local index keeps for each document, for a backend that stores them
-/// elsewhere: the vectors a document carries (taken out of it), or its texts embedded by
-/// `embedder`; each normalised, with a rule's centroid when it has several (see
-/// [`VectorMatch`](crate::query::VectorMatch)). A document with no vector gets none.
-///
-/// # Errors
-///
-/// [`ErrorKind::DimensionMismatch`] when vectors of one kind with different dimensions
-/// meet, and the embedders' errors.
-pub fn document_vectors(docs: &mut [Document], embedders: &Embedders) -> Result<Vec<VectorRows>> {
-    let mut stored = Vec::with_capacity(docs.len());
-    let groups = embedders.distinct();
-    let mut to_embed: Vec<Vec<(usize, usize, String)>> = vec![Vec::new(); groups.len()];
-    for (doc_idx, doc) in docs.iter_mut().enumerate() {
-        let kind = doc.kind();
-        let group = groups.iter().position(|(_, kinds)| kinds.contains(&kind));
-        let (vectors, texts) = split_vectors(doc, group.is_some());
-        if let Some(group) = group {
-            to_embed[group].extend(texts.into_iter().map(|(slot, text)| (doc_idx, slot, text)));
-        }
-        stored.push(vectors);
-    }
-    for ((embedder, _), to_embed) in groups.iter().zip(&to_embed) {
-        if to_embed.is_empty() {
-            continue;
-        }
-        let texts: Vec<&str> = to_embed.iter().map(|(_, _, t)| t.as_str()).collect();
-        let embedded = embedder.embed_batch(&texts)?;
-        for ((doc_idx, slot, _), vector) in to_embed.iter().zip(embedded) {
-            // An all-zero vector means "nothing to embed".
-            if vector.iter().all(|x| *x == 0.0) {
-                continue;
-            }
-            let vectors = &mut stored[*doc_idx];
-            if *slot == 0 {
-                vectors.main = Some(vector);
-            } else {
-                vectors.patterns[slot - 1] = Some(vector);
-            }
-        }
-    }
-    let mut dimensions = KindDimensions::default();
-    let mut out = Vec::with_capacity(stored.len());
-    for (doc, vectors) in docs.iter().zip(&stored) {
-        for (_, v) in vectors.indexed() {
-            dimensions.check(doc.kind(), v.len())?;
-        }
-        let rows = match DocRows::from_stored(vectors) {
-            Some(rows) => {
-                let dim = rows.dim();
-                let normalised = rows.view().normalised();
-                normalised
-                    .rows
-                    .iter()
-                    .zip(normalised.data.chunks_exact(dim))
-                    .map(|(&row, v)| (crate::query::VectorMatch::from_row(row), v.to_vec()))
-                    .collect()
-            }
-            None => Vec::new(),
-        };
-        out.push(rows);
-    }
-    Ok(out)
 }

@@ -474,6 +474,7 @@ impl EntityGraph {
                 let path = GraphPath {
                     entity: entity.clone(),
                     via: None,
+                    answers: None,
                 };
                 offer(doc, weight, path, &mut best);
             }
@@ -500,6 +501,7 @@ impl EntityGraph {
                         let path = GraphPath {
                             entity: entity.clone(),
                             via: Some((bridge_id.to_string(), shared)),
+                            answers: None,
                         };
                         offer(doc, score, path, &mut best);
                     }

@@ -98,10 +98,25 @@ impl VectorIndex {
         self.kind_graph(kind).dirty.load(Ordering::Acquire)
     }
 
-    /// Installs a graph that covers `covered` (a loaded checkpoint or a rebuild). A flat
-    /// copy of the graph it replaces is dropped: its edges are not this graph's.
-    pub(crate) fn install(&self, kind: Kind, graph: Graph, covered: u64, checkpointed: bool) {
+    /// Installs a graph that covers `covered` (a loaded checkpoint or a rebuild), with
+    /// the documents of `catalog` it left out. A flat copy of the graph it replaces is
+    /// dropped: its edges are not this graph's.
+    pub(crate) fn install(
+        &self,
+        kind: Kind,
+        graph: Graph,
+        catalog: &Catalog,
+        covered: u64,
+        checkpointed: bool,
+    ) {
         let slot = self.kind_graph(kind);
+        let keys = graph.keys();
+        graph.set_left_out(left_out(
+            catalog,
+            kind,
+            covered,
+            &catalog.arena_rows(kind, &keys),
+        ));
         *slot.flat.write().unwrap_or_else(|p| p.into_inner()) = None;
         *slot.graph.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(graph);
         slot.covered.store(covered, Ordering::Release);
@@ -123,7 +138,10 @@ impl VectorIndex {
         catalog: &Catalog,
         covered: u64,
     ) {
-        self.set_flat(kind, graph, codes, catalog, covered);
+        // What the graph left out is found from the catalog: a reader has no graph of
+        // its own to ask.
+        let bound = BoundFlat::bind(graph, codes, kind, catalog, covered, None);
+        self.put_flat(kind, bound);
         self.kind_graph(kind)
             .covered
             .store(covered, Ordering::Release);
@@ -133,7 +151,9 @@ impl VectorIndex {
     /// Makes `graph`, a flat copy of the graph of `kind` when it covered `covered`, the
     /// one searches walk (a writer's: the graph it inserts into goes on covering more;
     /// see [`VectorIndex::search`]), with its nodes' `codes` (made from the catalog's
-    /// vectors when `None`, or not of this graph).
+    /// vectors when `None`, or not of this graph). What it left out is what the graph
+    /// it was copied from left out (a superset once that graph goes on: those are in
+    /// the tail, scanned either way).
     pub(crate) fn set_flat(
         &self,
         kind: Kind,
@@ -142,7 +162,12 @@ impl VectorIndex {
         catalog: &Catalog,
         covered: u64,
     ) {
-        let bound = BoundFlat::bind(graph, codes, kind, catalog, covered);
+        let left_out = self.graph(kind).left_out();
+        let bound = BoundFlat::bind(graph, codes, kind, catalog, covered, Some(left_out));
+        self.put_flat(kind, bound);
+    }
+
+    fn put_flat(&self, kind: Kind, bound: BoundFlat) {
         *self
             .kind_graph(kind)
             .flat
@@ -182,7 +207,8 @@ impl VectorIndex {
         flat.max(self.graph(kind).len())
     }
 
-    /// Records that the graph of `kind` now covers `covered` after inserting `n` vectors.
+    /// Records that the graph of `kind` now covers `covered` after inserting `n` vectors
+    /// (those it left out recorded by [`Graph::insert`] before it returned).
     pub(crate) fn advance(&self, kind: Kind, covered: u64, n: usize) {
         let slot = self.kind_graph(kind);
         slot.covered.fetch_max(covered, Ordering::AcqRel);
@@ -235,7 +261,9 @@ impl VectorIndex {
         // has gone on covering more than `exact_threshold` vectors since.
         let flat = self.flat(filter.kind);
         let in_graph = self.covered(filter.kind);
-        let (flat, covered) = match flat {
+        // The graph walked and the documents it left out, copies of its nodes' codes
+        // (scanned exactly), are taken together: a rebuild swaps both at once.
+        let (walked, covered) = match flat {
             Some(flat)
                 if flat.covered >= in_graph
                     || catalog
@@ -244,9 +272,9 @@ impl VectorIndex {
                         .is_none() =>
             {
                 let covered = flat.covered;
-                (Some(flat), covered)
+                (Walked::Flat(flat), covered)
             }
-            _ => (None, in_graph),
+            _ => (Walked::Graph(self.graph(filter.kind)), in_graph),
         };
         // The tail: documents the graph does not cover yet (all of them while a graph
         // checkpoint loads). Only its best `k` can be among the best `k` of all.
@@ -260,12 +288,18 @@ impl VectorIndex {
             .collect();
         let tail = scan(catalog, admit, query, &tail, &mut plan);
         let mut best: FxHashMap<DocId, f32> = top_k(catalog, tail, k).into_iter().collect();
+        let left_out = match &walked {
+            Walked::Flat(flat) => Arc::clone(&flat.left_out),
+            Walked::Graph(graph) => graph.left_out(),
+        };
+        let copies = scan(catalog, admit, query, &left_out, &mut plan);
+        best.extend(top_k(catalog, copies, k));
 
         plan.used_graph = true;
         let ef = self.params.ef_search;
-        let search = |k: usize, accept: Option<&dyn Fn(VectorKey) -> bool>| match &flat {
-            Some(flat) => flat.search(catalog, filter.kind, query, k, ef, accept),
-            None => self.graph(filter.kind).search(query, k, accept),
+        let search = |k: usize, accept: Option<&dyn Fn(VectorKey) -> bool>| match &walked {
+            Walked::Flat(flat) => flat.search(catalog, filter.kind, query, k, ef, accept),
+            Walked::Graph(graph) => graph.search(query, k, accept),
         };
         let rows_per_doc = catalog.n_vectors(filter.kind).div_ceil(n_docs).max(1);
         let fetch = k * rows_per_doc + 8;
@@ -279,7 +313,7 @@ impl VectorIndex {
         // document has one row, they are the documents' own, and once `k` are admitted a
         // hit below the `k`-th cannot enter the best `k` (one equal to it still can,
         // on the user id), so the rest are not looked up.
-        let exact = flat.is_some();
+        let exact = matches!(walked, Walked::Flat(_));
         let final_order = exact && catalog.one_row_each(filter.kind);
         let collect = |hits: Vec<(VectorKey, f32)>, from_graph: &mut FxHashMap<DocId, f32>| {
             let mut kth = f32::NEG_INFINITY;
@@ -324,6 +358,12 @@ impl VectorIndex {
     }
 }
 
+/// What a search walks: the flat graph, or a writer's graph.
+enum Walked {
+    Flat(Arc<BoundFlat>),
+    Graph(Arc<Graph>),
+}
+
 /// A flat graph and where each of its nodes' vectors lies in the catalog's arena.
 pub(crate) struct BoundFlat {
     graph: FlatGraph,
@@ -335,18 +375,26 @@ pub(crate) struct BoundFlat {
     generation: u64,
     /// Every vector upserted at or before this sequence number was in the graph.
     covered: u64,
+    /// The documents of the catalog up to `covered` with a vector the graph lacks (see
+    /// [`Graph::left_out`]), as of binding.
+    left_out: Arc<Vec<DocId>>,
 }
 
 impl BoundFlat {
+    /// Binds `graph` to `catalog`; what it left out is `left_out`, or found from the
+    /// catalog when `None`.
     fn bind(
         graph: FlatGraph,
         codes: Option<NodeCodes>,
         kind: Kind,
         catalog: &Catalog,
         covered: u64,
+        left_out: Option<Arc<Vec<DocId>>>,
     ) -> BoundFlat {
         let keys: Vec<VectorKey> = graph.keys().collect();
         let rows = catalog.arena_rows(kind, &keys);
+        let left_out =
+            left_out.unwrap_or_else(|| Arc::new(self::left_out(catalog, kind, covered, &rows)));
         let arena = catalog.arena(kind);
         let codes = codes
             .filter(|codes| codes.fits(graph.len(), arena.dim))
@@ -362,6 +410,7 @@ impl BoundFlat {
             rows,
             generation: catalog.generation(),
             covered,
+            left_out,
         }
     }
 
@@ -509,6 +558,32 @@ fn scan_arena(
             (doc, best_cosine(query, block, inverse, dim))
         })
         .collect()
+}
+
+/// The documents of `kind` in `catalog` written up to `covered` with an arena row that
+/// is not one of `nodes` (the graph's nodes' rows, `u32::MAX` for a node whose document
+/// is gone): left out of the graph as copies of a node's code. In id order. One pass
+/// over the arena in memory order.
+fn left_out(catalog: &Catalog, kind: Kind, covered: u64, nodes: &[u32]) -> Vec<DocId> {
+    let mut in_graph: Vec<bool> = Vec::new();
+    for &row in nodes.iter().filter(|&&row| row != u32::MAX) {
+        let row = row as usize;
+        if row >= in_graph.len() {
+            in_graph.resize(row + 1, false);
+        }
+        in_graph[row] = true;
+    }
+    let mut docs: Vec<DocId> = catalog
+        .arena_spans(kind)
+        .filter(|&(_, start, rows)| {
+            (start..start + rows).any(|row| !in_graph.get(row).copied().unwrap_or(false))
+        })
+        .map(|(doc, ..)| doc)
+        // The rest are the tail's, scanned as such.
+        .filter(|&doc| catalog.get(doc).is_some_and(|entry| entry.seq <= covered))
+        .collect();
+    docs.sort_unstable();
+    docs
 }
 
 /// The vector `key` names, normalised as a graph holds it (see

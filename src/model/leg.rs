@@ -1,6 +1,23 @@
-//! [`PerLeg`]: one value for each leg of a search.
+//! The legs of a search: [`Leg`] names one, [`PerLeg`] holds one value for each.
 
 use serde::{Deserialize, Serialize};
+
+/// One leg of a search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Leg {
+    /// The text (BM25) leg.
+    Text,
+    /// The vector leg.
+    Vector,
+    /// The entity-graph leg.
+    Graph,
+}
+
+impl Leg {
+    /// Every leg: text, vector, graph.
+    pub const ALL: [Leg; 3] = [Leg::Text, Leg::Vector, Leg::Graph];
+}
 
 /// One value per leg of a search: the BM25 text leg, the vector leg and the entity-graph
 /// leg, always by name.
@@ -17,6 +34,39 @@ pub struct PerLeg<T> {
     pub vector: T,
     /// The entity-graph leg.
     pub graph: T,
+}
+
+impl<T> PerLeg<T> {
+    /// The value of each leg, from `f`.
+    pub fn from_fn(mut f: impl FnMut(Leg) -> T) -> PerLeg<T> {
+        PerLeg {
+            text: f(Leg::Text),
+            vector: f(Leg::Vector),
+            graph: f(Leg::Graph),
+        }
+    }
+}
+
+impl<T> std::ops::Index<Leg> for PerLeg<T> {
+    type Output = T;
+
+    fn index(&self, leg: Leg) -> &T {
+        match leg {
+            Leg::Text => &self.text,
+            Leg::Vector => &self.vector,
+            Leg::Graph => &self.graph,
+        }
+    }
+}
+
+impl<T> std::ops::IndexMut<Leg> for PerLeg<T> {
+    fn index_mut(&mut self, leg: Leg) -> &mut T {
+        match leg {
+            Leg::Text => &mut self.text,
+            Leg::Vector => &mut self.vector,
+            Leg::Graph => &mut self.graph,
+        }
+    }
 }
 
 impl<T: Copy> PerLeg<T> {

@@ -222,9 +222,11 @@ impl Calibration {
     }
 }
 
-/// Which legs scored a query: the calibration differs when one is missing.
+/// Which of the text and vector legs scored a query: the key of the built-in
+/// calibrations, which differ when one is missing (the seam says which legs ran as a
+/// [`PerLeg<bool>`](crate::PerLeg)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LegsRan {
+pub(crate) enum LegsRan {
     /// BM25 and vectors.
     Both,
     /// Vectors only (the query has no searchable word, or the scope no text).
@@ -235,7 +237,7 @@ pub enum LegsRan {
 
 impl LegsRan {
     /// Which legs ran, from whether each did; `None` when neither.
-    pub fn of(text: bool, vector: bool) -> Option<LegsRan> {
+    pub(crate) fn of(text: bool, vector: bool) -> Option<LegsRan> {
         match (text, vector) {
             (true, true) => Some(LegsRan::Both),
             (false, true) => Some(LegsRan::VectorOnly),

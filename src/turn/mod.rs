@@ -67,10 +67,10 @@ use crate::{Error, Kind, Result};
 /// use ruchedb::{SearchRequest, TurnRequest};
 ///
 /// let turn = TurnRequest::new("I want my money back")
-///     .tenant("acme")
-///     .context("conversation-42")
-///     .budget_tokens(500)
-///     .options(SearchRequest::tools("").max_k(3));
+///     .with_tenant("acme")
+///     .with_context("conversation-42")
+///     .with_budget_tokens(500)
+///     .with_options(SearchRequest::tools("").with_max_k(3));
 /// assert_eq!(turn.text(), "I want my money back");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -107,56 +107,56 @@ impl TurnRequest {
 
     /// The message's own vector (the engine then embeds nothing).
     #[must_use]
-    pub fn embedding(mut self, embedding: Vec<f32>) -> TurnRequest {
+    pub fn with_embedding(mut self, embedding: Vec<f32>) -> TurnRequest {
         self.embedding = Some(embedding);
         self
     }
 
     /// The tenant.
     #[must_use]
-    pub fn tenant(mut self, tenant_id: impl Into<String>) -> TurnRequest {
+    pub fn with_tenant(mut self, tenant_id: impl Into<String>) -> TurnRequest {
         self.tenant_id = tenant_id.into();
         self
     }
 
     /// The agent: documents restricted to other agents are left out.
     #[must_use]
-    pub fn agent(mut self, agent_id: impl Into<String>) -> TurnRequest {
+    pub fn with_agent(mut self, agent_id: impl Into<String>) -> TurnRequest {
         self.agent_id = Some(agent_id.into());
         self
     }
 
     /// The conversation: memory is searched within this context.
     #[must_use]
-    pub fn context(mut self, context_id: impl Into<String>) -> TurnRequest {
+    pub fn with_context(mut self, context_id: impl Into<String>) -> TurnRequest {
         self.context_id = Some(context_id.into());
         self
     }
 
     /// The scenario the agent has active (kept unless the message clearly leaves it).
     #[must_use]
-    pub fn scenario(mut self, scenario_id: impl Into<String>) -> TurnRequest {
+    pub fn with_scenario(mut self, scenario_id: impl Into<String>) -> TurnRequest {
         self.scenario_id = Some(scenario_id.into());
         self
     }
 
     /// The active step of the active scenario.
     #[must_use]
-    pub fn step(mut self, step_id: impl Into<String>) -> TurnRequest {
+    pub fn with_step(mut self, step_id: impl Into<String>) -> TurnRequest {
         self.step_id = Some(step_id.into());
         self
     }
 
     /// The most tokens the rendered block may take ([`TurnResponse::render`]).
     #[must_use]
-    pub fn budget_tokens(mut self, tokens: usize) -> TurnRequest {
+    pub fn with_budget_tokens(mut self, tokens: usize) -> TurnRequest {
         self.budget_tokens = Some(tokens);
         self
     }
 
     /// The time filters and recency are evaluated at (default: now).
     #[must_use]
-    pub fn now(mut self, now: Timestamp) -> TurnRequest {
+    pub fn with_now(mut self, now: Timestamp) -> TurnRequest {
         self.now = Some(now);
         self
     }
@@ -167,7 +167,7 @@ impl TurnRequest {
     /// vector, the tenant, the agent, the time, the scenario and step (rules) and the
     /// context (memory).
     #[must_use]
-    pub fn options(mut self, request: SearchRequest) -> TurnRequest {
+    pub fn with_options(mut self, request: SearchRequest) -> TurnRequest {
         let at = request.kind.index();
         self.options[at] = Some(request);
         self
@@ -190,14 +190,14 @@ impl TurnRequest {
 
     /// The single-kind search a turn runs for `kind`, to run one part again or explain
     /// it: the part's options with the turn's message, tenant, agent and (memory) context;
-    /// for rules, the scenario and step that `scenario` decided. Without [`now`](Self::now)
+    /// for rules, the scenario and step that `scenario` decided. Without [`now`](Self::with_now)
     /// on the turn, the search's `now` is when it is built.
     ///
     /// ```
     /// use ruchedb::{Engine, Kind, TurnRequest};
     ///
     /// let engine = Engine::builder().temporary()?;
-    /// let request = TurnRequest::new("where is my parcel?").now("2026-11-28T12:00:00Z".parse()?);
+    /// let request = TurnRequest::new("where is my parcel?").with_now("2026-11-28T12:00:00Z".parse()?);
     /// let turn = engine.turn(&request)?;
     /// let rules = engine.search(&request.search_request(Kind::Rule, &turn.scenario))?;
     /// assert_eq!(rules.hits.len(), turn.rules.hits.len());
@@ -326,13 +326,14 @@ pub struct TurnTimings {
     pub total_us: u64,
 }
 
-/// The result of [`Engine::turn`](crate::Engine::turn): what the agent needs for one
+/// The result of [`Engine::turn`](crate::Reader::turn): what the agent needs for one
 /// message.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct TurnResponse {
-    /// A unique id of the turn: feedback on it ([`Engine::feedback`](crate::Engine::feedback))
-    /// credits each part that had hits.
+    /// A unique id of the turn, about 75 characters: feedback on it
+    /// ([`Engine::feedback`](crate::Engine::feedback)) credits each part that had hits
+    /// (each part's own `query_id` is made from it).
     pub turn_id: String,
     /// The scenario.
     pub scenario: TurnScenario,
@@ -383,33 +384,18 @@ impl TurnResponse {
         }
         block.text()
     }
-
-    /// The ids of the parts' searches that had hits, for feedback.
-    fn part_ids(&self) -> impl Iterator<Item = &str> {
-        [
-            &self.scenario.search,
-            &self.rules,
-            &self.memory,
-            &self.tools,
-        ]
-        .into_iter()
-        .filter(|r| !r.hits.is_empty())
-        .map(|r| r.query_id.as_str())
-    }
 }
 
-/// The separator of a turn id's parts: the turn's own id, then its searches' ids.
-pub(crate) const TURN_ID_SEPARATOR: char = '~';
-
-/// The searches' query ids a turn id carries; `None` when `id` is not a turn's.
-pub(crate) fn part_ids(id: &str) -> Option<Vec<&str>> {
-    let mut parts = id.split(TURN_ID_SEPARATOR);
+/// The searches' query ids a turn id of an earlier version listed (`turn-…~q…~q…`),
+/// still credited by feedback; `None` for any other id.
+pub(crate) fn listed_part_ids(id: &str) -> Option<Vec<&str>> {
+    let mut parts = id.split('~');
     let own = parts.next()?;
-    own.starts_with("turn-").then(|| parts.collect())
+    (own.starts_with("turn-") && id.contains('~')).then(|| parts.collect())
 }
 
 /// The whole turn over any retriever, one search after another: what the Milvus backend
-/// runs. [`Engine::turn`](crate::Engine::turn) is this over the local index, with the
+/// runs. [`Engine::turn`](crate::Reader::turn) is this over the local index, with the
 /// memory search beside the scenario, rules and tools searches, and feedback.
 ///
 /// # Errors
@@ -430,11 +416,10 @@ pub fn turn_with(
         factors: &|_| None,
         query_id: &plain,
         embedded: &|| {},
+        turn_id: &|base, _| base.to_string(),
+        beside: false,
     };
-    run.turn(retriever, request, &|a, b| {
-        a();
-        b();
-    })
+    run.turn(retriever, request)
 }
 
 /// Feedback factors of a kind's searches.
@@ -443,8 +428,23 @@ pub(crate) type Factors<'a> = &'a (dyn Fn(Kind) -> Option<PerLeg<f64>> + Sync);
 /// Query ids of a kind's searches, from the base id and the top hit.
 pub(crate) type QueryIds<'a> = &'a (dyn Fn(Kind, String, Option<&Hit>) -> String + Sync);
 
-/// Runs two closures, side by side or one after the other.
-pub(crate) type Join<'a> = &'a dyn Fn(&mut (dyn FnMut() + Send), &mut (dyn FnMut() + Send));
+/// A turn's id from its base id and its parts' top hits, in [`TURN_PARTS`] order.
+pub(crate) type TurnIds<'a> = &'a (dyn Fn(&str, [Option<&Hit>; 4]) -> String + Sync);
+
+/// The kinds of a turn's parts, in the order its id lists them.
+pub(crate) const TURN_PARTS: [Kind; 4] = [Kind::Scenario, Kind::Rule, Kind::Chunk, Kind::Tool];
+
+/// The base id of a turn's search of `kind`: the turn's base id (`q…`) and a letter, so
+/// that the turn id names its parts without listing them.
+pub(crate) fn part_base(base: &str, kind: Kind) -> String {
+    let letter = match kind {
+        Kind::Scenario => 's',
+        Kind::Rule => 'r',
+        Kind::Chunk => 'm',
+        Kind::Tool => 't',
+    };
+    format!("{base}.{letter}")
+}
 
 /// A turn's settings beyond its request.
 pub(crate) struct Run<'a> {
@@ -454,18 +454,25 @@ pub(crate) struct Run<'a> {
     pub(crate) query_id: QueryIds<'a>,
     /// Called once for each embedding of the message (counted by the local index).
     pub(crate) embedded: &'a (dyn Fn() + Sync),
+    /// The turn's id, from its own base id (`turn-…`) and each part's top hit
+    /// (scenarios, rules, memory, tools).
+    pub(crate) turn_id: TurnIds<'a>,
+    /// Whether the memory search runs on another thread than the other parts' (the local
+    /// index), or after them (a remote backend, whose searches wait on the network).
+    pub(crate) beside: bool,
 }
 
 impl Run<'_> {
     /// The turn: the message prepared once, the scenario, rules and tools searches
-    /// under `join` beside the memory search, the budget, the log event.
+    /// beside the memory search (or before it), the budget, the log event.
     pub(crate) fn turn(
         &self,
         retriever: &(impl Retriever + Sync + ?Sized),
         request: &TurnRequest,
-        join: Join<'_>,
     ) -> Result<TurnResponse> {
         let started = Instant::now();
+        // The turn's base id: its parts' ids and its own are made from it.
+        let base = crate::rank::next_query_id();
         validate(request)?;
         let now = request.now.unwrap_or_else(Timestamp::now);
         let rules_request = request.part(Kind::Rule, now);
@@ -484,29 +491,34 @@ impl Run<'_> {
             }
             Ok(prepared)
         };
-        let search =
-            |part: &SearchRequest, prepared: &[(Kind, PreparedQuery)]| -> Result<SearchResponse> {
-                let kind = part.kind;
-                let query_id = |base: String, top: Option<&Hit>| (self.query_id)(kind, base, top);
-                let searcher = Searcher {
-                    query_id: &query_id,
-                    log_selection: false,
-                };
-                let prepared = prepared
-                    .iter()
-                    .find(|(k, _)| *k == kind)
-                    .map(|(_, p)| p)
-                    .expect("the kind's message was prepared");
-                search_with_id(
-                    retriever,
-                    self.config,
-                    part,
-                    self.embedders.get(kind).map(|e| e.as_ref()),
-                    (self.factors)(kind),
-                    &searcher,
-                    Some(prepared),
-                )
+        let answers = crate::rank::answers_embedder(self.embedders);
+        let search = |part: &SearchRequest,
+                      prepared: &[(Kind, PreparedQuery)]|
+         -> Result<SearchResponse> {
+            let kind = part.kind;
+            // Each part's id is the turn's base and the part's letter.
+            let query_id =
+                |_: String, top: Option<&Hit>| (self.query_id)(kind, part_base(&base, kind), top);
+            let searcher = Searcher {
+                query_id: &query_id,
+                log_selection: false,
+                answers: answers.as_deref(),
             };
+            let prepared = prepared
+                .iter()
+                .find(|(k, _)| *k == kind)
+                .map(|(_, p)| p)
+                .expect("the kind's message was prepared");
+            search_with_id(
+                retriever,
+                self.config,
+                part,
+                self.embedders.get(kind).map(|e| e.as_ref()),
+                (self.factors)(kind),
+                &searcher,
+                Some(prepared),
+            )
+        };
         // When memory shares an embedder with another kind, the message is embedded once
         // for all four, before the searches; otherwise each side embeds its own.
         const OTHERS: [Kind; 3] = [Kind::Scenario, Kind::Rule, Kind::Tool];
@@ -522,71 +534,74 @@ impl Run<'_> {
         };
         let mut first: Option<Result<(TurnScenario, SearchResponse, SearchResponse, u64)>> = None;
         let mut second: Option<Result<(SearchResponse, u64)>> = None;
-        join(
-            &mut || {
-                first = Some((|| {
-                    let own;
-                    let prepared = match &all {
-                        Some(all) => all,
-                        None => {
-                            own = prepare(&OTHERS)?;
-                            &own
-                        }
-                    };
-                    let embed_us: u64 = prepared.iter().map(|(_, p)| p.embed_us).sum();
-                    let search = |part: &SearchRequest| search(part, prepared);
-                    let scenarios_request = request.part(Kind::Scenario, now);
-                    let scenarios = search(&scenarios_request)?;
-                    let mut scenario =
-                        decide(request, scenarios, self.config.turn.scenario_confidence);
-                    if scenario.activation == Activation::Switched {
-                        // Left only when the active scenario is clearly less about the
-                        // message: its relevance (0 when it is no candidate at all) at
-                        // least `switch_margin` below the best's and, inside a step (an
-                        // answer to the step's question is often short), below the gate.
-                        let all = search(
-                            &scenarios_request
-                                .clone()
-                                .top_k(MAX_SCENARIOS)
-                                .min_relevance(0.0),
-                        )?;
-                        let active = all
-                            .hits
-                            .iter()
-                            .find(|h| Some(&h.id) == request.scenario_id.as_ref())
-                            .and_then(|h| h.breakdown.relevance)
-                            .unwrap_or(0.0);
-                        let best = scenario.confidence.unwrap_or(0.0);
-                        let gate = scenarios_request
-                            .min_relevance
-                            .unwrap_or(self.config.relevance.kind(Kind::Scenario).min_relevance);
-                        if best - active < self.config.turn.switch_margin
-                            || (request.step_id.is_some() && active >= gate)
-                        {
-                            scenario.keep(request);
-                        }
+        let mut others = || {
+            first = Some((|| {
+                let own;
+                let prepared = match &all {
+                    Some(all) => all,
+                    None => {
+                        own = prepare(&OTHERS)?;
+                        &own
                     }
-                    let rules = search(&request.decided_part(Kind::Rule, now, &scenario))?;
-                    Ok((
-                        scenario,
-                        rules,
-                        search(&request.part(Kind::Tool, now))?,
-                        embed_us,
-                    ))
-                })());
-            },
-            // Memory, the longest search (chunks are many, and their ranking weighs
-            // recency, importance and neighbours), beside the three others.
-            &mut || {
-                second = Some(match &all {
-                    Some(all) => search(&request.part(Kind::Chunk, now), all).map(|m| (m, 0)),
-                    None => prepare(&[Kind::Chunk]).and_then(|prepared| {
-                        let memory = search(&request.part(Kind::Chunk, now), &prepared)?;
-                        Ok((memory, prepared[0].1.embed_us))
-                    }),
-                });
-            },
-        );
+                };
+                let embed_us: u64 = prepared.iter().map(|(_, p)| p.embed_us).sum();
+                let search = |part: &SearchRequest| search(part, prepared);
+                let scenarios_request = request.part(Kind::Scenario, now);
+                let scenarios = search(&scenarios_request)?;
+                let mut scenario = decide(request, scenarios, self.config.turn.scenario_confidence);
+                if scenario.activation == Activation::Switched {
+                    // Left only when the active scenario is clearly less about the
+                    // message: its relevance (0 when it is no candidate at all) at
+                    // least `switch_margin` below the best's and, inside a step (an
+                    // answer to the step's question is often short), below the gate.
+                    let all = search(
+                        &scenarios_request
+                            .clone()
+                            .with_top_k(MAX_SCENARIOS)
+                            .with_min_relevance(0.0),
+                    )?;
+                    let active = all
+                        .hits
+                        .iter()
+                        .find(|h| Some(&h.id) == request.scenario_id.as_ref())
+                        .and_then(|h| h.breakdown.relevance)
+                        .unwrap_or(0.0);
+                    let best = scenario.confidence.unwrap_or(0.0);
+                    let gate = scenarios_request
+                        .min_relevance
+                        .unwrap_or(self.config.relevance.kind(Kind::Scenario).min_relevance);
+                    if best - active < self.config.turn.switch_margin
+                        || (request.step_id.is_some() && active >= gate)
+                    {
+                        scenario.keep(request);
+                    }
+                }
+                let rules = search(&request.decided_part(Kind::Rule, now, &scenario))?;
+                Ok((
+                    scenario,
+                    rules,
+                    search(&request.part(Kind::Tool, now))?,
+                    embed_us,
+                ))
+            })());
+        };
+        // Memory, the longest search (chunks are many, and their ranking weighs recency,
+        // importance and neighbours), beside the three others.
+        let mut memory = || {
+            second = Some(match &all {
+                Some(all) => search(&request.part(Kind::Chunk, now), all).map(|m| (m, 0)),
+                None => prepare(&[Kind::Chunk]).and_then(|prepared| {
+                    let memory = search(&request.part(Kind::Chunk, now), &prepared)?;
+                    Ok((memory, prepared[0].1.embed_us))
+                }),
+            });
+        };
+        if self.beside {
+            crate::parallel::join(others, memory);
+        } else {
+            others();
+            memory();
+        }
         let (scenario, rules, tools, embed_us) = first.expect("the first closure ran")?;
         let (memory, memory_embed_us) = second.expect("the second closure ran")?;
         let stage = Instant::now();
@@ -617,10 +632,19 @@ impl Run<'_> {
             },
         };
         spend(&mut response, self.config.turn.keep_priority);
-        response.turn_id = turn_id(&response);
+        let own_id = base.replacen('q', "turn-", 1);
+        response.turn_id = (self.turn_id)(
+            &own_id,
+            [
+                response.scenario.search.hits.first(),
+                response.rules.hits.first(),
+                response.memory.hits.first(),
+                response.tools.hits.first(),
+            ],
+        );
         response.timings.budget_us = micros(stage);
         response.timings.total_us = micros(started);
-        log(&response);
+        log(&response, &own_id);
         Ok(response)
     }
 }
@@ -996,17 +1020,8 @@ fn part_response(response: &mut TurnResponse, part: TurnPart) -> &mut SearchResp
     }
 }
 
-/// The turn's id: its own, unique and time-ordered, then its searches' ids that had hits.
-fn turn_id(response: &TurnResponse) -> String {
-    let own = crate::rank::next_query_id().replacen('q', "turn-", 1);
-    std::iter::once(own.as_str())
-        .chain(response.part_ids())
-        .collect::<Vec<_>>()
-        .join(&TURN_ID_SEPARATOR.to_string())
-}
-
 /// Seed 000's structured log: one event per turn, each part's selection side by side.
-fn log(response: &TurnResponse) {
+fn log(response: &TurnResponse, logical_turn_id: &str) {
     if !tracing::enabled!(target: "ruchedb::turn", tracing::Level::INFO) {
         return;
     }
@@ -1025,11 +1040,6 @@ fn log(response: &TurnResponse) {
         "memory": selection(&response.memory.selection),
         "tools": selection(&response.tools.selection),
     });
-    let logical_turn_id = response
-        .turn_id
-        .split(TURN_ID_SEPARATOR)
-        .next()
-        .unwrap_or_default();
     tracing::info!(
         target: "ruchedb::turn",
         logical_turn_id = %logical_turn_id,

@@ -66,8 +66,8 @@ fn adaptive_search_reports_the_weights_it_used() {
     rules.vector_weight = BASE.vector_weight;
     rules.text_weight = BASE.text_weight;
     let engine = Engine::builder()
-        .config(config)
-        .embedder_spec(EmbedderSpec::StaticBundled)
+        .with_config(config)
+        .with_embedder_spec(EmbedderSpec::StaticBundled)
         .temporary()
         .unwrap();
     engine
@@ -96,10 +96,10 @@ fn adaptive_search_reports_the_weights_it_used() {
             .unwrap();
         assert_ne!(expected, BASE, "{query}");
         let on = engine
-            .search(&SearchRequest::rules(query).adaptive(true))
+            .search(&SearchRequest::rules(query).with_adaptive(true))
             .unwrap();
         let off = engine
-            .search(&SearchRequest::rules(query).adaptive(false))
+            .search(&SearchRequest::rules(query).with_adaptive(false))
             .unwrap();
         // Both legs ran, so the weights are not the one-leg 1.0 / 0.0.
         assert_eq!(on.vector_leg_skipped, None, "{query}");

@@ -35,6 +35,33 @@ fn note(i: usize) -> Chunk {
     }
 }
 
+/// Kills process `pid` unless dropped within `limit`: a writer child that hangs fails
+/// the campaign (its acknowledgements stop, the kill ends the read) instead of
+/// outlasting the run.
+struct Watchdog(Option<std::sync::mpsc::Sender<()>>);
+
+impl Watchdog {
+    fn new(pid: u32, limit: std::time::Duration) -> Watchdog {
+        let (sender, receiver) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if receiver.recv_timeout(limit) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                eprintln!("the writer child {pid} still ran after {limit:?}: killed");
+                // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+                unsafe { libc::kill(libc::pid_t::try_from(pid).unwrap(), libc::SIGKILL) };
+            }
+        });
+        Watchdog(Some(sender))
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        if let Some(sender) = self.0.take() {
+            let _ = sender.send(());
+        }
+    }
+}
+
 /// The writer side: continues from what the index holds, one batch per commit (every
 /// third batch also deletes the first document of the batch before), acknowledging
 /// each commit on stdout, until killed.
@@ -63,7 +90,7 @@ fn a_writer_killed_at_random_points_loses_no_acknowledged_commit() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index");
     Engine::builder()
-        .embedder_spec(EmbedderSpec::None)
+        .with_embedder_spec(EmbedderSpec::None)
         .create(&path)
         .unwrap()
         .close()
@@ -89,6 +116,7 @@ fn a_writer_killed_at_random_points_loses_no_acknowledged_commit() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        let watchdog = Watchdog::new(child.id(), std::time::Duration::from_secs(120));
         // Kill after a random number of acknowledged commits (0 to 3), at a random
         // moment within the next commit.
         let wait_for = (rand() % 4) as usize;
@@ -113,7 +141,12 @@ fn a_writer_killed_at_random_points_loses_no_acknowledged_commit() {
         }
         std::thread::sleep(std::time::Duration::from_micros(rand() % 20_000));
         child.kill().unwrap();
-        child.wait().unwrap();
+        let status = child.wait().unwrap();
+        drop(watchdog);
+        assert!(
+            seen == wait_for,
+            "round {round}: the writer acknowledged {seen} commits of {wait_for} and stopped ({status})"
+        );
 
         // What the killed writer published: whole commits, every acknowledged one.
         let reader = Engine::builder().open_read_only(&path).unwrap();
@@ -131,16 +164,16 @@ fn a_writer_killed_at_random_points_loses_no_acknowledged_commit() {
         if chunks > 0 {
             let last = chunks - 1;
             let by_text = engine
-                .search(&SearchRequest::chunks(format!("token{last}")).top_k(1))
+                .search(&SearchRequest::chunks(format!("token{last}")).with_top_k(1))
                 .unwrap();
             assert_eq!(by_text.hits[0].id, format!("k{last:06}"), "round {round}");
             let by_vector = engine
                 .search(
                     &SearchRequest::chunks("")
                         .browse()
-                        .embedding(vector(last))
-                        .min_relevance(0.0)
-                        .top_k(1),
+                        .with_embedding(vector(last))
+                        .with_min_relevance(0.0)
+                        .with_top_k(1),
                 )
                 .unwrap();
             assert!(
@@ -150,7 +183,8 @@ fn a_writer_killed_at_random_points_loses_no_acknowledged_commit() {
             // The graph holds the committed notes and their edges, and nothing after.
             let by_graph = engine
                 .search(
-                    &SearchRequest::chunks(format!("what came before REF-{last:05}?")).top_k(10),
+                    &SearchRequest::chunks(format!("what came before REF-{last:05}?"))
+                        .with_top_k(10),
                 )
                 .unwrap();
             assert_eq!(
@@ -195,7 +229,11 @@ fn a_writer_killed_at_random_points_loses_no_acknowledged_commit() {
 
 /// Checks that `engine` holds whole commits of the writer, at least the acknowledged
 /// ones, and that both legs find the last document of the last; returns the count.
-fn assert_whole_commits(engine: &Engine, context: &str, acknowledged: Option<usize>) -> usize {
+fn assert_whole_commits(
+    engine: &ruchedb::Reader,
+    context: &str,
+    acknowledged: Option<usize>,
+) -> usize {
     let chunks = engine.stats().chunks;
     assert_eq!(chunks % BATCH, 0, "{context}: a commit split");
     if let Some(acknowledged) = acknowledged {
@@ -206,7 +244,7 @@ fn assert_whole_commits(engine: &Engine, context: &str, acknowledged: Option<usi
     }
     if let Some(last) = chunks.checked_sub(1) {
         let by_text = engine
-            .search(&SearchRequest::chunks(format!("token{last}")).top_k(1))
+            .search(&SearchRequest::chunks(format!("token{last}")).with_top_k(1))
             .unwrap();
         assert_eq!(by_text.hits[0].id, format!("k{last:06}"), "{context}");
     }
@@ -254,7 +292,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index");
         let mut engine = Some(
-            Engine::builder().embedder_spec(EmbedderSpec::None).create(&path).unwrap(),
+            Engine::builder().with_embedder_spec(EmbedderSpec::None).create(&path).unwrap(),
         );
         let mut committed: BTreeMap<u8, u8> = BTreeMap::new();
         let mut pending: Vec<Op> = Vec::new();
@@ -304,15 +342,15 @@ proptest! {
             }
             for (id, word) in &committed {
                 let by_text = e
-                    .search(&SearchRequest::chunks(format!("marker{id}x")).top_k(3))
+                    .search(&SearchRequest::chunks(format!("marker{id}x")).with_top_k(3))
                     .unwrap();
                 prop_assert_eq!(&by_text.hits[0].id, &format!("m{id:02}"));
                 let by_vector = e
                     .search(
                         &SearchRequest::chunks("").browse()
-                            .embedding(vec![1.0, f32::from(*id), f32::from(*word), 0.5])
-                            .min_relevance(0.0)
-                            .top_k(1),
+                            .with_embedding(vec![1.0, f32::from(*id), f32::from(*word), 0.5])
+                            .with_min_relevance(0.0)
+                            .with_top_k(1),
                     )
                     .unwrap();
                 prop_assert!(by_vector.hits[0].breakdown.vector.unwrap() > 0.99999);
@@ -383,9 +421,18 @@ fn query_engine() -> &'static Engine {
 #[test]
 #[ignore = "a long campaign: `cargo test -- --ignored` runs it, and .ci/run does"]
 fn readers_and_a_writer_run_side_by_side() {
+    // A deadlock ends the run here, with a message, instead of outlasting it.
+    let (finished, deadline) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let limit = std::time::Duration::from_secs(600);
+        if deadline.recv_timeout(limit) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            eprintln!("readers and a writer still ran after {limit:?}: a deadlock");
+            std::process::abort();
+        }
+    });
     let engine = Arc::new(
         Engine::builder()
-            .embedder_spec(EmbedderSpec::None)
+            .with_embedder_spec(EmbedderSpec::None)
             .temporary()
             .unwrap(),
     );
@@ -401,9 +448,9 @@ fn readers_and_a_writer_run_side_by_side() {
                     let response = engine
                         .search(
                             &SearchRequest::chunks(format!("token{}", i % 400))
-                                .embedding(vector(i % 400))
-                                .min_relevance(0.0)
-                                .top_k(5),
+                                .with_embedding(vector(i % 400))
+                                .with_min_relevance(0.0)
+                                .with_top_k(5),
                         )
                         .unwrap();
                     for hit in &response.hits {
@@ -432,6 +479,7 @@ fn readers_and_a_writer_run_side_by_side() {
     }
     done.store(true, Ordering::Release);
     let searches: usize = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    drop(finished);
     println!("operations: {ops} writes and commits, {searches} searches");
     assert!(searches > 0);
 }
@@ -463,7 +511,7 @@ fn the_v1_format_opens_and_other_versions_are_refused() {
             .hits;
         assert_eq!(hits[0].id, "refund");
         let hits = engine
-            .search(&SearchRequest::chunks("NW-15699").top_k(1))
+            .search(&SearchRequest::chunks("NW-15699").with_top_k(1))
             .unwrap()
             .hits;
         assert_eq!(hits[0].id, "order-note");
@@ -522,20 +570,20 @@ fn an_index_published_by_the_last_version_is_read_and_upgraded() {
                 .unwrap_or(false),
         )
     };
-    let answers = |engine: &Engine| -> Vec<Vec<(String, u64)>> {
+    let answers = |engine: &ruchedb::Reader| -> Vec<Vec<(String, u64)>> {
         let requests = [
             SearchRequest::rules("the customer wants a refund"),
-            SearchRequest::rules("money back").embedding(vec![0.1, 0.9, 0.1, 0.0]),
+            SearchRequest::rules("money back").with_embedding(vec![0.1, 0.9, 0.1, 0.0]),
             SearchRequest::chunks("REF-00003 order"),
             SearchRequest::chunks("note")
-                .embedding(vec![1.0, 0.3, 0.9, 0.1])
-                .context("customer-1")
-                .min_relevance(0.0),
+                .with_embedding(vec![1.0, 0.3, 0.9, 0.1])
+                .with_context("customer-1")
+                .with_min_relevance(0.0),
         ];
         requests
             .iter()
             .map(|request| {
-                let hits = engine.search(&request.clone().top_k(5)).unwrap().hits;
+                let hits = engine.search(&request.clone().with_top_k(5)).unwrap().hits;
                 assert!(!hits.is_empty(), "{request:?}");
                 hits.into_iter()
                     .map(|h| (h.id, h.score.to_bits()))
@@ -634,9 +682,9 @@ fn an_index_made_before_per_kind_embedders_answers_as_before() {
             })
             .collect();
         let request = SearchRequest::new(kind, text)
-            .min_relevance(0.0)
-            .top_k(5)
-            .now("2026-11-29T00:00:00Z".parse().unwrap());
+            .with_min_relevance(0.0)
+            .with_top_k(5)
+            .with_now("2026-11-29T00:00:00Z".parse().unwrap());
         for searcher in [&engine, &reader] {
             let answered = searcher.search(&request).unwrap();
             let got: Vec<(String, f64)> = answered
@@ -703,7 +751,7 @@ fn an_unfinished_sled_snapshot_is_not_taken_for_damage() {
     let path = dir.path().join("index");
     {
         let engine = Engine::builder()
-            .embedder_spec(EmbedderSpec::None)
+            .with_embedder_spec(EmbedderSpec::None)
             .create(&path)
             .unwrap();
         engine.upsert_chunks((0..40).map(note)).unwrap();

@@ -109,7 +109,7 @@ pub fn support_rules() -> Vec<Rule> {
 /// A BM25-only engine (no embedder) holding `rules`.
 pub fn engine_with(rules: Vec<Rule>) -> Engine {
     let engine = Engine::builder()
-        .embedder_spec(ruchedb::EmbedderSpec::None)
+        .with_embedder_spec(ruchedb::EmbedderSpec::None)
         .temporary()
         .unwrap();
     engine.upsert_rules(rules).unwrap();

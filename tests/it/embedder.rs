@@ -104,7 +104,7 @@ fn chunks() -> Vec<Chunk> {
 
 fn create_default(dir: &Path) -> Engine {
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::StaticBundled)
+        .with_embedder_spec(EmbedderSpec::StaticBundled)
         .create(dir)
         .unwrap();
     engine.upsert_rules(rules()).unwrap();
@@ -117,7 +117,7 @@ fn create_default(dir: &Path) -> Engine {
 /// (`relevance.rs` tests the gate).
 fn search(engine: &Engine, request: SearchRequest) -> SearchResponse {
     engine
-        .search(&request.top_k(10).min_relevance(0.0))
+        .search(&request.with_top_k(10).with_min_relevance(0.0))
         .unwrap()
 }
 
@@ -148,7 +148,7 @@ fn assert_finite(response: &SearchResponse) {
 #[test]
 fn semantic_neighbours_rank_above_unrelated_text() {
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::StaticBundled)
+        .with_embedder_spec(EmbedderSpec::StaticBundled)
         .temporary()
         .unwrap();
     engine.upsert_rules(rules()).unwrap();
@@ -217,7 +217,7 @@ fn another_embedder_cannot_open_the_index() {
     drop(create_default(dir.path()));
     let open = |model_id: &'static str, dimensions: usize| {
         Engine::builder()
-            .embedder(Arc::new(Toy {
+            .with_embedder(Arc::new(Toy {
                 model_id,
                 dimensions,
             }))
@@ -239,14 +239,16 @@ fn another_embedder_cannot_open_the_index() {
     );
     assert!(err.to_string().contains("toy"), "{err}");
     // The same model under a wrapper is accepted.
-    let engine = Engine::builder().embedder(Counting::new()).open(dir.path());
+    let engine = Engine::builder()
+        .with_embedder(Counting::new())
+        .open(dir.path());
     assert!(engine.is_ok());
 }
 
 #[test]
 fn vectors_of_another_dimension_are_rejected() {
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::StaticBundled)
+        .with_embedder_spec(EmbedderSpec::StaticBundled)
         .temporary()
         .unwrap();
     let mismatch = ErrorKind::DimensionMismatch {
@@ -262,7 +264,7 @@ fn vectors_of_another_dimension_are_rejected() {
         .unwrap_err();
     assert_eq!(err.kind(), &mismatch);
     let err = engine
-        .search(&SearchRequest::rules("refund").embedding(vec![0.5; 8]))
+        .search(&SearchRequest::rules("refund").with_embedding(vec![0.5; 8]))
         .unwrap_err();
     assert_eq!(err.kind(), &mismatch);
     // A vector of the right dimension bypasses the embedder.
@@ -324,7 +326,7 @@ fn the_builder_defaults_to_the_compiled_in_models() {
     drop(reader);
     // An explicit `none` makes a BM25-only index.
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::None)
+        .with_embedder_spec(EmbedderSpec::None)
         .temporary()
         .unwrap();
     engine.upsert_rules(rules()).unwrap();
@@ -381,7 +383,7 @@ fn records_with_their_own_vectors_make_an_external_index() {
     // A query vector runs the vector leg.
     let response = search(
         &engine,
-        SearchRequest::rules("").embedding(vec![0.0, 1.0, 0.0, 0.0]),
+        SearchRequest::rules("").with_embedding(vec![0.0, 1.0, 0.0, 0.0]),
     );
     assert_eq!(response.vector_leg_skipped, None);
     assert_eq!(response.hits[0].id, "greet");
@@ -395,7 +397,7 @@ fn the_embedding_cache_avoids_re_embedding() {
     let dir = tempfile::tempdir().unwrap();
     let counting = Counting::new();
     let engine = Engine::builder()
-        .embedder(counting.clone())
+        .with_embedder(counting.clone())
         .create(dir.path())
         .unwrap();
     engine.upsert_chunks(chunks()).unwrap();
@@ -420,7 +422,7 @@ fn the_embedding_cache_avoids_re_embedding() {
     // After reopening, the cache is still there: the embedder is never called for them.
     let counting = Counting::new();
     let engine = Engine::builder()
-        .embedder(counting.clone())
+        .with_embedder(counting.clone())
         .open(dir.path())
         .unwrap();
     engine.upsert_chunks(chunks()).unwrap();
@@ -457,7 +459,7 @@ fn texts_without_known_tokens_get_no_vector() {
     assert!((norm - 1.0).abs() < 1e-4, "{norm}");
 
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::StaticBundled)
+        .with_embedder_spec(EmbedderSpec::StaticBundled)
         .temporary()
         .unwrap();
     engine
@@ -559,7 +561,7 @@ fn reembed_replaces_external_vectors() {
 
 /// Hits and scores of a search, to compare two indexes' answers.
 fn answers(engine: &Engine, request: SearchRequest) -> Vec<(String, u64)> {
-    search(engine, request.min_relevance(0.0).top_k(10))
+    search(engine, request.with_min_relevance(0.0).with_top_k(10))
         .hits
         .into_iter()
         .map(|hit| (hit.id, hit.score.to_bits()))
@@ -641,7 +643,7 @@ fn a_turn_embeds_its_message_once_per_embedder() {
         (EmbedderSpecs::uniform(EmbedderSpec::None), 0),
     ] {
         let engine = Engine::builder()
-            .embedder_specs(specs.clone())
+            .with_embedder_specs(specs.clone())
             .temporary()
             .unwrap();
         engine.upsert_rules(rules()).unwrap();

@@ -29,20 +29,20 @@ fn scopes_follow_the_active_scenario_and_step() {
     let global = engine.search(&SearchRequest::rules(query)).unwrap();
     assert!(!ids(&global.hits).contains(&"returns-label"));
     let scenario = engine
-        .search(&SearchRequest::rules(query).scenario("returns"))
+        .search(&SearchRequest::rules(query).with_scenario("returns"))
         .unwrap();
     assert!(ids(&scenario.hits).contains(&"returns-label"));
     assert!(!ids(&scenario.hits).contains(&"returns-confirm"));
     let step = engine
         .search(
             &SearchRequest::rules(query)
-                .scenario("returns")
-                .step("confirm"),
+                .with_scenario("returns")
+                .with_step("confirm"),
         )
         .unwrap();
     assert!(ids(&step.hits).contains(&"returns-confirm"));
     let err = engine
-        .search(&SearchRequest::rules(query).step("confirm"))
+        .search(&SearchRequest::rules(query).with_step("confirm"))
         .unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::InvalidInput { .. }));
 }
@@ -57,7 +57,7 @@ fn agents_and_tags_filter() {
         "a query without agent sees all"
     );
     let other = engine
-        .search(&SearchRequest::rules(query).agent("basic-bot"))
+        .search(&SearchRequest::rules(query).with_agent("basic-bot"))
         .unwrap();
     assert!(!ids(&other.hits).contains(&"vip"));
     assert!(
@@ -65,11 +65,11 @@ fn agents_and_tags_filter() {
         "agent-less rules apply to every agent"
     );
     let premium = engine
-        .search(&SearchRequest::rules(query).agent("premium-bot"))
+        .search(&SearchRequest::rules(query).with_agent("premium-bot"))
         .unwrap();
     assert_eq!(premium.hits[0].id, "vip");
     let tagged = engine
-        .search(&SearchRequest::rules(query).tag("vip"))
+        .search(&SearchRequest::rules(query).with_tag("vip"))
         .unwrap();
     assert_eq!(ids(&tagged.hits), ["vip"]);
 }
@@ -165,7 +165,7 @@ fn wrong_dimensions_are_rejected() {
         }
     ));
     let err = engine
-        .search(&SearchRequest::chunks("x").embedding(vec![1.0; 4]))
+        .search(&SearchRequest::chunks("x").with_embedding(vec![1.0; 4]))
         .unwrap_err();
     assert!(matches!(
         err.kind(),
@@ -175,7 +175,7 @@ fn wrong_dimensions_are_rejected() {
         }
     ));
     let zero = engine
-        .search(&SearchRequest::chunks("x").embedding(vec![0.0; 3]))
+        .search(&SearchRequest::chunks("x").with_embedding(vec![0.0; 3]))
         .unwrap();
     assert!(
         zero.vector_leg_skipped.is_some(),
@@ -198,9 +198,9 @@ fn vectors_rank_chunks_and_fill_missing_leg_scores() {
     let response = engine
         .search(
             &SearchRequest::chunks("gamma")
-                .embedding(vec![1.0, 0.1])
-                .min_relevance(0.0)
-                .top_k(3),
+                .with_embedding(vec![1.0, 0.1])
+                .with_min_relevance(0.0)
+                .with_top_k(3),
         )
         .unwrap();
     let near = response.hits.iter().find(|h| h.id == "near").unwrap();

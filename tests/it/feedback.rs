@@ -60,7 +60,7 @@ fn rules() -> Vec<Rule> {
 /// A new index in `dir` holding [`rules`].
 fn create(dir: &Path, feedback: bool) -> Engine {
     let engine = Engine::builder()
-        .config(config(feedback))
+        .with_config(config(feedback))
         .create(dir)
         .unwrap();
     engine.upsert_rules(rules()).unwrap();
@@ -70,7 +70,7 @@ fn create(dir: &Path, feedback: bool) -> Engine {
 
 fn open(dir: &Path, feedback: bool) -> Engine {
     Engine::builder()
-        .config(config(feedback))
+        .with_config(config(feedback))
         .open(dir)
         .unwrap()
 }
@@ -81,8 +81,8 @@ fn search(engine: &Engine) -> SearchResponse {
     let response = engine
         .search(
             &SearchRequest::rules("order_1234")
-                .embedding(vec![0.0, 0.0, 0.0, 1.0])
-                .top_k(4),
+                .with_embedding(vec![0.0, 0.0, 0.0, 1.0])
+                .with_top_k(4),
         )
         .unwrap();
     let top = &response.hits[0];
@@ -122,7 +122,7 @@ fn twenty_useful_text_only_hits_give_the_text_leg_factor_1_8() {
     let dir = tempfile::tempdir().unwrap();
     let engine = create(dir.path(), true);
     let fresh = search(&engine).fusion;
-    assert_eq!(fresh.feedback_factors, Some([1.0, 1.0]));
+    assert_eq!(fresh.feedback_factors, Some(ruchedb::PerLeg::ONES));
     assert_close((fresh.vector_weight, fresh.text_weight), (0.7, 0.3));
 
     give_feedback(&engine, 20, true);
@@ -140,9 +140,9 @@ fn twenty_useful_text_only_hits_give_the_text_leg_factor_1_8() {
     assert_eq!(factors.vector, 1.0);
 
     let fusion = search(&engine).fusion;
-    let [vector_factor, text_factor] = fusion.feedback_factors.unwrap();
-    assert_eq!(vector_factor, 1.0);
-    assert!((text_factor - 1.8).abs() < 1e-12);
+    let factors = fusion.feedback_factors.unwrap();
+    assert_eq!(factors.vector, 1.0);
+    assert!((factors.text - 1.8).abs() < 1e-12);
     assert_close((fusion.vector_weight, fusion.text_weight), BOOSTED);
     assert!(fusion.text_weight > 0.3);
 }
@@ -164,7 +164,7 @@ fn fewer_than_ten_entries_change_nothing() {
         1.0
     );
     let fusion = search(&engine).fusion;
-    assert_eq!(fusion.feedback_factors, Some([1.0, 1.0]));
+    assert_eq!(fusion.feedback_factors, Some(ruchedb::PerLeg::ONES));
     assert_close((fusion.vector_weight, fusion.text_weight), (0.7, 0.3));
     // The tenth entry counts.
     give_feedback(&engine, 1, true);
@@ -233,7 +233,7 @@ fn unknown_query_ids_are_not_found() {
     assert!(err.to_string().contains("q-never-issued"), "{err}");
     // A search without hits has an id, but nothing to give feedback on.
     let empty = engine
-        .search(&SearchRequest::rules("order_1234").tenant("nobody"))
+        .search(&SearchRequest::rules("order_1234").with_tenant("nobody"))
         .unwrap();
     assert!(empty.hits.is_empty());
     let err = engine.feedback(&empty.query_id, true).unwrap_err();
@@ -354,8 +354,8 @@ fn an_id_credits_the_tenant_and_kind_it_was_searched_in() {
     let response = engine
         .search(
             &SearchRequest::rules("order_1234")
-                .tenant("acme")
-                .embedding(vec![0.0, 0.0, 0.0, 1.0]),
+                .with_tenant("acme")
+                .with_embedding(vec![0.0, 0.0, 0.0, 1.0]),
         )
         .unwrap();
     assert_eq!(response.hits[0].id, "ident");

@@ -44,7 +44,7 @@ fn memory() -> Vec<Chunk> {
 fn engine_with(chunks: Vec<Chunk>, graph: bool) -> Engine {
     let mut config = Config::default();
     config.graph.enabled = graph;
-    let engine = Engine::builder().config(config).temporary().unwrap();
+    let engine = Engine::builder().with_config(config).temporary().unwrap();
     engine.upsert_chunks(chunks).unwrap();
     engine.commit().unwrap();
     engine
@@ -63,8 +63,8 @@ fn ids(engine: &Engine, request: &SearchRequest) -> Vec<String> {
 #[test]
 fn a_fact_two_hops_away_is_found_through_the_shared_entity() {
     let request = SearchRequest::chunks("how should we contact the customer of order NW-15693?")
-        .now(now())
-        .top_k(5);
+        .with_now(now())
+        .with_top_k(5);
     let off = engine_with(memory(), false);
     assert!(
         !ids(&off, &request).iter().take(3).any(|id| id == "pref-3"),
@@ -111,7 +111,7 @@ fn queries_without_entities_rank_exactly_as_with_the_graph_off() {
         "tent order",
         "",
     ] {
-        let request = SearchRequest::chunks(text).now(now()).top_k(10);
+        let request = SearchRequest::chunks(text).with_now(now()).with_top_k(10);
         let a = off.search(&request).unwrap();
         let b = on.search(&request).unwrap();
         let summary = |r: &ruchedb::SearchResponse| -> Vec<(String, f64)> {
@@ -122,7 +122,7 @@ fn queries_without_entities_rank_exactly_as_with_the_graph_off() {
         assert_eq!(b.fusion.graph_weight, 0.0);
     }
     // An identifier the graph does not know does not switch it on either.
-    let unknown = SearchRequest::chunks("status of NW-99999").now(now());
+    let unknown = SearchRequest::chunks("status of NW-99999").with_now(now());
     assert!(
         on.search(&unknown)
             .unwrap()
@@ -137,8 +137,8 @@ fn the_graph_follows_upserts_deletes_and_reopens() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idx");
     let request = SearchRequest::chunks("how should we contact the customer of order NW-15691?")
-        .now(now())
-        .top_k(5);
+        .with_now(now())
+        .with_top_k(5);
     {
         let engine = Engine::builder().create(&path).unwrap();
         engine.upsert_chunks(memory()).unwrap();
@@ -185,8 +185,8 @@ fn a_tenants_graph_never_reaches_another_tenant() {
     engine.commit().unwrap();
     for tenant in ["a", "b"] {
         let request = SearchRequest::chunks("how to contact the customer of NW-15699")
-            .tenant(tenant)
-            .now(now());
+            .with_tenant(tenant)
+            .with_now(now());
         let response = engine.search(&request).unwrap();
         assert!(!response.hits.is_empty());
         assert!(
@@ -228,9 +228,9 @@ fn filters_apply_to_bridges_and_hits() {
     engine.commit().unwrap();
     // Only u2's documents: `order` cannot bridge, `other-order` can.
     let request = SearchRequest::chunks("contact for NW-15699")
-        .context("u2")
-        .now(now())
-        .top_k(5);
+        .with_context("u2")
+        .with_now(now())
+        .with_top_k(5);
     let response = engine.search(&request).unwrap();
     assert!(
         response
@@ -304,8 +304,8 @@ fn relations_and_entities_are_edges_stored_and_returned() {
     let chunks = engine
         .search(
             &SearchRequest::chunks("how to reach whoever ordered NW-15699")
-                .now(now())
-                .top_k(3),
+                .with_now(now())
+                .with_top_k(3),
         )
         .unwrap();
     let found: Vec<&str> = chunks.hits.iter().map(|h| h.id.as_str()).collect();
@@ -333,12 +333,12 @@ fn bad_links_are_rejected_with_the_field() {
 fn feedback_weighs_the_graph_leg_like_the_others() {
     let mut config = Config::default();
     config.fusion.feedback = true;
-    let engine = Engine::builder().config(config).temporary().unwrap();
+    let engine = Engine::builder().with_config(config).temporary().unwrap();
     engine.upsert_chunks(memory()).unwrap();
     engine.commit().unwrap();
     let request = SearchRequest::chunks("how should we contact the customer of order NW-15692?")
-        .now(now())
-        .top_k(3);
+        .with_now(now())
+        .with_top_k(3);
     let before = engine.search(&request).unwrap().fusion.graph_weight;
     assert!(before > 0.0);
     for _ in 0..12 {
@@ -379,7 +379,7 @@ fn a_graph_only_candidate_gets_its_text_score() {
          in the morning and never on weekends or holidays",
     ));
     let engine = Engine::builder()
-        .embedder_spec(ruchedb::EmbedderSpec::None)
+        .with_embedder_spec(ruchedb::EmbedderSpec::None)
         .temporary()
         .unwrap();
     engine.upsert_chunks(chunks).unwrap();
@@ -413,7 +413,7 @@ fn the_default_selection_keeps_both_hops() {
             "how should we contact the customer of order NW-{}?",
             15_690 + i
         ))
-        .now(now());
+        .with_now(now());
         let response = on.search(&request).unwrap();
         let found: Vec<&str> = response.hits.iter().map(|h| h.id.as_str()).collect();
         let order = format!("order-{i}");
@@ -424,7 +424,9 @@ fn the_default_selection_keeps_both_hops() {
             "{found:?}"
         );
         let lookup = on
-            .search(&SearchRequest::chunks(format!("any update on NW-{}?", 15_690 + i)).now(now()))
+            .search(
+                &SearchRequest::chunks(format!("any update on NW-{}?", 15_690 + i)).with_now(now()),
+            )
             .unwrap();
         // A lookup: the order's note first, and at most the two notes it links to best.
         let found: Vec<&str> = lookup.hits.iter().map(|h| h.id.as_str()).collect();
@@ -433,8 +435,8 @@ fn the_default_selection_keeps_both_hops() {
     }
     // Without the graph leg the preference note is not found.
     let off = engine_with(memory(), false);
-    let request =
-        SearchRequest::chunks("how should we contact the customer of order NW-15693?").now(now());
+    let request = SearchRequest::chunks("how should we contact the customer of order NW-15693?")
+        .with_now(now());
     assert!(!ids(&off, &request).contains(&"pref-3".to_string()));
 }
 
@@ -484,18 +486,26 @@ fn customers_with_several_notes() -> Vec<Chunk> {
                 21_880 + i
             ),
         ));
+        // Another order of the same customer: about that order, not about the customer.
+        chunks.push(Chunk::new(
+            format!("other-order-{i}"),
+            format!(
+                "Order NW-{} (paddles) was bought by {customer} and is due for a reply.",
+                31_880 + i
+            ),
+        ));
     }
     chunks
 }
 
 /// How many of 12 two-hop questions about `customers_with_several_notes` have their
 /// answer in the first three hits, and the most hits any of them returned.
-fn answered_in_first_three(second_hops: usize, chunks: ruchedb::EmbedderSpec) -> (usize, usize) {
+fn answered_in_first_three(second_hops: usize, specs: ruchedb::EmbedderSpecs) -> (usize, usize) {
     let mut config = Config::default();
     config.graph.second_hops = second_hops;
     let engine = Engine::builder()
-        .config(config)
-        .embedder_specs(ruchedb::EmbedderSpecs::default().with(ruchedb::Kind::Chunk, chunks))
+        .with_config(config)
+        .with_embedder_specs(specs)
         .temporary()
         .unwrap();
     engine
@@ -514,7 +524,10 @@ fn answered_in_first_three(second_hops: usize, chunks: ruchedb::EmbedderSpec) ->
     for i in 0..4 {
         for (question, answer) in questions {
             let text = question.replace("{}", &(21_880 + i).to_string());
-            let found = ids(&engine, &SearchRequest::chunks(text.as_str()).now(now()));
+            let found = ids(
+                &engine,
+                &SearchRequest::chunks(text.as_str()).with_now(now()),
+            );
             // The first hop stays first, and nothing of another customer comes back.
             assert_eq!(
                 found.first().map(String::as_str),
@@ -536,23 +549,30 @@ fn answered_in_first_three(second_hops: usize, chunks: ruchedb::EmbedderSpec) ->
     (first_three, most)
 }
 
-/// A second hop is one of the linked customer's notes, chosen by the question; when the
-/// ranking cannot tell them apart, two come back rather than one guessed.
+/// A second hop is the linked customer's note that answers what the question asks of
+/// the customer, measured without the identifiers under all-MiniLM-L6-v2 (loaded for
+/// rules by default), whatever embeds the chunks; the customer's other order is not
+/// what is asked. Without a transformer, two notes come back rather than one guessed.
 #[test]
 fn the_second_hop_answers_the_question_beside_the_entitys_other_notes() {
-    use ruchedb::EmbedderSpec;
-    // With all-MiniLM-L6-v2 vectors for chunks the ranking tells the notes apart.
-    let (minilm, most) = answered_in_first_three(2, EmbedderSpec::MiniLm);
-    assert!(minilm >= 11, "{minilm} of 12");
-    assert!(most <= 3, "{most}");
-    // With the static model (the default for chunks) it guesses more often, and the
-    // second note kept is what holds the answer.
-    let (two, most) = answered_in_first_three(2, EmbedderSpec::StaticBundled);
-    let (one, _) = answered_in_first_three(1, EmbedderSpec::StaticBundled);
-    assert!(two >= 9 && two > one, "two kept {two}, one kept {one}");
+    use ruchedb::{EmbedderSpec, EmbedderSpecs};
+    let default = EmbedderSpecs::default;
+    // Before the second hops were measured, the one kept was the other order: 0 of 12.
+    let (one, most) = answered_in_first_three(1, default());
+    assert_eq!((one, most), (12, 2));
+    let (two, most) = answered_in_first_three(2, default());
+    assert_eq!((two, most), (12, 3));
+    let minilm = default().with(ruchedb::Kind::Chunk, EmbedderSpec::MiniLm);
+    assert_eq!(answered_in_first_three(1, minilm).0, 12);
+    // The static model alone reads the question less well: the second note kept is what
+    // holds the answer.
+    let plain = || EmbedderSpecs::uniform(EmbedderSpec::StaticBundled);
+    let (two, most) = answered_in_first_three(2, plain());
+    let (one, _) = answered_in_first_three(1, plain());
+    assert!(two >= 8 && two >= one, "two kept {two}, one kept {one}");
     assert!(most <= 3, "{most}");
     // Only what the selection keeps: the first hop alone.
-    let (none, most) = answered_in_first_three(0, EmbedderSpec::StaticBundled);
+    let (none, most) = answered_in_first_three(0, default());
     assert_eq!((none, most), (0, 1));
 }
 
@@ -603,13 +623,13 @@ proptest::proptest! {
                 "how do I reach the buyer of ORD-{}?",
                 1_000 + order
             ))
-            .tenant(tenant)
-            .now(now());
+            .with_tenant(tenant)
+            .with_now(now());
             if let Some(context) = CONTEXTS[context] {
-                request = request.context(context);
+                request = request.with_context(context);
             }
             if top_k {
-                request = request.top_k(10);
+                request = request.with_top_k(10);
             }
             for hit in engine.search(&request).unwrap().hits {
                 proptest::prop_assert_eq!(hit.document.tenant_id(), tenant);

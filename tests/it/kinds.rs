@@ -134,13 +134,15 @@ fn scenarios_are_filtered_by_tenant_enabled_and_tags() {
     let engine = engine();
     // The disabled scenario has the closest example, and is never returned.
     let fax = engine
-        .search(&SearchRequest::scenarios("I want to return my boots by fax").min_relevance(0.0))
+        .search(
+            &SearchRequest::scenarios("I want to return my boots by fax").with_min_relevance(0.0),
+        )
         .unwrap();
     assert!(!ids(&fax.hits).contains(&"retired"), "{:?}", ids(&fax.hits));
     // Each tenant sees its own scenarios only.
     let racket = "I want to return my tennis racket";
     let acme = engine
-        .search(&SearchRequest::scenarios(racket).tenant("acme"))
+        .search(&SearchRequest::scenarios(racket).with_tenant("acme"))
         .unwrap();
     assert_eq!(ids(&acme.hits), ["returns"]);
     assert_eq!(
@@ -150,8 +152,8 @@ fn scenarios_are_filtered_by_tenant_enabled_and_tags() {
     let other = engine
         .search(
             &SearchRequest::scenarios(racket)
-                .tenant("globex")
-                .min_relevance(0.0),
+                .with_tenant("globex")
+                .with_min_relevance(0.0),
         )
         .unwrap();
     assert!(other.hits.is_empty());
@@ -159,9 +161,9 @@ fn scenarios_are_filtered_by_tenant_enabled_and_tags() {
     let tagged = engine
         .search(
             &SearchRequest::scenarios("I want to return the boots")
-                .tag("payments")
-                .min_relevance(0.0)
-                .top_k(5),
+                .with_tag("payments")
+                .with_min_relevance(0.0)
+                .with_top_k(5),
         )
         .unwrap();
     assert_eq!(ids(&tagged.hits), ["payment_issue"]);
@@ -171,9 +173,9 @@ fn scenarios_are_filtered_by_tenant_enabled_and_tags() {
 fn filters_of_other_kinds_are_refused_on_scenarios_and_tools() {
     let engine = engine();
     for request in [
-        SearchRequest::scenarios("refund").scenario("returns"),
-        SearchRequest::tools("refund").context("user-1"),
-        SearchRequest::tools("refund").filter("source", "x"),
+        SearchRequest::scenarios("refund").with_scenario("returns"),
+        SearchRequest::tools("refund").with_context("user-1"),
+        SearchRequest::tools("refund").with_filter("source", "x"),
     ] {
         let err = engine.search(&request).unwrap_err();
         assert!(
@@ -213,7 +215,7 @@ fn tools_are_ranked_and_cut_by_band_and_a_policy_chooses_among_them() {
 fn a_tool_of_one_agent_is_offered_to_that_agent_only() {
     let engine = engine();
     let search = |agent: &str| {
-        let request = SearchRequest::tools("I forgot my password").agent(agent);
+        let request = SearchRequest::tools("I forgot my password").with_agent(agent);
         ids(&engine.search(&request).unwrap().hits)
             .into_iter()
             .map(String::from)
@@ -261,7 +263,7 @@ fn scenarios_and_tools_persist_and_are_exported_got_and_deleted_by_kind() {
     engine.delete(Kind::Tool, "default", "track");
     engine.commit().unwrap();
     let response = engine
-        .search(&SearchRequest::tools("where is my package?").min_relevance(0.0))
+        .search(&SearchRequest::tools("where is my package?").with_min_relevance(0.0))
         .unwrap();
     assert!(!ids(&response.hits).contains(&"track"));
     assert_eq!(engine.stats().tools, 2);

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 /// The floors, lowest first: a module may use the modules of lower floors only.
 const FLOORS: &[&[&str]] = &[
-    // Errors, crash points, test-only helpers.
-    &["error", "crash", "testing"],
+    // Errors, crash points, test-only helpers, work handed between threads.
+    &["error", "crash", "testing", "parallel"],
     // What everything is made of: the model (documents, ids, time, the vector math, the
     // limits) and the token counter.
     &["model", "tokens"],
@@ -409,13 +409,17 @@ const INNER_FLOORS: &[(&str, &[&[&str]])] = &[
             &["catalog"],
             // The vector leg: the graphs and exact scans over the catalog's vectors.
             &["vector"],
+            // The local index: the four parts as one backend.
+            &["index"],
+            // Its commit, and its search (the `Retriever`).
+            &["commit", "search"],
         ],
     ),
     (
         "engine",
         &[
-            // What an open engine holds; the hand-off of a search beside another.
-            &["state", "beside"],
+            // What an open engine holds.
+            &["state"],
             // The builder, the manifest, publishing for readers, statistics.
             &["builder", "manifest", "publish", "stats"],
             // Embedders chosen at open, swapping a rebuilt index in, feedback, the graph

@@ -12,7 +12,7 @@ use crate::common::{clustered_vectors, ids, support_rules};
 /// These tests mix rules without vectors and chunks that bring their own: indexes
 /// without an embedder.
 fn builder() -> EngineBuilder {
-    ruchedb::Engine::builder().embedder_spec(EmbedderSpec::None)
+    ruchedb::Engine::builder().with_embedder_spec(EmbedderSpec::None)
 }
 
 const DIM: usize = 24;
@@ -49,9 +49,9 @@ fn queries() -> Vec<SearchRequest> {
         .map(|(i, v)| {
             let text = ["alpha", "bravo echo", "note 17", "golf delta"][i % 4];
             SearchRequest::chunks(text)
-                .embedding(v)
-                .top_k(10)
-                .now("2026-11-21T00:00:00Z".parse().unwrap())
+                .with_embedding(v)
+                .with_top_k(10)
+                .with_now("2026-11-21T00:00:00Z".parse().unwrap())
         })
         .collect()
 }
@@ -77,7 +77,7 @@ fn reopen_loads_the_graph_and_gives_identical_results() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index");
     let before = {
-        let engine = builder().config(graph_config()).create(&path).unwrap();
+        let engine = builder().with_config(graph_config()).create(&path).unwrap();
         engine.upsert_rules(support_rules()).unwrap();
         engine.upsert_chunks(chunks(1_500)).unwrap();
         engine.commit().unwrap();
@@ -89,7 +89,7 @@ fn reopen_loads_the_graph_and_gives_identical_results() {
         engine.close().unwrap();
         results
     };
-    let engine = builder().config(graph_config()).open(&path).unwrap();
+    let engine = builder().with_config(graph_config()).open(&path).unwrap();
     // The checkpoint loads in the background; wait for it.
     engine.sync_graph().unwrap();
     let stats = engine.stats();
@@ -114,7 +114,7 @@ fn a_graph_loads_from_its_checkpoint_after_documents_it_holds_are_deleted() {
     let path = dir.path().join("index");
     let deleted: Vec<String> = (0..1_500).step_by(9).map(|i| format!("c{i:05}")).collect();
     let before = {
-        let engine = builder().config(graph_config()).create(&path).unwrap();
+        let engine = builder().with_config(graph_config()).create(&path).unwrap();
         engine.upsert_chunks(chunks(1_500)).unwrap();
         engine.commit().unwrap();
         engine.sync_graph().unwrap();
@@ -129,7 +129,7 @@ fn a_graph_loads_from_its_checkpoint_after_documents_it_holds_are_deleted() {
         engine.close().unwrap();
         results
     };
-    let engine = builder().config(graph_config()).open(&path).unwrap();
+    let engine = builder().with_config(graph_config()).open(&path).unwrap();
     engine.sync_graph().unwrap();
     let stats = engine.stats();
     assert_eq!(stats.counters.graph_checkpoint_loads, 1);
@@ -148,7 +148,7 @@ fn an_engine_dropped_while_its_graph_loads_lets_go_of_the_index() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index");
     let before = {
-        let engine = builder().config(graph_config()).create(&path).unwrap();
+        let engine = builder().with_config(graph_config()).create(&path).unwrap();
         engine.upsert_chunks(chunks(3_000)).unwrap();
         engine.commit().unwrap();
         let results = results(&engine);
@@ -161,9 +161,9 @@ fn an_engine_dropped_while_its_graph_loads_lets_go_of_the_index() {
     std::fs::write(path.join(".graph-notes"), b"mine").unwrap();
     for _ in 0..5 {
         // Opened and dropped before its checkpoint is in: no wait, no lock left held.
-        drop(builder().config(graph_config()).open(&path).unwrap());
+        drop(builder().with_config(graph_config()).open(&path).unwrap());
     }
-    let engine = builder().config(graph_config()).open(&path).unwrap();
+    let engine = builder().with_config(graph_config()).open(&path).unwrap();
     assert!(
         !left_behind.exists(),
         "the scratch directory is ours: removed"
@@ -280,7 +280,7 @@ fn export_then_import_gives_the_same_results() {
     target.upsert(docs).unwrap();
     target.commit().unwrap();
     assert_eq!(results(&target), results(&source));
-    let rules = SearchRequest::rules("refund for my order").top_k(5);
+    let rules = SearchRequest::rules("refund for my order").with_top_k(5);
     assert_eq!(
         summary(&target.search(&rules).unwrap()),
         summary(&source.search(&rules).unwrap())
@@ -300,7 +300,7 @@ fn crash_child() {
     let Some(dir) = std::env::var_os(CRASH_DIR) else {
         return;
     };
-    let engine = builder().config(graph_config()).open(dir).unwrap();
+    let engine = builder().with_config(graph_config()).open(dir).unwrap();
     let all = chunks(2_000);
     for (batch_idx, batch) in all.chunks(100).enumerate() {
         engine.upsert_chunks(batch.to_vec()).unwrap();
@@ -317,7 +317,7 @@ fn kill_after_commit_loses_nothing() {
     let path = dir.path().join("index");
     {
         // A checkpointed first state, so the crash lands between two checkpoints.
-        let engine = builder().config(graph_config()).create(&path).unwrap();
+        let engine = builder().with_config(graph_config()).create(&path).unwrap();
         engine.upsert_rules(support_rules()).unwrap();
         engine.commit().unwrap();
         engine.close().unwrap();
@@ -350,7 +350,7 @@ fn kill_after_commit_loses_nothing() {
     child.wait().unwrap();
     let acknowledged = acknowledged.expect("the child committed") + 1;
 
-    let engine = builder().config(graph_config()).open(&path).unwrap();
+    let engine = builder().with_config(graph_config()).open(&path).unwrap();
     let stats = engine.stats();
     // Every acknowledged batch is there; a batch is all or nothing.
     assert!(
@@ -375,9 +375,9 @@ fn kill_after_commit_loses_nothing() {
             .search(
                 &SearchRequest::chunks("")
                     .browse()
-                    .embedding(chunk.embedding.clone().unwrap())
-                    .chunk_weights(relevance_only)
-                    .top_k(3),
+                    .with_embedding(chunk.embedding.clone().unwrap())
+                    .with_chunk_weights(relevance_only)
+                    .with_top_k(3),
             )
             .unwrap();
         assert!(
@@ -388,8 +388,8 @@ fn kill_after_commit_loses_nothing() {
         let by_text = engine
             .search(
                 &SearchRequest::chunks(chunk.content.clone())
-                    .chunk_weights(relevance_only)
-                    .top_k(3),
+                    .with_chunk_weights(relevance_only)
+                    .with_top_k(3),
             )
             .unwrap();
         assert_eq!(by_text.hits[0].id, chunk.id);

@@ -26,7 +26,7 @@ fn tied_scores_break_on_priority_then_id_whatever_the_insertion_order() {
             engine.commit().unwrap();
         }
         let response = engine
-            .search(&SearchRequest::rules("reset password").top_k(4))
+            .search(&SearchRequest::rules("reset password").with_top_k(4))
             .unwrap();
         seen.push(
             ids(&response.hits)
@@ -72,7 +72,7 @@ fn oracle(corpus: &[Vec<f32>], query: &[f32]) -> Vec<(String, f64)> {
 fn engine(corpus: &[Vec<f32>], exact_scan_threshold: usize) -> Engine {
     let mut config = Config::default();
     config.pipeline.retrieval.exact_scan_threshold = exact_scan_threshold;
-    let engine = Engine::builder().config(config).temporary().unwrap();
+    let engine = Engine::builder().with_config(config).temporary().unwrap();
     engine
         .upsert_chunks(
             corpus
@@ -91,10 +91,10 @@ fn top10(engine: &Engine, query: &[f32]) -> Vec<(String, f64)> {
         .search(
             &SearchRequest::chunks("")
                 .browse()
-                .embedding(query.to_vec())
-                .chunk_weights(vector_only())
-                .min_relevance(0.0)
-                .top_k(10),
+                .with_embedding(query.to_vec())
+                .with_chunk_weights(vector_only())
+                .with_min_relevance(0.0)
+                .with_top_k(10),
         )
         .unwrap()
         .hits
@@ -194,7 +194,7 @@ proptest! {
         config.pipeline.retrieval.exact_scan_threshold = usize::MAX;
         // Scores against the oracle's cosines: no conversation turns lend theirs.
         config.scoring.neighbour_weight = 0.0;
-        let engine = Engine::builder().config(config).temporary().unwrap();
+        let engine = Engine::builder().with_config(config).temporary().unwrap();
         let mut live = std::collections::BTreeMap::new();
         for (step, ((op, n), vector)) in ops.iter().zip(&vectors).enumerate() {
             let id = format!("c{n:03}");
@@ -218,12 +218,12 @@ proptest! {
         for query in &queries {
             for context in [None, Some("u1")] {
                 let mut request = SearchRequest::chunks("").browse()
-                    .embedding(query.to_vec())
-                    .chunk_weights(vector_only())
-                    .min_relevance(0.0)
-                    .top_k(10);
+                    .with_embedding(query.to_vec())
+                    .with_chunk_weights(vector_only())
+                    .with_min_relevance(0.0)
+                    .with_top_k(10);
                 if let Some(context) = context {
-                    request = request.context(context);
+                    request = request.with_context(context);
                 }
                 let got: Vec<(String, f64)> = engine
                     .search(&request)
@@ -283,11 +283,11 @@ fn the_turn_after_the_one_that_matches_comes_back_with_it() {
     let found = |weight: f64| {
         let mut config = Config::default();
         config.scoring.neighbour_weight = weight;
-        let engine = Engine::builder().config(config).temporary().unwrap();
+        let engine = Engine::builder().with_config(config).temporary().unwrap();
         engine.upsert_chunks(chunks.clone()).unwrap();
         engine.commit().unwrap();
         engine
-            .search(&SearchRequest::chunks(question).context("ana-ben"))
+            .search(&SearchRequest::chunks(question).with_context("ana-ben"))
             .unwrap()
             .hits
             .into_iter()
@@ -332,9 +332,9 @@ proptest! {
         let engine = Engine::builder().temporary().unwrap();
         engine.upsert_chunks(chunks).unwrap();
         engine.commit().unwrap();
-        let request = SearchRequest::chunks("where is the parcel").min_relevance(0.0);
+        let request = SearchRequest::chunks("where is the parcel").with_min_relevance(0.0);
         let all = engine.search(&request).unwrap();
-        let within = engine.search(&request.clone().max_tokens(budget)).unwrap();
+        let within = engine.search(&request.clone().with_max_tokens(budget)).unwrap();
         let spent: usize = within
             .hits
             .iter()
@@ -349,5 +349,116 @@ proptest! {
         if let Some(next) = all.hits.get(kept.len()) {
             prop_assert!(spent + ruchedb::count_tokens(&next.document.text()) > budget);
         }
+    }
+}
+
+/// A question that names one speaker of a conversation is answered by what that speaker
+/// said: their turns come before the other speaker's that share more of its words. A
+/// question that names both, or neither, prefers no one, and notes outside a
+/// conversation have no speaker.
+#[test]
+fn the_speaker_a_question_names_is_heard_first() {
+    let turns = [
+        "Ana: My sister started university in Lisbon this autumn.",
+        "Ben: Nice! Is it far from home?",
+        "Ana: Two hours by train; she reads marine biology there.",
+        "Ben: My sister wants to study law.",
+        "Ben: I study late most nights.",
+    ];
+    let search = |weight: f64, question: &str, context: bool| {
+        let mut config = Config::default();
+        config.scoring.speaker_weight = weight;
+        let engine = Engine::builder().with_config(config).temporary().unwrap();
+        let chunks = turns.iter().enumerate().map(|(i, text)| {
+            let chunk = Chunk::new(format!("t{i}"), *text);
+            if context {
+                chunk.with_context("ana-ben")
+            } else {
+                chunk
+            }
+        });
+        engine.upsert_chunks(chunks).unwrap();
+        engine.commit().unwrap();
+        let mut request = SearchRequest::chunks(question).with_top_k(3);
+        if context {
+            request = request.with_context("ana-ben");
+        }
+        engine
+            .search(&request)
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| (h.id, h.breakdown.speaker_term))
+            .collect::<Vec<_>>()
+    };
+    let question = "What does Ana's sister study?";
+    let heard = search(0.1, question, true);
+    assert!(heard[0].0 == "t0" || heard[0].0 == "t2", "{heard:?}");
+    assert!(heard[0].1.is_some_and(|gain| gain > 0.0 && gain <= 0.1));
+    assert!(
+        heard
+            .iter()
+            .all(|(id, term)| term.is_some() == (id == "t0" || id == "t2")),
+        "{heard:?}"
+    );
+    // Without the speaker, Ben's turns, which share more words, come first.
+    let unheard = search(0.0, question, true);
+    assert!(unheard[0].0 == "t3" || unheard[0].0 == "t4", "{unheard:?}");
+    assert!(unheard.iter().all(|(_, term)| term.is_none()));
+    // Both named, or neither: no one is preferred.
+    for question in [
+        "What do Ana and Ben's sisters study?",
+        "Whose sister studies law?",
+    ] {
+        assert_eq!(search(0.1, question, true), search(0.0, question, true));
+    }
+    // The same texts as notes outside any conversation have no speaker.
+    assert_eq!(search(0.1, question, false), search(0.0, question, false));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Hearing a speaker reorders what the request may see, never more: a question that
+    /// names a speaker of another conversation or another tenant gets no chunk from
+    /// there, and only turns of the speaker it names gain.
+    #[test]
+    fn a_named_speaker_never_reaches_past_the_request_s_tenant_and_context(
+        turns in proptest::collection::vec((0usize..3, 0usize..4, 0usize..2, 0usize..2), 4..40),
+        named in 0usize..3,
+    ) {
+        let speakers = ["Ana", "Ben", "Cleo"];
+        let topics = ["hiking in the hills", "tea with lemon", "painting sunsets", "the new job"];
+        let engine = Engine::builder().temporary().unwrap();
+        let chunks: Vec<Chunk> = turns
+            .iter()
+            .enumerate()
+            .map(|(i, &(speaker, topic, context, tenant))| {
+                Chunk::new(format!("t{i:02}"), format!("{}: I love {}.", speakers[speaker], topics[topic]))
+                    .with_context(format!("c{context}"))
+                    .with_tenant(["default", "other"][tenant])
+            })
+            .collect();
+        engine.upsert_chunks(chunks.clone()).unwrap();
+        engine.commit().unwrap();
+        let question = format!("What does {} love?", speakers[named]);
+        let request = SearchRequest::chunks(question.as_str())
+            .with_context("c0")
+            .with_min_relevance(0.0)
+            .with_top_k(40);
+        let hits = engine.search(&request).unwrap().hits;
+        for hit in &hits {
+            let chunk = hit.document.as_chunk().unwrap();
+            prop_assert_eq!(chunk.context_id.as_deref(), Some("c0"));
+            prop_assert_eq!(chunk.tenant_id.as_str(), "default");
+            if hit.breakdown.speaker_term.is_some() {
+                prop_assert!(chunk.content.starts_with(speakers[named]), "{}", chunk.content);
+            }
+        }
+        let visible = chunks
+            .iter()
+            .filter(|c| c.context_id.as_deref() == Some("c0") && c.tenant_id == "default")
+            .count();
+        prop_assert!(hits.len() <= visible);
     }
 }

@@ -52,9 +52,9 @@ fn out_of_scope_messages_get_no_rule_and_say_why() {
 #[test]
 fn the_gate_can_be_turned_off_and_top_k_then_returns_exactly_k() {
     let engine = sample_engine();
-    let request = SearchRequest::rules("what is the weather tomorrow").top_k(5);
+    let request = SearchRequest::rules("what is the weather tomorrow").with_top_k(5);
     assert!(engine.search(&request).unwrap().hits.is_empty());
-    let open = engine.search(&request.min_relevance(0.0)).unwrap();
+    let open = engine.search(&request.with_min_relevance(0.0)).unwrap();
     assert_eq!(open.hits.len(), 5);
     assert!(
         open.hits
@@ -68,7 +68,7 @@ fn min_relevance_is_validated_in_requests_and_config() {
     let engine = sample_engine();
     for bad in [-0.1, 1.5, f64::NAN] {
         let err = engine
-            .search(&SearchRequest::rules("refund").min_relevance(bad))
+            .search(&SearchRequest::rules("refund").with_min_relevance(bad))
             .unwrap_err();
         assert!(
             matches!(err.kind(), ErrorKind::InvalidInput { .. }),
@@ -172,7 +172,7 @@ proptest! {
         let first = build(&a, None);
         let second = build(&b, Some(&scoped));
         for text in QUERIES {
-            let request = SearchRequest::rules(*text).scenario("flow").step("now").top_k(10);
+            let request = SearchRequest::rules(*text).with_scenario("flow").with_step("now").with_top_k(10);
             let one = first.search(&request).unwrap();
             let two = second.search(&request).unwrap();
             prop_assert_eq!(hit_set(&one.hits), hit_set(&two.hits), "{}", text);
@@ -217,7 +217,7 @@ proptest! {
         };
         let (plain, weighted) = (build(false), build(true));
         for text in ["how should we contact the customer", "where is the tent", "weather on mars", "refund"] {
-            let request = SearchRequest::chunks(text).now(now).top_k(10);
+            let request = SearchRequest::chunks(text).with_now(now).with_top_k(10);
             let one = plain.search(&request).unwrap();
             let two = weighted.search(&request).unwrap();
             prop_assert_eq!(hit_set(&one.hits), hit_set(&two.hits), "{}", text);
@@ -251,7 +251,7 @@ fn exact_identifiers_come_first_whatever_importance_and_recency() {
     let now: Timestamp = identifiers::NOW.parse().unwrap();
     for q in &queries {
         let response = engine
-            .search(&SearchRequest::chunks(&q.text).now(now).top_k(10))
+            .search(&SearchRequest::chunks(&q.text).with_now(now).with_top_k(10))
             .unwrap();
         assert!(
             response
@@ -278,7 +278,7 @@ fn exact_identifiers_come_first_whatever_importance_and_recency() {
         // The default selection keeps the notes that name it, and the best notes they
         // link to (the graph leg's second hops), nothing else.
         let selected = engine
-            .search(&SearchRequest::chunks(&q.text).now(now))
+            .search(&SearchRequest::chunks(&q.text).with_now(now))
             .unwrap();
         assert!(
             selected
@@ -339,8 +339,8 @@ fn a_look_alike_identifier_is_not_a_match() {
     let response = engine
         .search(
             &SearchRequest::chunks("any update on NW-15699")
-                .now("2026-11-21T12:00:00Z".parse().unwrap())
-                .top_k(5),
+                .with_now("2026-11-21T12:00:00Z".parse().unwrap())
+                .with_top_k(5),
         )
         .unwrap();
     assert_eq!(ids(&response.hits)[0], "exact");
@@ -473,7 +473,7 @@ fn a_near_miss_of_a_covered_rule_gets_no_rule() {
     let mut config = Config::default();
     config.relevance.rules.calibration =
         Some(ruchedb::relevance::Calibration::new(8.31, 0.56, -4.65));
-    let two_terms = Engine::builder().config(config).temporary().unwrap();
+    let two_terms = Engine::builder().with_config(config).temporary().unwrap();
     two_terms.upsert_rules(bank_rules()).unwrap();
     two_terms.commit().unwrap();
     let answered = near_misses
@@ -547,7 +547,7 @@ fn each_part_of_a_message_reaches_its_own_rule() {
     );
     let mut config = Config::default();
     config.pipeline.retrieval.rule_parts = false;
-    let whole_only = Engine::builder().config(config).temporary().unwrap();
+    let whole_only = Engine::builder().with_config(config).temporary().unwrap();
     whole_only.upsert_rules(crate::sample::rules()).unwrap();
     whole_only.commit().unwrap();
     let response = whole_only.search(&SearchRequest::rules(message)).unwrap();

@@ -53,15 +53,15 @@ fn engine_search_is_the_pipeline_over_the_local_retriever() {
     for request in [
         SearchRequest::rules("I want my money back"),
         SearchRequest::rules("refund please")
-            .scenario("vip")
-            .top_k(3),
+            .with_scenario("vip")
+            .with_top_k(3),
         SearchRequest::rules("xyzzy plugh"),
         SearchRequest::chunks("order NW-15007"),
-        SearchRequest::chunks("refund euros").top_k(10),
+        SearchRequest::chunks("refund euros").with_top_k(10),
         SearchRequest::chunks("")
             .browse()
-            .top_k(5)
-            .now(Timestamp::now()),
+            .with_top_k(5)
+            .with_now(Timestamp::now()),
     ] {
         let by_engine = engine.search(&request).unwrap();
         let embedder = engine.embedder(request.kind()).unwrap();
@@ -248,9 +248,9 @@ proptest! {
     ) {
         thread_local!(static ENGINE: Engine = engine());
         ENGINE.with(|engine| {
-            let mut request = SearchRequest::chunks(text).now(Timestamp::now());
+            let mut request = SearchRequest::chunks(text).with_now(Timestamp::now());
             if let Some(k) = top_k {
-                request = request.top_k(k);
+                request = request.with_top_k(k);
             }
             let ranked = |seed| {
                 let retriever = Shuffled { engine, seed, duplicates: 0 };
@@ -278,7 +278,7 @@ proptest! {
         ENGINE.with(|engine| {
             let now = Timestamp::now();
             let ranked = |k: usize| {
-                let request = SearchRequest::chunks(text).now(now).top_k(k);
+                let request = SearchRequest::chunks(text).with_now(now).with_top_k(k);
                 // Candidates a retriever returned twice take the path that sorts all.
                 let retriever = Shuffled { engine, seed: 0, duplicates };
                 search_with(&retriever, &Config::default(), &request, None, None).unwrap()

@@ -25,7 +25,7 @@ fn sample_static() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
     ENGINE.get_or_init(|| {
         crate::sample::engine_with(
-            Engine::builder().embedder_spec(ruchedb::EmbedderSpec::StaticBundled),
+            Engine::builder().with_embedder_spec(ruchedb::EmbedderSpec::StaticBundled),
         )
     })
 }
@@ -60,7 +60,9 @@ const MESSAGES: &[&str] = &[
 fn a_detected_scenario_activates_its_rules_in_the_same_turn() {
     let engine = sample_static();
     let text = "I bought these boots 5 weeks ago, can I still send them back?";
-    let turn = engine.turn(&TurnRequest::new(text).now(now())).unwrap();
+    let turn = engine
+        .turn(&TurnRequest::new(text).with_now(now()))
+        .unwrap();
     assert_eq!(turn.scenario.activation, Activation::Detected);
     assert_eq!(turn.scenario.active.as_deref(), Some("returns"));
     assert!(turn.scenario.confidence.unwrap() >= 0.5);
@@ -75,7 +77,11 @@ fn a_detected_scenario_activates_its_rules_in_the_same_turn() {
     );
     // Exactly the rules a search inside the scenario gives.
     let inside = engine
-        .search(&SearchRequest::rules(text).scenario("returns").now(now()))
+        .search(
+            &SearchRequest::rules(text)
+                .with_scenario("returns")
+                .with_now(now()),
+        )
         .unwrap();
     assert_eq!(summary(&turn.rules), summary(&inside));
     // And the rendered block says so.
@@ -94,9 +100,9 @@ fn an_active_scenario_is_kept_unless_the_message_clearly_leaves_it() {
     let kept = engine
         .turn(
             &TurnRequest::new("it's order NW-15007, the boots")
-                .scenario("returns")
-                .step("collect_order")
-                .now(now()),
+                .with_scenario("returns")
+                .with_step("collect_order")
+                .with_now(now()),
         )
         .unwrap();
     assert_eq!(kept.scenario.activation, Activation::Kept);
@@ -104,15 +110,19 @@ fn an_active_scenario_is_kept_unless_the_message_clearly_leaves_it() {
     assert_eq!(kept.scenario.step.as_deref(), Some("collect_order"));
     // A message about nothing in particular keeps it too.
     let vague = engine
-        .turn(&TurnRequest::new("ok thanks").scenario("returns").now(now()))
+        .turn(
+            &TurnRequest::new("ok thanks")
+                .with_scenario("returns")
+                .with_now(now()),
+        )
         .unwrap();
     assert_eq!(vague.scenario.activation, Activation::Kept);
     // A message squarely about another flow leaves it.
     let other = engine
         .turn(
             &TurnRequest::new("I want to return the boots I bought last week")
-                .scenario("shipping_issue")
-                .now(now()),
+                .with_scenario("shipping_issue")
+                .with_now(now()),
         )
         .unwrap();
     assert_eq!(other.scenario.activation, Activation::Switched);
@@ -122,8 +132,8 @@ fn an_active_scenario_is_kept_unless_the_message_clearly_leaves_it() {
     let inside = engine
         .search(
             &SearchRequest::rules("I want to return the boots I bought last week")
-                .scenario("returns")
-                .now(now()),
+                .with_scenario("returns")
+                .with_now(now()),
         )
         .unwrap();
     assert_eq!(summary(&other.rules), summary(&inside));
@@ -132,7 +142,7 @@ fn an_active_scenario_is_kept_unless_the_message_clearly_leaves_it() {
     config.turn.switch_margin = 1.0;
     let dir = tempfile::tempdir().unwrap();
     let strict = Engine::builder()
-        .config(config)
+        .with_config(config)
         .create(dir.path().join("i"))
         .unwrap();
     strict
@@ -145,8 +155,8 @@ fn an_active_scenario_is_kept_unless_the_message_clearly_leaves_it() {
     let held = strict
         .turn(
             &TurnRequest::new("I want to return the boots I bought last week")
-                .scenario("shipping_issue")
-                .now(now()),
+                .with_scenario("shipping_issue")
+                .with_now(now()),
         )
         .unwrap();
     assert_eq!(held.scenario.activation, Activation::Kept);
@@ -165,7 +175,11 @@ fn an_out_of_scope_message_gets_no_scenario_rule_or_tool() {
         "tell me a joke about penguins",
     ] {
         let turn = engine
-            .turn(&TurnRequest::new(text).budget_tokens(500).now(now()))
+            .turn(
+                &TurnRequest::new(text)
+                    .with_budget_tokens(500)
+                    .with_now(now()),
+            )
             .unwrap();
         assert!(
             turn.scenario.active.is_none()
@@ -215,7 +229,7 @@ fn a_memory_search_nothing_anchors_returns_nothing() {
     // At a noise cosine (0.3) and no word shared: refused, and the gate says so (without
     // the anchor, "contact" passes with relevance 0.92).
     let far = engine
-        .search(&SearchRequest::chunks("who painted the mona lisa").embedding(toward(0, 0.3)))
+        .search(&SearchRequest::chunks("who painted the mona lisa").with_embedding(toward(0, 0.3)))
         .unwrap();
     assert!(far.hits.is_empty(), "{:?}", summary(&far));
     assert!(
@@ -227,17 +241,17 @@ fn a_memory_search_nothing_anchors_returns_nothing() {
     // The same vector, but every word of the query is in a chunk: the search is
     // answered (each chunk then passes or not by its own relevance).
     let worded = engine
-        .search(&SearchRequest::chunks("tent pole").embedding(toward(0, 0.3)))
+        .search(&SearchRequest::chunks("tent pole").with_embedding(toward(0, 0.3)))
         .unwrap();
     assert_eq!(worded.gate.anchor, Some(1.0));
     // A code of the query answers it.
     let code = engine
-        .search(&SearchRequest::chunks("any news on nw-40411?").embedding(toward(0, 0.3)))
+        .search(&SearchRequest::chunks("any news on nw-40411?").with_embedding(toward(0, 0.3)))
         .unwrap();
     assert_eq!(code.hits.first().map(|h| h.id.as_str()), Some("order"));
     // A paraphrase that shares no word but is close: answered.
     let close = engine
-        .search(&SearchRequest::chunks("how should I reach them").embedding(toward(0, 0.5)))
+        .search(&SearchRequest::chunks("how should I reach them").with_embedding(toward(0, 0.5)))
         .unwrap();
     assert_eq!(close.hits.first().map(|h| h.id.as_str()), Some("contact"));
     // Off: the noise cosine answers.
@@ -245,7 +259,7 @@ fn a_memory_search_nothing_anchors_returns_nothing() {
     config.relevance.chunks.anchor = false;
     let dir = tempfile::tempdir().unwrap();
     let open = Engine::builder()
-        .config(config)
+        .with_config(config)
         .create(dir.path().join("i"))
         .unwrap();
     open.upsert_chunks([
@@ -254,7 +268,7 @@ fn a_memory_search_nothing_anchors_returns_nothing() {
     .unwrap();
     open.commit().unwrap();
     let unanchored = open
-        .search(&SearchRequest::chunks("who painted the mona lisa").embedding(toward(0, 0.3)))
+        .search(&SearchRequest::chunks("who painted the mona lisa").with_embedding(toward(0, 0.3)))
         .unwrap();
     assert!(unanchored.gate.anchor.is_none());
     assert_eq!(
@@ -269,8 +283,8 @@ fn an_out_of_scope_message_gives_an_empty_turn() {
     let turn = engine
         .turn(
             &TurnRequest::new("who painted the mona lisa")
-                .embedding(toward(0, 0.3))
-                .budget_tokens(500),
+                .with_embedding(toward(0, 0.3))
+                .with_budget_tokens(500),
         )
         .unwrap();
     assert!(turn.is_empty(), "{:?}", summary(&turn.memory));
@@ -284,8 +298,8 @@ fn memory_comes_from_the_conversation_when_the_turn_names_it() {
     let turn = engine
         .turn(
             &TurnRequest::new("what was wrong with the tent?")
-                .context("conversation-maya-chen")
-                .now(now()),
+                .with_context("conversation-maya-chen")
+                .with_now(now()),
         )
         .unwrap();
     assert!(!turn.memory.hits.is_empty());
@@ -303,7 +317,9 @@ fn memory_comes_from_the_conversation_when_the_turn_names_it() {
 fn a_small_budget_keeps_the_rules_first_and_says_what_it_cut() {
     let engine = sample_static();
     let text = "I want to return the boots I bought last week, they don't fit";
-    let whole = engine.turn(&TurnRequest::new(text).now(now())).unwrap();
+    let whole = engine
+        .turn(&TurnRequest::new(text).with_now(now()))
+        .unwrap();
     assert!(!whole.rules.hits.is_empty() && !whole.memory.hits.is_empty());
     // The scenario line, the rules, and a little more: memory cannot all fit.
     let block = whole.render();
@@ -311,7 +327,11 @@ fn a_small_budget_keeps_the_rules_first_and_says_what_it_cut() {
     assert!(scenario_line.starts_with("Scenario: "), "{block}");
     let budget = count_tokens(scenario_line) + 1 + whole.budget.rules.tokens + 20;
     let cut = engine
-        .turn(&TurnRequest::new(text).budget_tokens(budget).now(now()))
+        .turn(
+            &TurnRequest::new(text)
+                .with_budget_tokens(budget)
+                .with_now(now()),
+        )
         .unwrap();
     assert!(cut.budget.used <= budget);
     assert_eq!(cut.budget.rules.kept, whole.rules.hits.len());
@@ -332,8 +352,8 @@ fn a_small_budget_keeps_the_rules_first_and_says_what_it_cut() {
     );
 }
 
-#[test]
-fn feedback_on_a_turn_credits_each_part_that_had_hits() {
+/// A refund rule and a note about it, and a turn whose rules and memory both find them.
+fn refund_turn() -> (Engine, ruchedb::TurnResponse) {
     let engine = Engine::builder().temporary().unwrap();
     engine
         .upsert_rules([Rule::new(
@@ -353,6 +373,12 @@ fn feedback_on_a_turn_credits_each_part_that_had_hits() {
     let turn = engine
         .turn(&TurnRequest::new("I want my money back for the tent"))
         .unwrap();
+    (engine, turn)
+}
+
+#[test]
+fn feedback_on_a_turn_credits_each_part_that_had_hits() {
+    let (engine, turn) = refund_turn();
     assert!(!turn.rules.hits.is_empty() && !turn.memory.hits.is_empty());
     engine.feedback(&turn.turn_id, true).unwrap();
     let rules = engine.feedback_window(ruchedb::DEFAULT_TENANT, ruchedb::Kind::Rule);
@@ -362,6 +388,77 @@ fn feedback_on_a_turn_credits_each_part_that_had_hits() {
     engine.feedback(&turn.turn_id, true).unwrap();
     assert!(engine.feedback(&turn.turn_id, false).is_err());
     assert!(engine.feedback("turn-0-0-0~nothing", true).is_err());
+    // Crediting a part by its own id after the turn's counts once too.
+    assert!(engine.feedback(&turn.rules.query_id, false).is_err());
+    assert_eq!(
+        engine.feedback(&turn.memory.query_id, true).unwrap().len(),
+        memory.len()
+    );
+}
+
+/// A turn id is for a person to read and a log to carry: short, whatever the turn
+/// found, and still signed (an altered one credits nothing). An id of the earlier form,
+/// which listed its parts' ids, is still credited.
+#[test]
+fn a_turn_id_is_short_and_signed() {
+    let (engine, turn) = refund_turn();
+    assert!(turn.turn_id.starts_with("turn-"), "{}", turn.turn_id);
+    assert!(
+        turn.turn_id.len() <= 80,
+        "{} is {} long",
+        turn.turn_id,
+        turn.turn_id.len()
+    );
+    // Each part's id is the turn's base and its letter.
+    let base = turn
+        .turn_id
+        .rsplit_once('-')
+        .unwrap()
+        .0
+        .replacen("turn-", "q", 1);
+    assert!(
+        turn.rules.query_id.starts_with(&format!("{base}.r-")),
+        "{}",
+        turn.rules.query_id
+    );
+    assert!(
+        turn.memory.query_id.starts_with(&format!("{base}.m-")),
+        "{}",
+        turn.memory.query_id
+    );
+
+    // One hex digit changed anywhere in the signed part: refused, nothing credited.
+    let mut altered = turn.turn_id.clone().into_bytes();
+    let at = altered.len() - 30;
+    altered[at] = if altered[at] == b'0' { b'1' } else { b'0' };
+    let altered = String::from_utf8(altered).unwrap();
+    let refused = engine.feedback(&altered, true).unwrap_err();
+    assert!(
+        matches!(refused.kind(), ruchedb::ErrorKind::NotFound { .. }),
+        "{refused:?}"
+    );
+    assert!(
+        engine
+            .feedback_window(ruchedb::DEFAULT_TENANT, ruchedb::Kind::Rule)
+            .is_empty()
+    );
+
+    // The earlier form: the turn's own id, then its parts' ids, joined by `~`.
+    let listed = format!(
+        "turn-legacy~{}~{}",
+        turn.rules.query_id, turn.memory.query_id
+    );
+    engine.feedback(&listed, true).unwrap();
+    let rules = || {
+        engine
+            .feedback_window(ruchedb::DEFAULT_TENANT, ruchedb::Kind::Rule)
+            .len()
+    };
+    let credited = rules();
+    assert!(credited >= 1);
+    // The same searches by the new id: already credited, the same answer changes nothing.
+    engine.feedback(&turn.turn_id, true).unwrap();
+    assert_eq!(rules(), credited);
 }
 
 fn message() -> impl Strategy<Value = String> {
@@ -380,15 +477,15 @@ proptest! {
         memory_first in any::<bool>(),
     ) {
         let engine = sample();
-        let mut request = TurnRequest::new(text.clone()).budget_tokens(budget).now(now());
+        let mut request = TurnRequest::new(text.clone()).with_budget_tokens(budget).with_now(now());
         if memory_first {
-            request = request.context("conversation-maya-chen");
+            request = request.with_context("conversation-maya-chen");
         }
         let turn = engine.turn(&request).unwrap();
         let block = turn.render();
         prop_assert!(count_tokens(&block) <= budget, "{} > {budget}: {block}", count_tokens(&block));
         prop_assert_eq!(count_tokens(&block), turn.budget.used);
-        let whole = engine.turn(&TurnRequest::new(text).now(now()).context_if(memory_first)).unwrap();
+        let whole = engine.turn(&TurnRequest::new(text).with_now(now()).context_if(memory_first)).unwrap();
         for part in TurnPart::ALL {
             let kept: Vec<_> = summary(turn.part(part));
             let all: Vec<_> = summary(whole.part(part));
@@ -401,20 +498,20 @@ proptest! {
     #[test]
     fn without_a_budget_each_part_is_its_own_search(text in message(), conversation in any::<bool>()) {
         let engine = sample();
-        let turn = engine.turn(&TurnRequest::new(text.clone()).now(now()).context_if(conversation)).unwrap();
-        let mut rules = SearchRequest::rules(text.clone()).now(now());
+        let turn = engine.turn(&TurnRequest::new(text.clone()).with_now(now()).context_if(conversation)).unwrap();
+        let mut rules = SearchRequest::rules(text.clone()).with_now(now());
         if let Some(active) = &turn.scenario.active {
-            rules = rules.scenario(active.clone());
+            rules = rules.with_scenario(active.clone());
         }
-        let mut memory = SearchRequest::chunks(text.clone()).now(now());
+        let mut memory = SearchRequest::chunks(text.clone()).with_now(now());
         if conversation {
-            memory = memory.context("conversation-maya-chen");
+            memory = memory.with_context("conversation-maya-chen");
         }
         let searches = [
-            (summary(&turn.scenario.search), SearchRequest::scenarios(text.clone()).now(now())),
+            (summary(&turn.scenario.search), SearchRequest::scenarios(text.clone()).with_now(now())),
             (summary(&turn.rules), rules),
             (summary(&turn.memory), memory),
-            (summary(&turn.tools), SearchRequest::tools(text.clone()).now(now())),
+            (summary(&turn.tools), SearchRequest::tools(text.clone()).with_now(now())),
         ];
         for (got, request) in searches {
             let alone = engine.search(&request).unwrap();
@@ -432,7 +529,7 @@ trait ContextIf {
 impl ContextIf for TurnRequest {
     fn context_if(self, yes: bool) -> TurnRequest {
         if yes {
-            self.context("conversation-maya-chen")
+            self.with_context("conversation-maya-chen")
         } else {
             self
         }
@@ -442,7 +539,7 @@ impl ContextIf for TurnRequest {
 #[test]
 fn the_response_names_its_parts() {
     let turn: TurnResponse = sample()
-        .turn(&TurnRequest::new("I want my money back").now(now()))
+        .turn(&TurnRequest::new("I want my money back").with_now(now()))
         .unwrap();
     assert!(turn.turn_id.starts_with("turn-"));
     assert_eq!(turn.budget.tokenizer, "o200k_base");
@@ -476,8 +573,8 @@ fn the_memory_block_says_when_and_who() {
     let turn = engine
         .turn(
             &TurnRequest::new("when did Caroline go to the LGBTQ support group?")
-                .context("conv-26")
-                .now(now()),
+                .with_context("conv-26")
+                .with_now(now()),
         )
         .unwrap();
     let block = turn.render();

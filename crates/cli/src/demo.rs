@@ -76,7 +76,7 @@ pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
         tools.len(),
         dir.display()
     )?;
-    let engine = Engine::builder().config(config.clone()).create(&dir)?;
+    let engine = Engine::builder().with_config(config.clone()).create(&dir)?;
     engine.upsert_rules(rules)?;
     engine.upsert_chunks(chunks)?;
     engine.upsert_scenarios(scenarios)?;
@@ -142,8 +142,8 @@ pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
     writeln!(out, "message: {message:?} [budget 300 tokens]")?;
     let turn = engine.turn(
         &ruchedb::TurnRequest::new(message)
-            .budget_tokens(300)
-            .now("2026-11-21T12:00:00Z".parse()?),
+            .with_budget_tokens(300)
+            .with_now("2026-11-21T12:00:00Z".parse()?),
     )?;
     output::write_turn(&mut out, &turn, false)?;
     writeln!(out, "\nthe rendered block:\n{}", turn.render())?;

@@ -203,7 +203,7 @@ pub fn pair_judged(
 /// Runs each judged query twice: ranked to depth 100 (nDCG, recall, MRR) and with the
 /// configured k-selection (what an agent gets: precision, recall, F1, and the answer).
 pub fn evaluate(
-    engine: &ruchedb::Engine,
+    engine: &ruchedb::Reader,
     judged: Vec<(String, ruchedb::SearchRequest, Qrels)>,
 ) -> Result<Evaluation> {
     let (mut ndcg, mut r10, mut r100, mut mrr) = (0.0, 0.0, 0.0, 0.0);
@@ -214,7 +214,7 @@ pub fn evaluate(
     let mut queries = Vec::with_capacity(judged.len());
     for (id, request, judgement) in judged {
         // Candidates per leg at least RANKED_DEPTH, as `ruche eval`'s configuration has.
-        let request = request.max_candidates(
+        let request = request.with_max_candidates(
             engine
                 .config()
                 .pipeline
@@ -223,7 +223,7 @@ pub fn evaluate(
                 .max(RANKED_DEPTH),
         );
         let started = Instant::now();
-        let ranked = engine.search(&request.clone().top_k(RANKED_DEPTH))?;
+        let ranked = engine.search(&request.clone().with_top_k(RANKED_DEPTH))?;
         latencies_ms.push(started.elapsed().as_secs_f64() * 1e3);
         let ranked: Vec<&str> = ranked.hits.iter().map(|h| h.id.as_str()).collect();
         ndcg += eval::ndcg_at(&ranked, &judgement, 10);

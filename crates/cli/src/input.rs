@@ -397,16 +397,16 @@ impl TurnLine {
         }
         let mut request = TurnRequest::new(self.text.clone().unwrap_or_default());
         if let Some(embedding) = &self.embedding {
-            request = request.embedding(embedding.clone());
+            request = request.with_embedding(embedding.clone());
         }
         if let Some(tenant) = self.tenant_id.as_ref().or(defaults.tenant_id.as_ref()) {
-            request = request.tenant(tenant.clone());
+            request = request.with_tenant(tenant.clone());
         }
         if let Some(agent) = self.agent_id.as_ref().or(defaults.agent_id.as_ref()) {
-            request = request.agent(agent.clone());
+            request = request.with_agent(agent.clone());
         }
         if let Some(context) = self.context_id.as_ref().or(defaults.context_id.as_ref()) {
-            request = request.context(context.clone());
+            request = request.with_context(context.clone());
         }
         let scenario = self.scenario_id.as_ref().or(defaults.scenario_id.as_ref());
         let step = self.step_id.as_ref().or(defaults.step_id.as_ref());
@@ -414,16 +414,16 @@ impl TurnLine {
             anyhow::bail!("a `step_id` needs its `scenario_id`");
         }
         if let Some(scenario) = scenario {
-            request = request.scenario(scenario.clone());
+            request = request.with_scenario(scenario.clone());
         }
         if let Some(step) = step {
-            request = request.step(step.clone());
+            request = request.with_step(step.clone());
         }
         if let Some(budget) = self.budget_tokens.or(defaults.budget_tokens) {
-            request = request.budget_tokens(budget);
+            request = request.with_budget_tokens(budget);
         }
         if let Some(now) = self.now.or(defaults.now) {
-            request = request.now(now);
+            request = request.with_now(now);
         }
         Ok(request)
     }
@@ -498,22 +498,22 @@ impl QueryLine {
             request = request.browse();
         }
         if let Some(embedding) = &self.embedding {
-            request = request.embedding(embedding.clone());
+            request = request.with_embedding(embedding.clone());
         }
         if let Some(tenant) = self.tenant_id.as_ref().or(defaults.tenant.as_ref()) {
-            request = request.tenant(tenant.clone());
+            request = request.with_tenant(tenant.clone());
         }
         if let Some(agent) = self.agent_id.as_ref().or(defaults.agent.as_ref()) {
-            request = request.agent(agent.clone());
+            request = request.with_agent(agent.clone());
         }
         if let Some(scenario) = self.scenario_id.as_ref().or(defaults.scenario.as_ref()) {
-            request = request.scenario(scenario.clone());
+            request = request.with_scenario(scenario.clone());
         }
         if let Some(step) = self.step_id.as_ref().or(defaults.step.as_ref()) {
-            request = request.step(step.clone());
+            request = request.with_step(step.clone());
         }
         if let Some(context) = self.context_id.as_ref().or(defaults.context.as_ref()) {
-            request = request.context(context.clone());
+            request = request.with_context(context.clone());
         }
         let tags = if self.tags.is_empty() {
             &defaults.tags
@@ -521,11 +521,11 @@ impl QueryLine {
             &self.tags
         };
         for tag in tags {
-            request = request.tag(tag.clone());
+            request = request.with_tag(tag.clone());
         }
         if self.filters.is_empty() {
             for (key, value) in &defaults.filters {
-                request = request.filter(key.clone(), value.clone());
+                request = request.with_filter(key.clone(), value.clone());
             }
         } else {
             for (key, value) in &self.filters {
@@ -533,35 +533,35 @@ impl QueryLine {
                     serde_json::Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
-                request = request.filter(key.clone(), value);
+                request = request.with_filter(key.clone(), value);
             }
         }
         if let Some(k) = self.top_k.or(defaults.top_k) {
-            request = request.top_k(k);
+            request = request.with_top_k(k);
         }
         if let Some(min_relevance) = self.min_relevance.or(defaults.min_relevance) {
-            request = request.min_relevance(min_relevance);
+            request = request.with_min_relevance(min_relevance);
         }
         if let Some(max_tokens) = self.max_tokens.or(defaults.max_tokens) {
-            request = request.max_tokens(max_tokens);
+            request = request.with_max_tokens(max_tokens);
         }
         if let Some(now) = self.now.or(defaults.now) {
-            request = request.now(now);
+            request = request.with_now(now);
         }
         if let Some(selection) = &defaults.selection {
-            request = request.selection(selection.clone());
+            request = request.with_selection(selection.clone());
         }
         if let Some(max_k) = defaults.max_k {
-            request = request.max_k(max_k);
+            request = request.with_max_k(max_k);
         }
         if let Some(min_k) = defaults.min_k {
-            request = request.min_k(min_k);
+            request = request.with_min_k(min_k);
         }
         if let Some(fusion) = defaults.fusion {
-            request = request.fusion(fusion);
+            request = request.with_fusion(fusion);
         }
         if let Some(adaptive) = defaults.adaptive {
-            request = request.adaptive(adaptive);
+            request = request.with_adaptive(adaptive);
         }
         Ok(request)
     }

@@ -18,7 +18,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use ruchedb::{
-    Chunk, Config, Document, Engine, Hit, Kind, Rule, Scope, SearchRequest, TurnRequest,
+    Chunk, Config, Document, Engine, Hit, Kind, Reader, Rule, Scope, SearchRequest, TurnRequest,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -486,14 +486,20 @@ impl Server {
         let builder = crate::commands::builder(&self.config);
         // Searches and stats read what the writer published: they never wait for a
         // writer (an import in another process, say).
-        let engine = if matches!(call, Call::Context(..) | Call::Search(..) | Call::Stats(..)) {
-            crate::commands::open_engine_to_read(&builder, self.dir.as_path())?
-        } else {
-            builder.open(self.dir.as_path())?
-        };
-        let result = execute_on(&engine, call);
-        engine.close()?;
-        result
+        match call {
+            Call::Context(..) | Call::Search(..) | Call::Stats(..) => {
+                let handle = crate::commands::open_engine_to_read(&builder, self.dir.as_path())?;
+                let result = read_on(&handle, call);
+                handle.close()?;
+                result
+            }
+            call => {
+                let engine = builder.open(self.dir.as_path())?;
+                let result = execute_on(&engine, call);
+                engine.close()?;
+                result
+            }
+        }
     }
 }
 
@@ -501,10 +507,21 @@ fn tenant(tenant: Option<String>) -> String {
     tenant.unwrap_or_else(|| ruchedb::DEFAULT_TENANT.to_string())
 }
 
+/// A call that reads: context, search, stats.
+fn read_on(reader: &Reader, call: Call) -> ruchedb::Result<Value> {
+    match call {
+        Call::Context(args) => context(reader, args),
+        Call::Search(args, kind) => search(reader, args, kind),
+        Call::Stats(args) => Ok(stats(reader, args.tenant.as_deref())),
+        _ => Err(ruchedb::Error::invalid_input(
+            "this call writes: it needs the writer",
+        )),
+    }
+}
+
 fn execute_on(engine: &Engine, call: Call) -> ruchedb::Result<Value> {
     match call {
-        Call::Context(args) => context(engine, args),
-        Call::Search(args, kind) => search(engine, args, kind),
+        Call::Context(..) | Call::Search(..) | Call::Stats(..) => read_on(engine, call),
         Call::Remember(args) => {
             // A memory without an id gets a new one: two in the same millisecond must
             // not replace each other.
@@ -569,26 +586,30 @@ fn execute_on(engine: &Engine, call: Call) -> ruchedb::Result<Value> {
             let window = engine.feedback(&args.query_id, args.useful)?;
             Ok(json!({"recorded": args.query_id, "records": window.entries().len()}))
         }
-        Call::Stats(args) => Ok(match &args.tenant {
-            Some(tenant) => {
-                let mut counts = serde_json::Map::new();
-                counts.insert("tenant".into(), tenant.clone().into());
-                for kind in Kind::ALL {
-                    counts.insert(
-                        kind.plural().into(),
-                        engine.tenant_count(tenant, kind).into(),
-                    );
-                }
-                Value::Object(counts)
+    }
+}
+
+/// The documents of each kind of one tenant, or of the whole index.
+fn stats(reader: &Reader, tenant: Option<&str>) -> Value {
+    match tenant {
+        Some(tenant) => {
+            let mut counts = serde_json::Map::new();
+            counts.insert("tenant".into(), tenant.into());
+            for kind in Kind::ALL {
+                counts.insert(
+                    kind.plural().into(),
+                    reader.tenant_count(tenant, kind).into(),
+                );
             }
-            None => {
-                let stats = engine.stats();
-                json!({
-                    "rules": stats.rules, "chunks": stats.chunks, "scenarios": stats.scenarios,
-                    "tools": stats.tools, "tenants": stats.tenants,
-                })
-            }
-        }),
+            Value::Object(counts)
+        }
+        None => {
+            let stats = reader.stats();
+            json!({
+                "rules": stats.rules, "chunks": stats.chunks, "scenarios": stats.scenarios,
+                "tools": stats.tools, "tenants": stats.tenants,
+            })
+        }
     }
 }
 
@@ -598,19 +619,19 @@ fn not_found(kind: Kind, tenant: &str, id: &str) -> ruchedb::Error {
     })
 }
 
-fn context(engine: &Engine, args: ContextArgs) -> ruchedb::Result<Value> {
-    let mut request = TurnRequest::new(args.message).tenant(tenant(args.tenant));
+fn context(engine: &Reader, args: ContextArgs) -> ruchedb::Result<Value> {
+    let mut request = TurnRequest::new(args.message).with_tenant(tenant(args.tenant));
     if let Some(agent) = args.agent {
-        request = request.agent(agent);
+        request = request.with_agent(agent);
     }
     if let Some(context) = args.context {
-        request = request.context(context);
+        request = request.with_context(context);
     }
     match (args.scenario, args.step) {
         (Some(scenario), step) => {
-            request = request.scenario(scenario);
+            request = request.with_scenario(scenario);
             if let Some(step) = step {
-                request = request.step(step);
+                request = request.with_step(step);
             }
         }
         (None, Some(_)) => {
@@ -621,7 +642,7 @@ fn context(engine: &Engine, args: ContextArgs) -> ruchedb::Result<Value> {
         (None, None) => {}
     }
     if let Some(budget) = args.budget_tokens {
-        request = request.budget_tokens(budget);
+        request = request.with_budget_tokens(budget);
     }
     let turn = engine.turn(&request)?;
     let block = turn.render();
@@ -645,25 +666,25 @@ fn context(engine: &Engine, args: ContextArgs) -> ruchedb::Result<Value> {
     Ok(out)
 }
 
-fn search(engine: &Engine, args: SearchArgs, kind: Kind) -> ruchedb::Result<Value> {
-    let mut request = SearchRequest::new(kind, args.message).tenant(tenant(args.tenant));
+fn search(engine: &Reader, args: SearchArgs, kind: Kind) -> ruchedb::Result<Value> {
+    let mut request = SearchRequest::new(kind, args.message).with_tenant(tenant(args.tenant));
     if let Some(agent) = args.agent {
-        request = request.agent(agent);
+        request = request.with_agent(agent);
     }
     if let Some(scenario) = args.scenario {
-        request = request.scenario(scenario);
+        request = request.with_scenario(scenario);
     }
     if let Some(step) = args.step {
-        request = request.step(step);
+        request = request.with_step(step);
     }
     if let Some(context) = args.context {
-        request = request.context(context);
+        request = request.with_context(context);
     }
     for tag in args.tags {
-        request = request.tag(tag);
+        request = request.with_tag(tag);
     }
     if let Some(k) = args.top_k {
-        request = request.top_k(k);
+        request = request.with_top_k(k);
     }
     let response = engine.search(&request)?;
     let results: Vec<Value> = response.hits.iter().map(result_json).collect();

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::{Result, bail};
-use ruchedb::{Config, EmbedderSpec, EmbedderSpecs, Engine, Kind, SearchRequest, SearchResponse};
+use ruchedb::{Config, EmbedderSpec, EmbedderSpecs, Kind, SearchRequest, SearchResponse};
 
 /// Where a command's index is: a local directory or a Milvus location.
 pub fn is_milvus(dir: &Path) -> bool {
@@ -14,7 +14,7 @@ pub fn is_milvus(dir: &Path) -> bool {
 
 /// The index a search runs on.
 pub enum Searcher {
-    Local(Engine),
+    Local(crate::commands::ReadHandle),
     #[cfg(feature = "milvus")]
     Milvus(Box<ruchedb_milvus::MilvusIndex>),
 }
@@ -43,14 +43,12 @@ impl Searcher {
         }
     }
 
-    /// Ends a command that is about to exit. A reader has nothing to flush or release
-    /// (it holds no lock and wrote nothing): its memory, a catalog of every document
-    /// that takes tens of milliseconds to free at 20,000, goes back with the process.
-    /// A writer (an index opened to be published) closes as usual.
+    /// Ends a command that is about to exit ([`crate::commands::ReadHandle::finish`]).
     pub fn finish(self) {
         match self {
-            Searcher::Local(engine) if engine.is_read_only() => std::mem::forget(engine),
-            other => drop(other),
+            Searcher::Local(handle) => handle.finish(),
+            #[cfg(feature = "milvus")]
+            Searcher::Milvus(index) => drop(index),
         }
     }
 }

@@ -35,6 +35,7 @@ pub fn hit_json(hit: &Hit, explain: bool) -> Value {
         ("code_term", b.code_term),
         ("importance", b.importance),
         ("recency", b.recency),
+        ("speaker_term", b.speaker_term),
     ] {
         if let Some(value) = value {
             object.insert(key.into(), json!(value));
@@ -126,6 +127,9 @@ pub fn why(hit: &Hit) -> String {
     }
     if let Some(path) = &hit.breakdown.graph_path {
         parts.push(format!("through {path}"));
+    }
+    if let Some(term) = hit.breakdown.speaker_term {
+        parts.push(format!("said by whom the query names (+{term:.3})"));
     }
     parts.join("; ")
 }
@@ -412,14 +416,17 @@ pub fn write_table(
                 ""
             },
             f.feedback_factors
-                .map(|[v, t]| format!(" (feedback factors vector {v:.2}, text {t:.2})"))
+                .map(|f| format!(
+                    " (feedback factors vector {:.2}, text {:.2})",
+                    f.vector, f.text
+                ))
                 .unwrap_or_default()
         )?;
         let c = &response.leg_contributions;
         writeln!(
             out,
-            "hits found by: both legs {}, text only {}, vector only {}",
-            c.both, c.text_only, c.vector_only
+            "hits found by: several legs {}, text only {}, vector only {}, graph only {}",
+            c.several, c.only.text, c.only.vector, c.only.graph
         )?;
         if let Some(reason) = &response.vector_leg_skipped {
             writeln!(out, "vector leg skipped: {reason}")?;

@@ -81,8 +81,8 @@ mod tests {
     #[test]
     fn values_are_escaped_literals() {
         let request = SearchRequest::rules("x")
-            .tenant("a\" or 1 == 1 or \"")
-            .tag("q\\\"");
+            .with_tenant("a\" or 1 == 1 or \"")
+            .with_tag("q\\\"");
         let e = expr(&request);
         assert!(
             e.starts_with(r#"tenant_id == "a\" or 1 == 1 or \"""#),
@@ -94,7 +94,7 @@ mod tests {
     #[test]
     fn rule_scopes_follow_the_request() {
         assert!(expr(&SearchRequest::rules("x")).contains("scenario_id == \"\""));
-        let e = expr(&SearchRequest::rules("x").scenario("s").step("t"));
+        let e = expr(&SearchRequest::rules("x").with_scenario("s").with_step("t"));
         assert!(
             e.contains(r#"(scenario_id == "" or (scenario_id == "s" and (step_id == "" or step_id == "t")))"#),
             "{e}"
@@ -104,7 +104,11 @@ mod tests {
 
     #[test]
     fn chunks_filter_expiry_and_context() {
-        let e = expr(&SearchRequest::chunks("x").context("u1").agent("ag"));
+        let e = expr(
+            &SearchRequest::chunks("x")
+                .with_context("u1")
+                .with_agent("ag"),
+        );
         assert!(e.contains(r#"context_id == "u1""#), "{e}");
         assert!(e.contains("(expires_at == 0 or expires_at > 5000)"), "{e}");
         assert!(e.contains(r#"(agent_id == "" or agent_id == "ag")"#), "{e}");

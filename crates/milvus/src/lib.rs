@@ -54,15 +54,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use milvus::v2::prelude::*;
-use ruchedb::engine::{VectorRows, document_vectors};
 use ruchedb::rank::search_with;
-use ruchedb::relevance::LegsRan;
 use ruchedb::retrieve::{
     RetrievalQuery, Retrieved, RetrievedDoc, Retriever, coverage, indexed_text,
 };
 use ruchedb::{
     Config, Document, EmbedderSpecs, Embedders, Error, ErrorKind, Kind, PerLeg, SearchResponse,
 };
+use ruchedb::{VectorRows, document_vectors};
 
 pub use crate::store::Location;
 use crate::store::{Collections, Meta};
@@ -454,7 +453,7 @@ impl MilvusIndex {
     ///
     /// # Errors
     ///
-    /// As [`Engine::search`](ruchedb::Engine::search), plus connection and server errors.
+    /// As [`Engine::search`](ruchedb::Reader::search), plus connection and server errors.
     pub fn search(&self, request: &ruchedb::SearchRequest) -> ruchedb::Result<SearchResponse> {
         let embedder = self.embedders.get(request.kind()).map(|e| e.as_ref());
         search_with(self, &self.config, request, embedder, None)
@@ -465,7 +464,7 @@ impl MilvusIndex {
     ///
     /// # Errors
     ///
-    /// As [`Engine::turn`](ruchedb::Engine::turn), plus connection and server errors.
+    /// As [`Engine::turn`](ruchedb::Reader::turn), plus connection and server errors.
     pub fn turn(&self, request: &ruchedb::TurnRequest) -> ruchedb::Result<ruchedb::TurnResponse> {
         ruchedb::turn::turn_with(self, &self.config, request, &self.embedders)
     }
@@ -482,7 +481,11 @@ impl Retriever for MilvusIndex {
         let pair = collections.pair(request.kind(), request.tenant_id());
         let text = request.text();
         let text_leg = text.chars().any(char::is_alphanumeric);
-        let legs = LegsRan::of(text_leg, query.vector.is_some());
+        let legs = PerLeg {
+            text: text_leg,
+            vector: query.vector.is_some(),
+            graph: false,
+        };
         let expr = filter::expression(query);
         // Metadata filters are checked here, after the cut: ask for more.
         let limit = if request.metadata_filters().is_empty() {

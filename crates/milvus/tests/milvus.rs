@@ -101,8 +101,8 @@ fn rules_rank_with_both_legs_and_every_scope_filter() {
     let vip = index
         .search(
             &SearchRequest::rules("refund please")
-                .scenario("vip")
-                .top_k(5),
+                .with_scenario("vip")
+                .with_top_k(5),
         )
         .unwrap();
     assert!(
@@ -113,9 +113,9 @@ fn rules_rank_with_both_legs_and_every_scope_filter() {
     let step = index
         .search(
             &SearchRequest::rules("yes I confirm the return")
-                .scenario("returns")
-                .step("confirm")
-                .top_k(5),
+                .with_scenario("returns")
+                .with_step("confirm")
+                .with_top_k(5),
         )
         .unwrap();
     assert_eq!(ids(&step)[0], "confirm", "{:?}", ids(&step));
@@ -123,8 +123,8 @@ fn rules_rank_with_both_legs_and_every_scope_filter() {
     let tagged = index
         .search(
             &SearchRequest::rules("my card is gone")
-                .tag("cards")
-                .top_k(5),
+                .with_tag("cards")
+                .with_top_k(5),
         )
         .unwrap();
     assert_eq!(ids(&tagged), ["lost-card"]);
@@ -170,7 +170,7 @@ fn chunks_keep_filters_expiry_and_identifiers() {
     index.commit().unwrap();
 
     // An identifier: the note holding it first, whatever importance and recency say.
-    let request = SearchRequest::chunks("any update on NW-15642?").now(now);
+    let request = SearchRequest::chunks("any update on NW-15642?").with_now(now);
     let response = index.search(&request).unwrap();
     assert_eq!(ids(&response)[0], "n42", "{:?}", ids(&response));
     assert_eq!(response.hits[0].breakdown.codes_matched, 1);
@@ -179,9 +179,9 @@ fn chunks_keep_filters_expiry_and_identifiers() {
     let u2 = index
         .search(
             &SearchRequest::chunks("order shipped parcels")
-                .context("u2")
-                .now(now)
-                .top_k(20),
+                .with_context("u2")
+                .with_now(now)
+                .with_top_k(20),
         )
         .unwrap();
     assert!(!u2.hits.is_empty());
@@ -194,8 +194,8 @@ fn chunks_keep_filters_expiry_and_identifiers() {
     let code = index
         .search(
             &SearchRequest::chunks("one-time code for the order")
-                .now(now)
-                .top_k(10),
+                .with_now(now)
+                .with_top_k(10),
         )
         .unwrap();
     assert!(!ids(&code).contains(&"otp"), "{:?}", ids(&code));
@@ -204,9 +204,9 @@ fn chunks_keep_filters_expiry_and_identifiers() {
         let filtered = index
             .search(
                 &SearchRequest::chunks("how to contact the customer")
-                    .filter(key, value)
-                    .now(now)
-                    .top_k(10),
+                    .with_filter(key, value)
+                    .with_now(now)
+                    .with_top_k(10),
             )
             .unwrap();
         assert_eq!(ids(&filtered), ["pref"], "{key}={value}");
@@ -234,11 +234,11 @@ fn tenant_isolation(options: MilvusOptions) {
     for tenant in ["a", "b"] {
         for request in [
             SearchRequest::rules("refund the order of tenant b")
-                .tenant(tenant)
-                .top_k(20),
+                .with_tenant(tenant)
+                .with_top_k(20),
             SearchRequest::chunks("refund the order of tenant a")
-                .tenant(tenant)
-                .top_k(20),
+                .with_tenant(tenant)
+                .with_top_k(20),
         ] {
             let response = index.search(&request).unwrap();
             assert_eq!(response.hits.len(), 5, "{tenant}");
@@ -261,7 +261,7 @@ fn tenant_isolation(options: MilvusOptions) {
     assert_eq!(index.count(Kind::Rule, "a").unwrap(), 0);
     assert_eq!(index.count(Kind::Rule, "b").unwrap(), 5);
     let gone = index
-        .search(&SearchRequest::chunks("refund the order").tenant("a"))
+        .search(&SearchRequest::chunks("refund the order").with_tenant("a"))
         .unwrap();
     assert!(gone.hits.is_empty());
 }
@@ -359,7 +359,7 @@ fn each_leg_runs_alone_and_ranking_is_ruchedbs_own() {
     index.commit().unwrap();
     // Text only (no vector): found by BM25 alone.
     let text = index
-        .search(&SearchRequest::chunks("apples").top_k(5))
+        .search(&SearchRequest::chunks("apples").with_top_k(5))
         .unwrap();
     let mut found = ids(&text);
     found.sort();
@@ -373,8 +373,8 @@ fn each_leg_runs_alone_and_ranking_is_ruchedbs_own() {
     let vector = index
         .search(
             &SearchRequest::chunks("")
-                .embedding(vec![0.0, 1.0, 0.0, 0.0])
-                .top_k(1),
+                .with_embedding(vec![0.0, 1.0, 0.0, 0.0])
+                .with_top_k(1),
         )
         .unwrap();
     assert_eq!(ids(&vector), ["b"]);
@@ -382,8 +382,8 @@ fn each_leg_runs_alone_and_ranking_is_ruchedbs_own() {
     // The pipeline over the remote candidates is what `search` returned, and its hits
     // are among the candidates both legs returned.
     let request = SearchRequest::chunks("apples")
-        .embedding(vec![1.0, 0.1, 0.0, 0.0])
-        .top_k(3);
+        .with_embedding(vec![1.0, 0.1, 0.0, 0.0])
+        .with_top_k(3);
     let response = index.search(&request).unwrap();
     let mut v = vec![1.0f32, 0.1, 0.0, 0.0];
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -439,8 +439,8 @@ fn a_scifact_subset_ranks_as_the_local_index_does() {
     let (mut overlap, mut same_top, mut ndcg_local, mut ndcg_remote) = (0.0, 0, 0.0, 0.0);
     for q in &queries {
         let request = SearchRequest::chunks(q["text"].as_str().unwrap())
-            .embedding(vector(&q["embedding"]))
-            .top_k(10);
+            .with_embedding(vector(&q["embedding"]))
+            .with_top_k(10);
         let a: Vec<String> = local
             .search(&request)
             .unwrap()
@@ -577,7 +577,9 @@ fn scenarios_and_tools_rank_behind_the_gate_with_their_filters() {
         .unwrap();
     assert!(response.hits.is_empty(), "{:?}", ids(&response));
     let fax = index
-        .search(&SearchRequest::scenarios("I want to return my boots by fax").min_relevance(0.0))
+        .search(
+            &SearchRequest::scenarios("I want to return my boots by fax").with_min_relevance(0.0),
+        )
         .unwrap();
     assert!(!ids(&fax).contains(&"retired"), "{:?}", ids(&fax));
     let tools = index
@@ -588,8 +590,8 @@ fn scenarios_and_tools_rank_behind_the_gate_with_their_filters() {
         let response = index
             .search(
                 &SearchRequest::tools("I forgot my password")
-                    .agent(agent)
-                    .min_relevance(0.0),
+                    .with_agent(agent)
+                    .with_min_relevance(0.0),
             )
             .unwrap();
         assert_eq!(ids(&response).contains(&"reset"), expected, "{agent}");

@@ -52,9 +52,9 @@ fn config_of(toml: Option<&str>) -> PyResult<Config> {
 /// A builder with the configuration `config_toml` and, when given, the embedders `spec`
 /// (one spec, or `KIND=SPEC,...`).
 fn builder(spec: Option<&str>, config_toml: Option<&str>) -> PyResult<ruchedb::EngineBuilder> {
-    let mut builder = Engine::builder().config(config_of(config_toml)?);
+    let mut builder = Engine::builder().with_config(config_of(config_toml)?);
     if let Some(spec) = spec {
-        builder = builder.embedder_specs(spec.parse::<EmbedderSpecs>().map_err(py_err)?);
+        builder = builder.with_embedder_specs(spec.parse::<EmbedderSpecs>().map_err(py_err)?);
     }
     Ok(builder)
 }
@@ -109,19 +109,19 @@ impl TurnArgs {
     fn into_request(self) -> ruchedb::Result<TurnRequest> {
         let mut request = TurnRequest::new(self.text);
         if let Some(tenant) = self.tenant {
-            request = request.tenant(tenant);
+            request = request.with_tenant(tenant);
         }
         if let Some(agent) = self.agent {
-            request = request.agent(agent);
+            request = request.with_agent(agent);
         }
         if let Some(context) = self.context {
-            request = request.context(context);
+            request = request.with_context(context);
         }
         match (self.scenario, self.step) {
             (Some(scenario), step) => {
-                request = request.scenario(scenario);
+                request = request.with_scenario(scenario);
                 if let Some(step) = step {
-                    request = request.step(step);
+                    request = request.with_step(step);
                 }
             }
             (None, Some(_)) => {
@@ -132,13 +132,13 @@ impl TurnArgs {
             (None, None) => {}
         }
         if let Some(embedding) = self.embedding {
-            request = request.embedding(embedding);
+            request = request.with_embedding(embedding);
         }
         if let Some(budget) = self.budget_tokens {
-            request = request.budget_tokens(budget);
+            request = request.with_budget_tokens(budget);
         }
         if let Some(now) = self.now {
-            request = request.now(now);
+            request = request.with_now(now);
         }
         Ok(request)
     }
@@ -187,66 +187,66 @@ impl RequestArgs {
             r = r.browse();
         }
         if let Some(tenant) = self.tenant {
-            r = r.tenant(tenant);
+            r = r.with_tenant(tenant);
         }
         if let Some(agent) = self.agent {
-            r = r.agent(agent);
+            r = r.with_agent(agent);
         }
         if let Some(scenario) = self.scenario {
-            r = r.scenario(scenario);
+            r = r.with_scenario(scenario);
         }
         if let Some(step) = self.step {
-            r = r.step(step);
+            r = r.with_step(step);
         }
         if let Some(context) = self.context {
-            r = r.context(context);
+            r = r.with_context(context);
         }
         for tag in self.tags {
-            r = r.tag(tag);
+            r = r.with_tag(tag);
         }
         for (key, value) in self.filters {
             let value = match value {
                 Value::String(s) => s,
                 other => other.to_string(),
             };
-            r = r.filter(key, value);
+            r = r.with_filter(key, value);
         }
         if let Some(embedding) = self.embedding {
-            r = r.embedding(embedding);
+            r = r.with_embedding(embedding);
         }
         if let Some(k) = self.top_k {
-            r = r.top_k(k);
+            r = r.with_top_k(k);
         }
         if let Some(k) = self.max_k {
-            r = r.max_k(k);
+            r = r.with_max_k(k);
         }
         if let Some(k) = self.min_k {
-            r = r.min_k(k);
+            r = r.with_min_k(k);
         }
         if let Some(n) = self.max_candidates {
-            r = r.max_candidates(n);
+            r = r.with_max_candidates(n);
         }
         if let Some(x) = self.min_relevance {
-            r = r.min_relevance(x);
+            r = r.with_min_relevance(x);
         }
         if let Some(name) = self.strategy {
-            r = r.selection(SelectionConfig::from_params(&name, &self.strategy_params)?);
+            r = r.with_selection(SelectionConfig::from_params(&name, &self.strategy_params)?);
         }
         match self.fusion {
-            Some(name) => r = r.fusion(FusionSpec::from_params(&name, &self.fusion_params)?),
+            Some(name) => r = r.with_fusion(FusionSpec::from_params(&name, &self.fusion_params)?),
             None if !self.fusion_params.is_empty() => {
-                r = r.fusion(config.fusion.spec(kind).with_params(&self.fusion_params)?);
+                r = r.with_fusion(config.fusion.spec(kind).with_params(&self.fusion_params)?);
             }
             None => {}
         }
         if let Some(adaptive) = self.adaptive {
-            r = r.adaptive(adaptive);
+            r = r.with_adaptive(adaptive);
         }
         if let Some(weights) = self.chunk_weights {
-            r = r.chunk_weights(weights);
+            r = r.with_chunk_weights(weights);
         }
         if let Some(now) = self.now {
-            r = r.now(now);
+            r = r.with_now(now);
         }
         Ok(r)
     }
@@ -296,8 +296,8 @@ impl PyEngine {
         }
         py.detach(|| {
             Engine::builder()
-                .config(config)
-                .wait(std::time::Duration::from_secs_f64(wait))
+                .with_config(config)
+                .with_wait(std::time::Duration::from_secs_f64(wait))
                 .open(path)
                 .map(PyEngine::new)
                 .map_err(py_err)

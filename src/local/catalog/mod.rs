@@ -447,6 +447,15 @@ impl Catalog {
         (view, quantized, arena.spans())
     }
 
+    /// Each live document of `kind` with vectors: its first arena row and number of
+    /// rows, in memory order.
+    pub(crate) fn arena_spans(
+        &self,
+        kind: Kind,
+    ) -> impl Iterator<Item = (DocId, usize, usize)> + '_ {
+        self.arenas[kind.index()].spans()
+    }
+
     /// The rows of `kind`'s arena that a mapped base holds (0 once compacted out).
     #[cfg(test)]
     pub(crate) fn base_rows(&self, kind: Kind) -> usize {

@@ -718,7 +718,7 @@ mod tests {
             .enumerate()
             .map(|(i, v)| (v.as_slice(), key(i)))
             .collect();
-        graph.insert(&items);
+        assert!(graph.insert(&items).is_empty(), "distinct codes");
         let flat = graph.flat();
         (graph, flat)
     }

@@ -37,8 +37,10 @@
 //! (hnsw_rs writes in the machine's byte order, read here as little-endian: ruche's
 //! files and arenas are little-endian throughout.)
 
+use std::hash::{Hash, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
 
 #[cfg(test)]
 use hnsw_rs::api::AnnT;
@@ -47,10 +49,11 @@ use hnsw_rs::prelude::Hnsw;
 use serde::{Deserialize, Serialize};
 
 use super::distance::{CodeDistance, CosineDistance};
-use crate::model::id::VectorKey;
+use crate::model::id::{DocId, VectorKey};
 use crate::model::metric;
 use crate::{Error, Result};
 use hnsw_rs::prelude::Distance;
+use rustc_hash::FxHashSet;
 
 /// The prefix of the scratch directories checkpoints are unpacked into for hnsw_rs. A
 /// process that exits while a checkpoint loads leaves one behind in the index
@@ -64,15 +67,29 @@ const MAX_LAYERS: usize = 16;
 /// codes ([`super::distance::graph_code`], compared by [`CodeDistance`]): hnsw_rs keeps a copy of
 /// every vector it holds, a quarter of the bytes this way, and compares them a few
 /// thousand times per insertion.
+///
+/// A graph holds one node per distinct code: a vector whose code is already a node's is
+/// not inserted ([`Graph::insert`] returns its key, and the caller scans it exactly).
+/// hnsw_rs's neighbour selection keeps one of several equal points and prunes every
+/// point beyond it, so a few dozen copies of one vector (a repeated note, an empty
+/// text) would link only to each other: an island that a walk entering it never
+/// leaves, and that can hold the entry point.
 pub(crate) struct Graph {
     hnsw: Hnsw<'static, i8, CodeDistance>,
     params: HnswParams,
+    /// Fingerprints of the nodes' codes. Two codes of one fingerprint cost only an
+    /// exact scan of the second vector, never a miss.
+    fingerprints: Mutex<FxHashSet<u64>>,
+    /// The documents with a vector left out, in id order: kept with the graph, so that a
+    /// search takes the graph and what it lacks at once.
+    left_out: RwLock<Arc<Vec<DocId>>>,
 }
 
 /// What a checkpoint's manifest records.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct CheckpointManifest {
-    /// Every vector of every upsert up to this sequence number is in the graph.
+    /// Every vector of every upsert up to this sequence number is in the graph, or left
+    /// out as a copy of a node's code.
     pub(crate) covered_seq: u64,
     pub(crate) n_points: usize,
     pub(crate) dimensions: usize,
@@ -89,15 +106,78 @@ impl Graph {
             params.ef_construction,
             CodeDistance,
         );
-        Graph { hnsw, params }
+        Graph {
+            hnsw,
+            params,
+            fingerprints: Mutex::new(FxHashSet::default()),
+            left_out: RwLock::new(Arc::new(Vec::new())),
+        }
+    }
+
+    /// The documents with a vector this graph left out (see [`Graph`]), in id order.
+    pub(crate) fn left_out(&self) -> Arc<Vec<DocId>> {
+        Arc::clone(&self.left_out.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Records `docs` (in id order) as those with a vector left out: what a graph
+    /// loaded or rebuilt lacks of the catalog.
+    pub(crate) fn set_left_out(&self, docs: Vec<DocId>) {
+        *self.left_out.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(docs);
+    }
+
+    /// Keeps only the left-out documents `keep` keeps (those still live).
+    pub(crate) fn retain_left_out(&self, keep: impl Fn(DocId) -> bool) {
+        let mut slot = self.left_out.write().unwrap_or_else(|p| p.into_inner());
+        if slot.iter().any(|&doc| !keep(doc)) {
+            Arc::make_mut(&mut slot).retain(|&doc| keep(doc));
+        }
+    }
+
+    /// The keys of the graph's nodes.
+    pub(crate) fn keys(&self) -> Vec<VectorKey> {
+        let mut keys = Vec::with_capacity(self.len());
+        self.for_each_point(|point| {
+            keys.push(VectorKey::from_u64(point.get_origin_id() as u64));
+        });
+        keys
+    }
+
+    fn for_each_point(&self, mut each: impl FnMut(&hnsw_rs::prelude::Point<'static, i8>)) {
+        if self.hnsw.get_nb_point() == 0 {
+            return;
+        }
+        let indexation = self.hnsw.get_point_indexation();
+        for level in 0..=usize::from(indexation.get_max_level_observed()) {
+            for point in indexation.get_layer_iterator(level) {
+                each(&point);
+            }
+        }
+    }
+
+    /// A graph of what hnsw_rs loaded, its nodes' codes fingerprinted.
+    fn of_loaded(hnsw: Hnsw<'static, i8, CodeDistance>, params: HnswParams) -> Graph {
+        let graph = Graph {
+            hnsw,
+            params,
+            fingerprints: Mutex::new(FxHashSet::default()),
+            left_out: RwLock::new(Arc::new(Vec::new())),
+        };
+        let mut fingerprints = FxHashSet::default();
+        graph.for_each_point(|point| {
+            fingerprints.insert(fingerprint(point.get_v()));
+        });
+        *graph.fingerprints.lock().unwrap_or_else(|p| p.into_inner()) = fingerprints;
+        graph
     }
 
     pub(crate) fn len(&self) -> usize {
         self.hnsw.get_nb_point()
     }
 
-    /// Inserts normalised vectors, in parallel.
-    pub(crate) fn insert(&self, items: &[(&[f32], VectorKey)]) {
+    /// Inserts normalised vectors, in parallel, but for those whose code is already a
+    /// node's (or an earlier item's): their documents join [`Graph::left_out`] (before
+    /// this returns), and their keys are returned.
+    pub(crate) fn insert(&self, items: &[(&[f32], VectorKey)]) -> Vec<VectorKey> {
         let mut codes = Vec::new();
         let starts: Vec<usize> = items
             .iter()
@@ -115,6 +195,26 @@ impl Graph {
                 (code, key.as_u64() as usize)
             })
             .collect();
+        let mut left_out = Vec::new();
+        let data: Vec<(&[i8], usize)> = {
+            let mut fingerprints = self.fingerprints.lock().unwrap_or_else(|p| p.into_inner());
+            data.into_iter()
+                .filter(|&(code, key)| {
+                    let new = fingerprints.insert(fingerprint(code));
+                    if !new {
+                        left_out.push(VectorKey::from_u64(key as u64));
+                    }
+                    new
+                })
+                .collect()
+        };
+        if !left_out.is_empty() {
+            let mut slot = self.left_out.write().unwrap_or_else(|p| p.into_inner());
+            let docs = Arc::make_mut(&mut slot);
+            docs.extend(left_out.iter().map(|key| key.doc()));
+            docs.sort_unstable();
+            docs.dedup();
+        }
         if data.len() < 64 {
             for item in data {
                 self.hnsw.insert_slice(item);
@@ -122,6 +222,7 @@ impl Graph {
         } else {
             self.hnsw.parallel_insert_slice(&data);
         }
+        left_out
     }
 
     /// The `k` nearest keys to `query` that `accept` admits, with their cosine as the
@@ -308,7 +409,7 @@ impl Graph {
         if hnsw.get_nb_point() != manifest.n_points {
             return Err(Error::corrupt("graph checkpoint: point count mismatch"));
         }
-        Ok(Graph { hnsw, params })
+        Ok(Graph::of_loaded(hnsw, params))
     }
 
     /// The manifest entries (length, CRC32) of dumped files.
@@ -318,6 +419,13 @@ impl Graph {
             .map(|bytes| (bytes.len() as u64, crc32fast::hash(bytes)))
             .collect()
     }
+}
+
+/// A code's fingerprint.
+fn fingerprint(code: &[i8]) -> u64 {
+    let mut hasher = rustc_hash::FxHasher::default();
+    code.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// [`Graph::checkpoint_files`] of a graph of `dim`-dimensional vectors whose nodes hold

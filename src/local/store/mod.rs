@@ -9,8 +9,10 @@ pub(crate) mod base;
 mod block;
 mod entities;
 mod file;
+mod flush;
 mod keys;
 mod meta;
+pub(crate) mod prepare;
 mod record;
 mod rows;
 mod sled_errors;
@@ -207,7 +209,7 @@ impl Store {
             meta.write(&mut batch);
             main.apply_batch(batch)
                 .map_err(|err| sled_error(err, path))?;
-            db.flush().map_err(|err| sled_error(err, path))?;
+            flush::flush(&db).map_err(|err| sled_error(err, path))?;
             meta
         } else {
             Meta::read(&main)?
@@ -295,7 +297,7 @@ impl Store {
             return Ok(());
         };
         let dir = sled.dir.clone();
-        let result = sled.db.flush().map_err(|err| sled_error(err, &dir));
+        let result = flush::flush(&sled.db).map_err(|err| sled_error(err, &dir));
         close_sled(sled).and(result.map(drop))
     }
 
@@ -386,7 +388,7 @@ impl Store {
             .main
             .apply_batch(batch)
             .map_err(|err| self.sled_err(err))?;
-        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
+        self.flush()?;
         self.install_meta(&mut guard, meta);
         Ok(())
     }
@@ -481,7 +483,7 @@ impl Store {
             .main
             .apply_batch(batch)
             .map_err(|err| self.sled_err(err))?;
-        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
+        self.flush()?;
         Ok(())
     }
 
@@ -508,7 +510,7 @@ impl Store {
             .main
             .apply_batch(batch)
             .map_err(|err| self.sled_err(err))?;
-        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
+        self.flush()?;
         Ok(())
     }
 
@@ -570,11 +572,7 @@ impl Store {
             .apply_batch(batch)
             .map_err(|err| self.sled_err(err))?;
         self.copy_marks_into(&target)?;
-        target
-            .sled()?
-            .db
-            .flush()
-            .map_err(|err| self.sled_err(err))?;
+        flush::flush(&target.sled()?.db).map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 
@@ -807,7 +805,7 @@ impl Store {
             .main
             .apply_batch(batch)
             .map_err(|err| self.sled_err(err))?;
-        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
+        self.flush()?;
         *guard = meta;
         Ok(())
     }
@@ -838,7 +836,7 @@ impl Store {
         }
         batch.insert(b"manifest".as_slice(), manifest);
         tree.apply_batch(batch).map_err(|err| self.sled_err(err))?;
-        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
+        self.flush()?;
         Ok(())
     }
 
@@ -852,7 +850,7 @@ impl Store {
             batch.remove(key);
         }
         tree.apply_batch(batch).map_err(|err| self.sled_err(err))?;
-        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
+        self.flush()?;
         Ok(())
     }
 
@@ -958,7 +956,7 @@ impl Store {
             .feedback
             .insert(MARKS, &counted.to_be_bytes())
             .map_err(|err| self.sled_err(err))?;
-        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
+        self.flush()?;
         Ok(())
     }
 
@@ -994,7 +992,7 @@ impl Store {
                 .feedback
                 .insert(HORIZON, newest)
                 .map_err(|err| self.sled_err(err))?;
-            self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
+            self.flush()?;
         }
         self.sled()?
             .queries
@@ -1058,11 +1056,7 @@ impl Store {
                     .map_err(|err| self.sled_err(err))?;
             }
         }
-        target
-            .sled()?
-            .db
-            .flush()
-            .map_err(|err| self.sled_err(err))?;
+        flush::flush(&target.sled()?.db).map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 
@@ -1119,7 +1113,7 @@ impl Store {
             .feedback
             .insert(key, record::encode(&entries))
             .map_err(|err| self.sled_err(err))?;
-        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
+        self.flush()?;
         Ok(())
     }
 
@@ -1137,13 +1131,13 @@ impl Store {
             .feedback
             .apply_batch(batch)
             .map_err(|err| self.sled_err(err))?;
-        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
+        self.flush()?;
         Ok(())
     }
 
     /// Flushes every tree to disk.
     pub(crate) fn flush(&self) -> Result<()> {
-        self.sled()?.db.flush().map_err(|err| self.sled_err(err))?;
+        flush::flush(&self.sled()?.db).map_err(|err| self.sled_err(err))?;
         Ok(())
     }
 

@@ -147,7 +147,7 @@ impl VectorsRef<'_> {
 }
 
 /// A document's vectors normalised, owned (what a graph is built from, and what
-/// [`crate::engine::document_vectors`] gives another backend).
+/// [`crate::document_vectors`] gives another backend).
 #[derive(Debug, Clone)]
 pub(crate) struct Normalised {
     /// `rows.len() x dim`, row-major.

@@ -25,10 +25,10 @@ use super::query::{
     match_each,
 };
 use super::schema::{Fields, schema, scope_prefix};
-use super::share::WalkShare;
 use super::stats::{LiveFreqs, Remembered, ScopeStats, ScopedStatistics};
 use super::tokenizer::{IDENT, PreAnalyzed, WORDS};
 use super::walk::{HeapEntry, UserId, best_first, term_at_a_time};
+use crate::parallel::WalkShare;
 
 /// Memory budget of the index writer.
 pub(crate) const WRITER_MEMORY_BYTES: usize = 64 << 20;

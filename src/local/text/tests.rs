@@ -11,11 +11,11 @@ use super::guard::*;
 use super::index::*;
 use super::query::*;
 use super::schema::*;
-use super::share::*;
 use super::stats::*;
 use super::tokenizer::PreAnalyzed;
 use super::walk::*;
 use super::*;
+use crate::parallel::WalkShare;
 
 /// The analysis as tantivy's own filters make it (its tokenizer made of the analysis's
 /// spans): what `analysis::text` must give, token for token.

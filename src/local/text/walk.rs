@@ -17,8 +17,8 @@ use crate::model::id::DocId;
 
 use super::guard::{guarded, tantivy_err};
 use super::query::{Coverage, Role, TextMatch, TextPlan};
-use super::share::WalkShare;
 use super::stats::ScopedStatistics;
+use crate::parallel::WalkShare;
 
 /// What the text leg's tiebreak reads of an admitted document: its user id, asked for
 /// only when two scores tie (reading it costs a look at the document).
@@ -216,7 +216,7 @@ pub(crate) fn term_at_a_time<'a>(
             .any(|segment| shared(segment.max_doc()))
     });
     if let Some(share) = share {
-        share.coming.store(true, AtomicOrdering::Release);
+        share.announce();
     }
     // The best `limit` of the segments walked so far; a document below the worst of a
     // full heap cannot enter it.

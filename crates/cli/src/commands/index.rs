@@ -235,8 +235,8 @@ pub(crate) fn index_into(
         // Without --embedder: the configuration's `[embed]` and the defaults, unless the
         // records bring their own vectors.
         let builder = match explicit {
-            Some(specs) => builder.embedder_specs(specs),
-            None if carries_vectors => builder.embedder_spec(EmbedderSpec::None),
+            Some(specs) => builder.with_embedder_specs(specs),
+            None if carries_vectors => builder.with_embedder_spec(EmbedderSpec::None),
             None => builder,
         };
         let engine = builder.create(dir)?;

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use ruchedb::select::SelectionConfig;
 use ruchedb::turn::TurnResponse;
-use ruchedb::{Document, Engine, Hit, Kind, Scope, SearchRequest, SearchResponse, TurnRequest};
+use ruchedb::{Document, Hit, Kind, Reader, Scope, SearchRequest, SearchResponse, TurnRequest};
 
 /// More than a search ever ranks (its legs' candidates and the graph leg's).
 const EVERY: usize = 100_000;
@@ -50,7 +50,7 @@ pub struct Explained {
 impl Explained {
     /// Runs `request` as an agent would, then twice more over the same candidates with
     /// a selection that keeps them all: with the gate (who passed it) and without.
-    pub fn run(engine: &Engine, request: &SearchRequest) -> ruchedb::Result<Explained> {
+    pub fn run(engine: &Reader, request: &SearchRequest) -> ruchedb::Result<Explained> {
         let response = engine.search(request)?;
         // A strategy, not `top_k`: `top_k` would make each leg fetch more candidates,
         // and the fusion's normalisation would score them differently.
@@ -58,9 +58,13 @@ impl Explained {
             "fixed_k",
             &serde_json::Map::from_iter([("k".to_string(), EVERY.into())]),
         )?;
-        let all = request.clone().selection(every).max_k(EVERY).min_k(0);
+        let all = request
+            .clone()
+            .with_selection(every)
+            .with_max_k(EVERY)
+            .with_min_k(0);
         let gated = engine.search(&all)?;
-        let open = engine.search(&all.min_relevance(0.0))?;
+        let open = engine.search(&all.with_min_relevance(0.0))?;
         let kept: HashSet<&str> = response.hits.iter().map(|h| h.id.as_str()).collect();
         let passed: HashSet<&str> = gated.hits.iter().map(|h| h.id.as_str()).collect();
         let mut candidates: Vec<Candidate> = response
@@ -157,7 +161,7 @@ pub struct ExplainedTurn {
 }
 
 impl ExplainedTurn {
-    pub fn run(engine: &Engine, request: &TurnRequest) -> ruchedb::Result<ExplainedTurn> {
+    pub fn run(engine: &Reader, request: &TurnRequest) -> ruchedb::Result<ExplainedTurn> {
         let turn = engine.turn(request)?;
         let parts = [Kind::Scenario, Kind::Rule, Kind::Chunk, Kind::Tool]
             .into_iter()
@@ -200,25 +204,25 @@ impl ExampleCheck {
 /// The request a document is found by: its kind, tenant, agent and, for a rule, the
 /// scenario and step it applies in.
 pub fn request_for(doc: &Document, text: &str) -> SearchRequest {
-    let mut request = SearchRequest::new(doc.kind(), text).tenant(doc.tenant_id());
+    let mut request = SearchRequest::new(doc.kind(), text).with_tenant(doc.tenant_id());
     if let Some(agent) = doc.agent_id() {
-        request = request.agent(agent);
+        request = request.with_agent(agent);
     }
     if let Document::Rule(rule) = doc {
         match &rule.scope {
             Scope::Global => {}
-            Scope::Scenario { scenario_id } => request = request.scenario(scenario_id),
+            Scope::Scenario { scenario_id } => request = request.with_scenario(scenario_id),
             Scope::Step {
                 scenario_id,
                 step_id,
-            } => request = request.scenario(scenario_id).step(step_id),
+            } => request = request.with_scenario(scenario_id).with_step(step_id),
         }
     }
     request
 }
 
 /// Runs each of a document's patterns (rules) or examples (scenarios, tools) as a query.
-pub fn check_examples(engine: &Engine, doc: &Document) -> ruchedb::Result<Vec<ExampleCheck>> {
+pub fn check_examples(engine: &Reader, doc: &Document) -> ruchedb::Result<Vec<ExampleCheck>> {
     if doc.kind() == Kind::Chunk {
         return Ok(Vec::new());
     }

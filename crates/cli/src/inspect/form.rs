@@ -44,16 +44,16 @@ macro_rules! with_filters {
     ($form:expr, $request:expr) => {{
         let mut request = $request;
         if let Some(agent) = given(&$form.agent) {
-            request = request.agent(agent);
+            request = request.with_agent(agent);
         }
         if let Some(scenario) = given(&$form.scenario) {
-            request = request.scenario(scenario);
+            request = request.with_scenario(scenario);
         }
         if let Some(step) = given(&$form.step) {
-            request = request.step(step);
+            request = request.with_step(step);
         }
         if let Some(context) = given(&$form.context) {
-            request = request.context(context);
+            request = request.with_context(context);
         }
         request
     }};
@@ -71,15 +71,15 @@ impl Form {
             return Ok(None);
         };
         let mut request = TurnRequest::new(q)
-            .tenant(given(&self.tenant).unwrap_or(DEFAULT_TENANT))
+            .with_tenant(given(&self.tenant).unwrap_or(DEFAULT_TENANT))
             // One `now` for the turn and the searches that explain it.
-            .now(Timestamp::now());
+            .with_now(Timestamp::now());
         request = with_filters!(self, request);
         if let Some(budget) = given(&self.budget) {
             let tokens = budget
                 .parse::<usize>()
                 .map_err(|_| anyhow::anyhow!("budget: a number of tokens, got `{budget}`"))?;
-            request = request.budget_tokens(tokens);
+            request = request.with_budget_tokens(tokens);
         }
         Ok(Some(request))
     }
@@ -97,7 +97,7 @@ impl Form {
             return Ok(None);
         };
         let mut request = SearchRequest::new(self.kind()?, q);
-        request = request.tenant(given(&self.tenant).unwrap_or(DEFAULT_TENANT));
+        request = request.with_tenant(given(&self.tenant).unwrap_or(DEFAULT_TENANT));
         request = with_filters!(self, request);
         Ok(Some(request))
     }

@@ -27,7 +27,7 @@ use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use maud::{Markup, html};
-use ruchedb::{Config, DEFAULT_TENANT, Document, Engine, Kind};
+use ruchedb::{Config, DEFAULT_TENANT, Document, Kind, Reader};
 
 use crate::args::InspectArgs;
 use crate::eval::{Evaluation, Outcome};
@@ -44,7 +44,7 @@ const JUDGED_FILE_LIMIT: u64 = 64 << 20;
 /// What the handlers share.
 struct App {
     /// Pages read it together; only moving it to a newer commit takes it alone.
-    engine: RwLock<Engine>,
+    engine: RwLock<Reader>,
     dir: String,
     /// The `Host` headers accepted (a page on another name is a DNS-rebinding attempt).
     hosts: [String; 2],
@@ -129,7 +129,7 @@ pub fn run(config: &Config, args: &InspectArgs) -> Result<ExitCode> {
 }
 
 /// Opens the index read-only: the inspector never writes it.
-fn open(config: &Config, dir: &Path) -> Result<Engine> {
+fn open(config: &Config, dir: &Path) -> Result<Reader> {
     if crate::milvus::is_milvus(dir) {
         bail!(
             "{}: `ruche inspect` works on a local index directory",
@@ -227,7 +227,7 @@ fn failed(status: StatusCode, message: impl std::fmt::Display) -> Page {
 /// commit that one reads, rather than wait for it).
 async fn render<F>(app: Arc<App>, current: &'static str, page: F) -> Response
 where
-    F: FnOnce(&App, &Engine) -> Page + Send + 'static,
+    F: FnOnce(&App, &Reader) -> Page + Send + 'static,
 {
     let rendered = tokio::task::spawn_blocking(move || {
         let stale = match app.engine.try_write() {
@@ -302,7 +302,7 @@ async fn playground(State(app): State<Arc<App>>, Query(form): Query<Form>) -> Re
 }
 
 /// Every document of a kind, in every tenant.
-fn export(engine: &Engine, kind: Kind) -> Result<Vec<Document>, Page> {
+fn export(engine: &Reader, kind: Kind) -> Result<Vec<Document>, Page> {
     engine
         .export(kind, None)
         .map_err(|err| failed(StatusCode::INTERNAL_SERVER_ERROR, err))
@@ -508,7 +508,7 @@ async fn not_found() -> Response {
 
 /// `ruche eval --report`: the evaluation as one self-contained HTML file, with the score
 /// curves of the messages answered wrong or refused.
-pub fn report(engine: &Engine, evaluation: &Evaluation, dir: &Path) -> Result<String> {
+pub fn report(engine: &Reader, evaluation: &Evaluation, dir: &Path) -> Result<String> {
     let mut curves = BTreeMap::new();
     for judged in evaluation
         .queries

@@ -345,6 +345,7 @@ fn hits_table<'a>(
                         @if let Some(graph) = b.graph { "graph " (num(graph)) " → " (num(b.graph_normalized)) " × " (num(fusion.graph_weight)) br; }
                         "hybrid " (num(b.hybrid))
                         @if let Some(n) = b.neighbour_term { " (neighbour +" (num(n)) ")" }
+                        @if let Some(n) = b.speaker_term { " (speaker +" (num(n)) ")" }
                         br; "found by " (found_by(hit))
                     }
                     td.legs {

@@ -1,5 +1,6 @@
 //! The `ruche` command as a user runs it: exit codes, messages, formats.
 
+use crate::run::OutputWithin;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -379,8 +380,7 @@ fn config_file_and_environment_overrides() {
     let output = Command::new(env!("CARGO_BIN_EXE_ruche"))
         .args(["search", &index, "customer"])
         .env("RUCHE_PIPELINE__RETRIEVAL__RULE_SELECTION__ALPHA", "99")
-        .output()
-        .unwrap();
+        .output_within();
     assert_code(&output, 2);
     assert!(
         stderr(&output).contains("pipeline.retrieval.rule_selection.alpha"),
@@ -497,8 +497,7 @@ fn each_selection_is_one_structured_log_event() {
         .args(["search", &index, "I want a refund"])
         .env("RUCHE_LOG", "info")
         .env("RUCHE_LOG_FORMAT", "json")
-        .output()
-        .unwrap();
+        .output_within();
     assert_code(&output, 0);
     let events: Vec<Value> = stderr(&output)
         .lines()

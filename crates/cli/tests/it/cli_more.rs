@@ -1,5 +1,6 @@
 //! More of the `ruche` command: feedback, eval, embedders, re-embedding, purge, demo.
 
+use crate::run::OutputWithin;
 use std::path::Path;
 use std::process::Output;
 
@@ -11,8 +12,7 @@ use crate::cli::{assert_code, stderr, stdout};
 fn ruche(args: &[&str]) -> Output {
     crate::run::command(args)
         .current_dir(std::env::temp_dir())
-        .output()
-        .unwrap()
+        .output_within()
 }
 
 /// Runs `ruche`, expects exit 0, and parses its one JSON line.

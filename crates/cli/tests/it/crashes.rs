@@ -6,6 +6,7 @@
 //! document, repair never ends with fewer documents than a reader could export before
 //! it, and every file of the user's is where it was.
 
+use crate::run::OutputWithin;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -55,7 +56,7 @@ fn note(i: usize) -> Chunk {
 /// user's inside and beside it.
 fn fixture(path: &Path, n: usize) {
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::None)
+        .with_embedder_spec(EmbedderSpec::None)
         .create(path)
         .unwrap();
     engine.upsert_chunks((0..n).map(note)).unwrap();
@@ -637,8 +638,7 @@ fn an_index_on_a_read_only_volume_is_searchable() {
                 "mount --bind {index} {index} && mount -o remount,bind,ro {index} && {command}"
             ))
             .env_remove("RUCHE_CONFIG")
-            .output()
-            .unwrap()
+            .output_within()
     };
     for (command, expect) in [
         (

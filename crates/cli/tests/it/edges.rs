@@ -11,7 +11,10 @@ use crate::run::{ruche, ruche_env};
 
 /// A small index with rules and the memory of one conversation, made by the library.
 fn index(path: &Path, spec: EmbedderSpec) {
-    let engine = Engine::builder().embedder_spec(spec).create(path).unwrap();
+    let engine = Engine::builder()
+        .with_embedder_spec(spec)
+        .create(path)
+        .unwrap();
     engine
         .upsert_rules([
             Rule::new(
@@ -68,7 +71,7 @@ fn an_empty_message_gets_no_answer() {
     for text in ["", "   ", "\n\t"] {
         for request in [
             SearchRequest::chunks(text),
-            SearchRequest::chunks(text).context("u1"),
+            SearchRequest::chunks(text).with_context("u1"),
             SearchRequest::rules(text),
             SearchRequest::tools(text),
         ] {
@@ -77,7 +80,9 @@ fn an_empty_message_gets_no_answer() {
             let reason = response.gate.abstention_reason().unwrap();
             assert!(reason.contains("empty"), "{reason}");
         }
-        let turn = engine.turn(&TurnRequest::new(text).context("u1")).unwrap();
+        let turn = engine
+            .turn(&TurnRequest::new(text).with_context("u1"))
+            .unwrap();
         assert!(
             turn.memory.hits.is_empty(),
             "{text:?}: {:?}",
@@ -94,7 +99,7 @@ fn an_empty_message_gets_no_answer() {
         .unwrap()
         .remove(0);
     let response = engine
-        .search(&SearchRequest::rules("").embedding(vector))
+        .search(&SearchRequest::rules("").with_embedding(vector))
         .unwrap();
     assert!(!response.gate.empty_message);
     drop(engine);
@@ -167,11 +172,11 @@ fn a_budget_has_one_range_everywhere() {
     let engine = Engine::builder().open_read_only(&path).unwrap();
     for budget in [0, 1, 1_000_000] {
         engine
-            .turn(&TurnRequest::new("I want my money back").budget_tokens(budget))
+            .turn(&TurnRequest::new("I want my money back").with_budget_tokens(budget))
             .unwrap();
     }
     let err = engine
-        .turn(&TurnRequest::new("I want my money back").budget_tokens(1_000_001))
+        .turn(&TurnRequest::new("I want my money back").with_budget_tokens(1_000_001))
         .unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::InvalidInput { .. }),
@@ -389,17 +394,17 @@ fn a_failing_disk_never_makes_an_exit_status_lie() {
     ] {
         for when in 1..=24 {
             let _ = std::fs::remove_dir_all(&path);
-            let output = std::process::Command::new("strace")
-                .args(["-f", "-o", "/dev/null", "-e"])
-                .arg(format!("inject={call}:error={errno}:when={when}"))
-                .arg(env!("CARGO_BIN_EXE_ruche"))
-                .args(["index", index, "--chunks", chunks.to_str().unwrap()])
-                .env_remove("RUCHE_CONFIG")
-                .env_remove("RUST_BACKTRACE")
-                .env("RUCHE_LOG", "off")
-                .stdin(std::process::Stdio::null())
-                .output()
-                .unwrap();
+            let output = crate::run::output_within(
+                std::process::Command::new("strace")
+                    .args(["-f", "-o", "/dev/null", "-e"])
+                    .arg(format!("inject={call}:error={errno}:when={when}"))
+                    .arg(env!("CARGO_BIN_EXE_ruche"))
+                    .args(["index", index, "--chunks", chunks.to_str().unwrap()])
+                    .env_remove("RUCHE_CONFIG")
+                    .env_remove("RUST_BACKTRACE")
+                    .env("RUCHE_LOG", "off")
+                    .stdin(std::process::Stdio::null()),
+            );
             let context = format!("{call} failing with {errno} at call {when}");
             let err = stderr(&output);
             let code = output.status.code();

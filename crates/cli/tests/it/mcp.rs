@@ -3,6 +3,7 @@
 //! kind of malformed frame (and a seeded fuzz of them); the official MCP Python SDK's
 //! client when `RUCHE_MCP_PYTHON` names a Python that has it.
 
+use crate::run::OutputWithin;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -207,8 +208,7 @@ fn indexed(dir: &Path) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_ruche"))
         .args(["index", &index, "--rules", rules.to_str().unwrap(), "-q"])
         .env_remove("RUCHE_CONFIG")
-        .output()
-        .unwrap();
+        .output_within();
     assert_code(&output, 0);
     index
 }
@@ -434,8 +434,7 @@ fn the_index_is_free_between_calls_and_read_only_offers_no_writes() {
     let output = Command::new(env!("CARGO_BIN_EXE_ruche"))
         .args(["index", &index, "--rules", more.to_str().unwrap(), "-q"])
         .env_remove("RUCHE_CONFIG")
-        .output()
-        .unwrap();
+        .output_within();
     assert_code(&output, 0);
     let (found, _) = mcp.call("search_rules", json!({"message": "my parcel is late"}));
     assert_eq!(ids(&found)[0], "late");
@@ -1185,8 +1184,7 @@ fn the_official_mcp_python_sdk_client_lists_and_calls_tools() {
     let output = Command::new(python)
         .args([script, env!("CARGO_BIN_EXE_ruche"), &index])
         .env_remove("RUCHE_CONFIG")
-        .output()
-        .unwrap();
+        .output_within();
     assert_code(&output, 0);
     assert!(
         String::from_utf8_lossy(&output.stdout).contains("all checks passed"),

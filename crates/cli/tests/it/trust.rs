@@ -21,7 +21,7 @@ fn notes(range: std::ops::Range<usize>) -> Vec<Chunk> {
 
 fn create(path: &Path, chunks: Vec<Chunk>) {
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::None)
+        .with_embedder_spec(EmbedderSpec::None)
         .create(path)
         .unwrap();
     engine.upsert_chunks(chunks).unwrap();
@@ -143,15 +143,16 @@ fn search_ids(path: &Path) -> Vec<Vec<String>> {
 
 /// The answers to a few queries, or the first error.
 fn try_search_ids(path: &Path) -> ruchedb::Result<Vec<Vec<String>>> {
-    answers(&Engine::builder().open(path)?)
+    let engine = Engine::builder().open(path)?;
+    answers(&engine)
 }
 
-fn answers(engine: &Engine) -> ruchedb::Result<Vec<Vec<String>>> {
+fn answers(engine: &ruchedb::Reader) -> ruchedb::Result<Vec<Vec<String>>> {
     ["note 7", "NW-10042", "refund", "order about"]
         .iter()
         .map(|q| {
             Ok(engine
-                .search(&SearchRequest::chunks(*q).top_k(5))?
+                .search(&SearchRequest::chunks(*q).with_top_k(5))?
                 .hits
                 .into_iter()
                 .map(|h| h.id)
@@ -453,11 +454,11 @@ fn a_writer_waits_for_the_lock_when_asked() {
     assert_code(&output, 0);
     assert_eq!(counts(&path), (1, 2));
     let err = Engine::builder()
-        .wait(std::time::Duration::from_millis(50))
+        .with_wait(std::time::Duration::from_millis(50))
         .open(&path)
         .and_then(|engine| {
             let second = Engine::builder()
-                .wait(std::time::Duration::from_millis(50))
+                .with_wait(std::time::Duration::from_millis(50))
                 .open(&path);
             drop(engine);
             second
@@ -472,11 +473,11 @@ fn bounded_numbers_are_checked_the_same_everywhere() {
     engine.upsert_chunks(notes(0..3)).unwrap();
     engine.commit().unwrap();
     for request in [
-        SearchRequest::chunks("note").top_k(1_000_001),
-        SearchRequest::chunks("note").top_k(0),
-        SearchRequest::chunks("note").max_k(0),
-        SearchRequest::chunks("note").max_k(2_000_000),
-        SearchRequest::chunks("note").min_k(50).max_k(2),
+        SearchRequest::chunks("note").with_top_k(1_000_001),
+        SearchRequest::chunks("note").with_top_k(0),
+        SearchRequest::chunks("note").with_max_k(0),
+        SearchRequest::chunks("note").with_max_k(2_000_000),
+        SearchRequest::chunks("note").with_min_k(50).with_max_k(2),
     ] {
         let err = engine.search(&request).unwrap_err();
         assert!(
@@ -486,7 +487,7 @@ fn bounded_numbers_are_checked_the_same_everywhere() {
     }
     assert_eq!(
         engine
-            .search(&SearchRequest::chunks("note").top_k(1_000_000))
+            .search(&SearchRequest::chunks("note").with_top_k(1_000_000))
             .unwrap()
             .hits
             .len(),
@@ -708,7 +709,7 @@ fn forgetting_is_real_after_compact() {
     let secret_bytes: Vec<u8> = secret.iter().flat_map(|x| x.to_le_bytes()).collect();
     {
         let engine = Engine::builder()
-            .embedder_spec(EmbedderSpec::None)
+            .with_embedder_spec(EmbedderSpec::None)
             .create(&path)
             .unwrap();
         let other = |i: usize| {
@@ -770,7 +771,7 @@ fn forgetting_is_real_after_compact() {
     assert_code(&ruche(&["check", index]), 0);
     let engine = Engine::builder().open(&path).unwrap();
     let hits = engine
-        .search(&SearchRequest::chunks("ordinary note number 7").top_k(3))
+        .search(&SearchRequest::chunks("ordinary note number 7").with_top_k(3))
         .unwrap()
         .hits;
     assert_eq!(hits[0].id, "keep7");
@@ -782,7 +783,7 @@ fn a_backup_taken_while_writing_is_one_committed_state() {
     let path = dir.path().join("index");
     let engine = std::sync::Arc::new(
         Engine::builder()
-            .embedder_spec(EmbedderSpec::None)
+            .with_embedder_spec(EmbedderSpec::None)
             .create(&path)
             .unwrap(),
     );
@@ -883,8 +884,8 @@ mod tenants {
         let mut config = Config::default();
         config.fusion.feedback = true;
         let engine = Engine::builder()
-            .config(config)
-            .embedder_spec(EmbedderSpec::None)
+            .with_config(config)
+            .with_embedder_spec(EmbedderSpec::None)
             .temporary()
             .unwrap();
         for (tenant, docs) in [("a", a), ("b", b)] {
@@ -934,7 +935,7 @@ mod tenants {
             // Tenant b gives feedback in the second index only.
             for q in &queries {
                 let response = two
-                    .search(&SearchRequest::chunks(text(q)).tenant("b").min_relevance(0.0))
+                    .search(&SearchRequest::chunks(text(q)).with_tenant("b").with_min_relevance(0.0))
                     .unwrap();
                 if !response.hits.is_empty() {
                     two.feedback(&response.query_id, false).unwrap();
@@ -942,10 +943,10 @@ mod tenants {
             }
             for q in &queries {
                 for request in [
-                    SearchRequest::chunks(text(q)).tenant("a").embedding(vector(q)),
-                    SearchRequest::chunks(text(q)).tenant("a").embedding(vector(q)).min_relevance(0.0).top_k(10),
-                    SearchRequest::rules(text(q)).tenant("a").embedding(vector(q)).min_relevance(0.0).top_k(10),
-                    SearchRequest::chunks(text(q)).tenant("a").min_relevance(0.0).top_k(10),
+                    SearchRequest::chunks(text(q)).with_tenant("a").with_embedding(vector(q)),
+                    SearchRequest::chunks(text(q)).with_tenant("a").with_embedding(vector(q)).with_min_relevance(0.0).with_top_k(10),
+                    SearchRequest::rules(text(q)).with_tenant("a").with_embedding(vector(q)).with_min_relevance(0.0).with_top_k(10),
+                    SearchRequest::chunks(text(q)).with_tenant("a").with_min_relevance(0.0).with_top_k(10),
                 ] {
                     prop_assert_eq!(seen(&one, &request), seen(&two, &request));
                 }

@@ -19,7 +19,7 @@ pub(crate) async fn write_docs(
     client: &ClientV2,
     pair: &Pair,
     docs: &[&Document],
-    vectors: &[&ruchedb::engine::VectorRows],
+    vectors: &[&ruchedb::VectorRows],
     dimensions: usize,
     patterns_in_text: bool,
 ) -> ruchedb::Result<()> {

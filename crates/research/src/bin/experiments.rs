@@ -17,7 +17,7 @@
 //!
 //! Every index lives in a temporary directory. Queries are embedded once (timed one by
 //! one) and passed as vectors, so each fusion setting sees the same vectors. The vector
-//! leg scans exactly (no HNSW), so the numbers are deterministic. `SearchRequest::top_k`
+//! leg scans exactly (no HNSW), so the numbers are deterministic. `SearchRequest::with_top_k`
 //! ranks by the engine's final score without k-selection.
 
 use std::collections::HashMap;
@@ -156,13 +156,13 @@ impl Bench<'_> {
         // The relevance gate off: this measures the ranking (`crates/research/src/bin/relevance.rs`
         // measures the gate).
         let mut request = SearchRequest::new(self.kind, q.text.clone())
-            .fusion(spec)
-            .adaptive(adaptive)
-            .max_candidates(cands)
-            .min_relevance(0.0)
-            .top_k(top_k);
+            .with_fusion(spec)
+            .with_adaptive(adaptive)
+            .with_max_candidates(cands)
+            .with_min_relevance(0.0)
+            .with_top_k(top_k);
         if let Some(vector) = &q.vector {
-            request = request.embedding(vector.clone());
+            request = request.with_embedding(vector.clone());
         }
         Ok(self.engine.search(&request)?)
     }
@@ -272,7 +272,7 @@ fn scifact(eval: &Path) -> Res<()> {
     let mut config = Config::default();
     config.pipeline.retrieval.max_candidates = 1; // Set per request.
     config.pipeline.retrieval.exact_scan_threshold = 100_000;
-    let engine = Engine::builder().config(config).temporary()?;
+    let engine = Engine::builder().with_config(config).temporary()?;
     let (docs, claims) = data::scifact(eval)?;
     engine.upsert_chunks(
         docs.iter()
@@ -364,8 +364,8 @@ fn banking(eval: &Path, name: &str, embedder: Arc<dyn Embedder>) -> Res<()> {
         config.pipeline.retrieval.max_candidates = 1; // Set per request.
         config.fusion.patterns_in_text = in_text;
         let engine = Engine::builder()
-            .config(config)
-            .embedder(embedder.clone())
+            .with_config(config)
+            .with_embedder(embedder.clone())
             .temporary()?;
         engine.upsert_rules(intents.iter().map(|intent| {
             let words = intent.replace('_', " ");

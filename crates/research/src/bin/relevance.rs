@@ -69,8 +69,8 @@ struct Setup {
 impl Setup {
     fn engine(&self, config: Config) -> Res<Engine> {
         Ok(Engine::builder()
-            .config(config)
-            .embedder(self.embedder.clone())
+            .with_config(config)
+            .with_embedder(self.embedder.clone())
             .temporary()?)
     }
 }
@@ -171,7 +171,7 @@ fn run_rules(engine: &Engine, queries: &[Labelled], top_k: Option<usize>) -> Res
         .map(|q| {
             let mut request = SearchRequest::rules(q.text.clone());
             if let Some(k) = top_k {
-                request = request.top_k(k).min_relevance(0.0);
+                request = request.with_top_k(k).with_min_relevance(0.0);
             }
             Ok(engine.search(&request)?.hits)
         })
@@ -314,7 +314,7 @@ fn scenarios(setup: &Setup) -> Res<()> {
                     .map(|q| {
                         let mut request = SearchRequest::scenarios(q.text.clone());
                         if let Some(k) = top_k {
-                            request = request.top_k(k).min_relevance(0.0);
+                            request = request.with_top_k(k).with_min_relevance(0.0);
                         }
                         Ok(engine.search(&request)?.hits)
                     })
@@ -325,7 +325,7 @@ fn scenarios(setup: &Setup) -> Res<()> {
                     let tops: Vec<Option<String>> = queries
                         .par_iter()
                         .map(|q| {
-                            let r = SearchRequest::scenarios(q.text.clone()).min_relevance(t);
+                            let r = SearchRequest::scenarios(q.text.clone()).with_min_relevance(t);
                             engine
                                 .search(&r)
                                 .map(|r| r.hits.into_iter().next().map(|h| h.id))
@@ -424,7 +424,7 @@ struct SciFact {
 fn scifact_index(eval: &Path) -> Res<SciFact> {
     let (abstracts, claims) = data::scifact(eval)?;
     let engine = Engine::builder()
-        .embedder_spec(EmbedderSpec::None)
+        .with_embedder_spec(EmbedderSpec::None)
         .temporary()?;
     engine.upsert_chunks(
         abstracts
@@ -459,12 +459,13 @@ fn scifact(setup: &Setup) -> Res<()> {
         sf.queries
             .par_iter()
             .map(|(text, vector, _)| {
-                let mut request = SearchRequest::chunks(text.clone()).embedding(vector.clone());
+                let mut request =
+                    SearchRequest::chunks(text.clone()).with_embedding(vector.clone());
                 if let Some(k) = top_k {
-                    request = request.top_k(k);
+                    request = request.with_top_k(k);
                 }
                 if !gate {
-                    request = request.min_relevance(0.0);
+                    request = request.with_min_relevance(0.0);
                 }
                 Ok(sf
                     .engine
@@ -566,7 +567,9 @@ fn identifiers_bench(setup: &Setup, n: usize) -> Res<()> {
         let results: Vec<(bool, bool)> = queries
             .par_iter()
             .map(|q| {
-                let request = SearchRequest::chunks(q.text.clone()).now(now).top_k(10);
+                let request = SearchRequest::chunks(q.text.clone())
+                    .with_now(now)
+                    .with_top_k(10);
                 let hits = engine.search(&request)?.hits;
                 let holds = |h: &Hit| match h.document.as_ref() {
                     ruchedb::Document::Chunk(c) => c.content.contains(&q.identifier),
@@ -590,7 +593,7 @@ fn identifiers_bench(setup: &Setup, n: usize) -> Res<()> {
     let silent = unrelated
         .par_iter()
         .map(|m| {
-            let request = SearchRequest::chunks(m.text.clone()).now(now);
+            let request = SearchRequest::chunks(m.text.clone()).with_now(now);
             Ok(engine.search(&request)?.hits.is_empty())
         })
         .collect::<Res<Vec<bool>>>()?;
@@ -602,7 +605,7 @@ fn identifiers_bench(setup: &Setup, n: usize) -> Res<()> {
         .par_iter()
         .map(|q| {
             let hits = engine
-                .search(&SearchRequest::chunks(q.text.clone()).now(now))?
+                .search(&SearchRequest::chunks(q.text.clone()).with_now(now))?
                 .hits;
             let first = hits.first().is_some_and(|h| match h.document.as_ref() {
                 ruchedb::Document::Chunk(c) => c.content.contains(&q.identifier),
@@ -801,8 +804,8 @@ fn rule_queries(setup: &Setup, legs: Legs) -> Res<Vec<(bool, LabelledQuery)>> {
         config.pipeline.retrieval.max_candidates = 10;
         let engine = match legs {
             Legs::Text => Engine::builder()
-                .config(config)
-                .embedder_spec(EmbedderSpec::None)
+                .with_config(config)
+                .with_embedder_spec(EmbedderSpec::None)
                 .temporary()?,
             _ => setup.engine(config)?,
         };
@@ -822,14 +825,14 @@ fn rule_queries(setup: &Setup, legs: Legs) -> Res<Vec<(bool, LabelledQuery)>> {
             .par_iter()
             .map(|(text, _)| {
                 let mut request = SearchRequest::rules(text.clone())
-                    .top_k(10)
-                    .min_relevance(0.0);
+                    .with_top_k(10)
+                    .with_min_relevance(0.0);
                 if legs == Legs::Vector {
                     let v = setup.embedder.embed_batch(&[text.as_str()])?.remove(0);
                     request = SearchRequest::rules("")
-                        .embedding(v)
-                        .top_k(10)
-                        .min_relevance(0.0);
+                        .with_embedding(v)
+                        .with_top_k(10)
+                        .with_min_relevance(0.0);
                 }
                 Ok(engine.search(&request)?.hits)
             })
@@ -861,8 +864,8 @@ fn scenario_queries(setup: &Setup, legs: Legs) -> Res<Vec<LabelledQuery>> {
         let used: HashSet<&String> = scenarios.iter().flat_map(|s| &s.examples).collect();
         let engine = match legs {
             Legs::Text => Engine::builder()
-                .config(Config::default())
-                .embedder_spec(EmbedderSpec::None)
+                .with_config(Config::default())
+                .with_embedder_spec(EmbedderSpec::None)
                 .temporary()?,
             _ => setup.engine(Config::default())?,
         };
@@ -883,11 +886,13 @@ fn scenario_queries(setup: &Setup, legs: Legs) -> Res<Vec<LabelledQuery>> {
             .map(|(text, _)| {
                 let request = if legs == Legs::Vector {
                     let v = setup.embedder.embed_batch(&[text.as_str()])?.remove(0);
-                    SearchRequest::scenarios("").embedding(v)
+                    SearchRequest::scenarios("").with_embedding(v)
                 } else {
                     SearchRequest::scenarios(text.clone())
                 };
-                Ok(engine.search(&request.top_k(10).min_relevance(0.0))?.hits)
+                Ok(engine
+                    .search(&request.with_top_k(10).with_min_relevance(0.0))?
+                    .hits)
             })
             .collect::<Res<_>>()?;
         for ((_, domain), hits) in queries.iter().zip(results) {
@@ -981,8 +986,8 @@ fn chunk_samples(setup: &Setup, minilm: bool, legs: Legs) -> Res<Vec<Sample>> {
     config.pipeline.retrieval.max_candidates = 10;
     let engine = match (legs, minilm) {
         (Legs::Text, _) | (_, true) => Engine::builder()
-            .config(config)
-            .embedder_spec(EmbedderSpec::None)
+            .with_config(config)
+            .with_embedder_spec(EmbedderSpec::None)
             .temporary()?,
         _ => setup.engine(config)?,
     };
@@ -1026,13 +1031,13 @@ fn chunk_samples(setup: &Setup, minilm: bool, legs: Legs) -> Res<Vec<Sample>> {
                 text.as_str()
             };
             let mut request = SearchRequest::chunks(query_text)
-                .top_k(10)
-                .min_relevance(0.0);
+                .with_top_k(10)
+                .with_min_relevance(0.0);
             match (vector, legs) {
-                (Some(v), Legs::Both | Legs::Vector) => request = request.embedding(v.clone()),
+                (Some(v), Legs::Both | Legs::Vector) => request = request.with_embedding(v.clone()),
                 (None, Legs::Vector) => {
                     let v = setup.embedder.embed_batch(&[text.as_str()])?.remove(0);
-                    request = request.embedding(v);
+                    request = request.with_embedding(v);
                 }
                 _ => {}
             }

@@ -26,7 +26,7 @@ fn dumped() -> (Graph, Vec<Vec<u8>>, HashMap<u64, Vec<f32>>) {
         .iter()
         .map(|key| (rows[key].as_slice(), VectorKey::from_u64(*key)))
         .collect();
-    graph.insert(&items);
+    assert!(graph.insert(&items).is_empty());
     let files = graph.dump().unwrap();
     (graph, files, rows)
 }
@@ -47,7 +47,7 @@ fn a_flat_checkpoint_gives_back_hnsw_rs_dump_and_graph() {
             .iter()
             .map(|key| (rows[key].as_slice(), VectorKey::from_u64(*key)))
             .collect();
-        graph.insert(&items);
+        assert!(graph.insert(&items).is_empty());
     }
     assert!(graph.flat().levels() >= 2, "several levels");
     // Documents 0 to 99 deleted before the checkpoint: their vectors kept whole.
@@ -313,4 +313,60 @@ fn damaged_data_is_an_error_never_a_panic() {
     let mut huge = keyed.clone();
     huge[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
     assert!(unkey_data(&huge, DIM, row).is_err());
+}
+
+/// Copies of one vector are one node: the others are left out (for the caller to scan),
+/// and a walk from anywhere reaches every node. Inserted as nodes, 300 copies linked
+/// only to each other, and a walk that entered them reached about a tenth of the graph.
+#[test]
+fn copies_of_a_vector_are_one_node_and_every_node_stays_reachable() {
+    let params = HnswParams {
+        ef_search: 2_000,
+        ..HnswParams::default()
+    };
+    let graph = Graph::new(params, 900);
+    let mut rows: Vec<Vec<f32>> = (0..600u64).map(vector).collect();
+    rows.extend((0..300).map(|_| vector(3)));
+    // Written in two insertions, the copies in both, most recent first.
+    let items: Vec<(&[f32], VectorKey)> = rows
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, v)| (v.as_slice(), VectorKey::from_u64((i as u64) << 16)))
+        .collect();
+    let (first, second) = items.split_at(450);
+    let mut left_out = graph.insert(first);
+    left_out.extend(graph.insert(second));
+    left_out.sort_unstable();
+    let mut copies: Vec<VectorKey> = (600..900u64)
+        .chain([3])
+        .map(|i| VectorKey::from_u64(i << 16))
+        .collect();
+    copies.sort_unstable();
+    // One of the 301 copies is a node; which one depends on the threads.
+    assert_eq!(left_out.len(), 300);
+    assert!(left_out.iter().all(|key| copies.contains(key)));
+    assert_eq!(graph.len(), 600);
+    assert_eq!(graph.keys().len(), 600);
+    for query in [3, 500, 77] {
+        assert_eq!(
+            graph.search(&vector(query), 600, None).len(),
+            600,
+            "from {query}"
+        );
+    }
+    // Loaded back, the graph knows its nodes' codes: a copy is left out again.
+    let manifest_files = graph.dump().unwrap();
+    let manifest = CheckpointManifest {
+        covered_seq: 1,
+        n_points: graph.len(),
+        dimensions: DIM,
+        files: Graph::file_sums(&manifest_files),
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let loaded = Graph::load(&manifest, &manifest_files, params, scratch.path()).unwrap();
+    let copy = vector(3);
+    let again = loaded.insert(&[(copy.as_slice(), VectorKey::from_u64(5_000 << 16))]);
+    assert_eq!(again, vec![VectorKey::from_u64(5_000 << 16)]);
+    assert_eq!(loaded.len(), 600);
 }

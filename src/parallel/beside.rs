@@ -11,11 +11,9 @@
 //! takes it back and runs it itself, so a late wake-up never costs more than running
 //! both legs on one thread.
 //!
-//! The helper runs a closure that borrows the caller's stack. That is sound because the
-//! caller does not return (nor unwind) before the closure has finished on the helper or
-//! been taken back, which the state machine below decides: the helper can only start a
-//! posted closure by moving the state from `POSTED` to `RUNNING`, the caller can only
-//! take it back by moving it from `POSTED` to `CLAIMED`, and one of the two wins.
+//! The helper runs a closure that borrows the caller's stack, through a
+//! [`Handoff`](super::handoff::Handoff): see the [module docs](super) for why that is
+//! sound.
 //!
 //! The helper only helps from another CPU than the caller's. When the scheduler sees
 //! CPUs that share no cache (as on many virtual machines), Linux wakes a thread on the
@@ -26,21 +24,12 @@
 //! finds itself on that CPU moves off it (`cpu::move_off`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-/// No closure posted: a caller may claim the helper.
-const IDLE: u8 = 0;
-/// A caller owns the slot (posting a closure, or taking it back).
-const CLAIMED: u8 = 1;
-/// A closure waits for the helper.
-const POSTED: u8 = 2;
-/// The helper runs the closure.
-const RUNNING: u8 = 3;
-/// The helper has finished the closure; its caller has not seen it yet.
-const DONE: u8 = 4;
+use super::handoff::{DONE, Handoff, POSTED};
 
 /// How long the helper polls for the next closure before it sleeps, and a caller for
 /// its closure's end before it sleeps. A batch of searches comes back within that
@@ -60,27 +49,14 @@ static PATHS: [std::sync::atomic::AtomicUsize; 2] = [
     std::sync::atomic::AtomicUsize::new(0),
 ];
 
-/// A closure posted to the helper, its lifetime erased (see the module docs).
-type Job = *mut (dyn FnMut() + Send + 'static);
-
 struct Helper {
-    state: AtomicU8,
-    /// The posted closure and the thread that posted it (to wake when it is done).
-    slot: Mutex<Option<(SendJob, Thread)>>,
+    handoff: Handoff,
     /// The helper's thread, set once it is spawned.
     thread: OnceLock<Thread>,
     /// The CPU of the last caller that ran its closure itself because the helper had not
     /// started it (-1: none), for the helper to move off if it is there too.
     crowded: AtomicI32,
 }
-
-/// A [`Job`] that can be handed to the helper thread: the closure is `Send`, and the
-/// pointer is only dereferenced while its caller waits (see the module docs).
-struct SendJob(Job);
-
-// SAFETY: the pointee is `Send`; the pointer is used by one thread at a time, as the
-// state machine hands it over.
-unsafe impl Send for SendJob {}
 
 /// The helper, started on first use; `None` if its thread could not be started.
 ///
@@ -91,8 +67,7 @@ fn helper() -> Option<&'static Helper> {
     static HELPER: OnceLock<Option<&'static Helper>> = OnceLock::new();
     *HELPER.get_or_init(|| {
         let helper: &'static Helper = Box::leak(Box::new(Helper {
-            state: AtomicU8::new(IDLE),
-            slot: Mutex::new(None),
+            handoff: Handoff::new(),
             thread: OnceLock::new(),
             crowded: AtomicI32::new(cpu::current()),
         }));
@@ -118,28 +93,11 @@ impl Helper {
                 thread::park();
                 continue;
             }
-            if self
-                .state
-                .compare_exchange(POSTED, RUNNING, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-            {
-                // Taken back by its caller.
-                continue;
+            // Not run: taken back by its caller.
+            if self.handoff.run_posted() {
+                #[cfg(test)]
+                PATHS[0].fetch_add(1, Ordering::Relaxed);
             }
-            let (job, caller) = self
-                .slot
-                .lock()
-                .unwrap_or_else(|poison| poison.into_inner())
-                .take()
-                .expect("a posted closure is in the slot");
-            // SAFETY: the caller waits until the state is `DONE` before its closure goes
-            // out of scope, and no one else holds the pointer while the state is
-            // `RUNNING`. The closure catches its own panics.
-            unsafe { (*job.0)() };
-            #[cfg(test)]
-            PATHS[0].fetch_add(1, Ordering::Relaxed);
-            self.state.store(DONE, Ordering::Release);
-            caller.unpark();
         }
     }
 
@@ -153,7 +111,7 @@ impl Helper {
                 // after the caller's own.
                 self.leave_crowded_cpu();
             }
-            if self.state.load(Ordering::Acquire) == state {
+            if self.handoff.state() == state {
                 return true;
             }
             if started.elapsed() >= SPIN {
@@ -233,13 +191,7 @@ where
     RB: Send,
 {
     // The helper, if it is free: claimed by this caller.
-    let claimed = helper().filter(|helper| {
-        helper
-            .state
-            .compare_exchange(IDLE, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-    });
-    let Some(helper) = claimed else {
+    let Some(helper) = helper().filter(|helper| helper.handoff.claim()) else {
         let ra = a();
         return (ra, b());
     };
@@ -250,45 +202,29 @@ where
             out = Some(catch_unwind(AssertUnwindSafe(b)));
         }
     };
-    let job: &mut (dyn FnMut() + Send + '_) = &mut job;
-    // SAFETY: only the lifetime is erased; see the module docs for why the closure
-    // outlives every use of the pointer.
-    let job: Job = unsafe { std::mem::transmute::<_, Job>(job as *mut (dyn FnMut() + Send + '_)) };
-    *helper
-        .slot
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner()) = Some((SendJob(job), thread::current()));
-    helper.state.store(POSTED, Ordering::Release);
+    // SAFETY: claimed above; the posting is finished below (`a` cannot unwind past it).
+    let posting = unsafe { helper.handoff.post(&mut job, Some(thread::current())) };
     if let Some(thread) = helper.thread.get() {
         thread.unpark();
     }
 
     let ra = catch_unwind(AssertUnwindSafe(a));
 
-    if helper
-        .state
-        .compare_exchange(POSTED, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
-        .is_ok()
-    {
-        // The helper has not started it: run it here, and have it move off this CPU if
-        // it is waiting on it.
-        helper.crowded.store(cpu::current(), Ordering::Relaxed);
-        helper
-            .slot
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .take();
-        helper.state.store(IDLE, Ordering::Release);
-        // SAFETY: taken back: the helper can no longer reach the pointer.
-        unsafe { (*job)() };
-        #[cfg(test)]
+    let ran = posting.finish(
+        |_| {
+            if !helper.wait_for(DONE) {
+                thread::park();
+            }
+        },
+        // The helper has not started it: it runs here, and the helper moves off this
+        // CPU if it is waiting on it.
+        || helper.crowded.store(cpu::current(), Ordering::Relaxed),
+    );
+    #[cfg(test)]
+    if ran == super::handoff::Ran::Here {
         PATHS[1].fetch_add(1, Ordering::Relaxed);
-    } else {
-        while !helper.wait_for(DONE) {
-            thread::park();
-        }
-        helper.state.store(IDLE, Ordering::Release);
     }
+    let _ = ran;
     let rb = out.expect("the closure ran");
     match (ra, rb) {
         (Ok(ra), Ok(rb)) => (ra, rb),
