@@ -56,6 +56,8 @@ pub struct SearchRequest {
     pub(crate) min_relevance: Option<f64>,
     pub(crate) max_tokens: Option<usize>,
     pub(crate) browse: bool,
+    pub(crate) files: Vec<String>,
+    pub(crate) named: Vec<String>,
 }
 
 impl SearchRequest {
@@ -107,6 +109,8 @@ impl SearchRequest {
             min_relevance: None,
             max_tokens: None,
             browse: false,
+            files: Vec::new(),
+            named: Vec::new(),
         }
     }
 
@@ -151,6 +155,25 @@ impl SearchRequest {
     #[must_use]
     pub fn browse(mut self) -> SearchRequest {
         self.browse = true;
+        self
+    }
+
+    /// Names a file the agent is working on (relative to the project's root): rules whose
+    /// globs match it apply ([`Apply::Files`](crate::Apply::Files)), and rules for a
+    /// folder ([`Rule::folder`](crate::Rule::folder)) are candidates only when a named
+    /// file is inside it. Repeatable.
+    #[must_use]
+    pub fn with_file(mut self, path: impl Into<String>) -> SearchRequest {
+        self.files.push(path.into());
+        self
+    }
+
+    /// Names a rule to apply, by id or by name ([`Rule::name`](crate::Rule::name)):
+    /// how a [`Apply::Manual`](crate::Apply::Manual) rule applies (so does `@name` in
+    /// the text). Repeatable.
+    #[must_use]
+    pub fn with_rule(mut self, name: impl Into<String>) -> SearchRequest {
+        self.named.push(name.into());
         self
     }
 

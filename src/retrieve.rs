@@ -25,8 +25,11 @@
 
 use std::sync::Arc;
 
+use crate::Apply;
 use crate::analysis::is_stop_word;
 use crate::analysis::text::{self as analyzer, Analysis};
+pub use crate::model::apply::AppliedBy;
+use crate::model::apply::in_folder;
 use crate::model::doc::{Document, Scope};
 use crate::model::leg::PerLeg;
 use crate::model::time::Timestamp;
@@ -100,6 +103,7 @@ impl RetrievalQuery<'_> {
             context: request.context_id.as_deref(),
             tags: &request.tags,
             metadata: &request.filters,
+            files: &request.files,
             now: self.now,
         }
     }
@@ -247,6 +251,19 @@ pub trait Retriever {
     /// Storage or network errors.
     fn fill(&self, query: &RetrievalQuery<'_>, candidates: &mut [RetrievedDoc]) -> Result<()>;
 
+    /// The rules a rule search applies whatever their relevance: those [`applied_by`]
+    /// says apply (always, by a named file, by name), in any order. Asked for every
+    /// search of rules. The default finds none: a retriever whose rules are all applied
+    /// by relevance may keep it.
+    ///
+    /// # Errors
+    ///
+    /// Storage or network errors.
+    fn applied_rules(&self, query: &RetrievalQuery<'_>) -> Result<Vec<Arc<Document>>> {
+        let _ = query;
+        Ok(Vec::new())
+    }
+
     /// [`Retriever::retrieve`], then [`Retriever::fill`]: what the pipeline calls. A
     /// retriever whose `retrieve` already fills its candidates overrides it.
     ///
@@ -341,29 +358,50 @@ pub(crate) struct DocFilter<'a> {
     pub(crate) context: Option<&'a str>,
     pub(crate) tags: &'a [String],
     pub(crate) metadata: &'a [(String, String)],
+    /// The files the request names: a rule for a folder is a candidate only when one
+    /// is inside it.
+    pub(crate) files: &'a [String],
     /// Chunks expired at this time are excluded.
     pub(crate) now: Timestamp,
 }
 
 impl DocFilter<'_> {
+    /// Whether a rule's tenant, agent, `enabled` and scope admit it.
+    pub(crate) fn rule_in_scope(&self, rule: &crate::Rule) -> bool {
+        if rule.tenant_id != self.tenant
+            || !rule.enabled
+            || !agent_matches(rule.agent_id.as_deref(), self.agent)
+        {
+            return false;
+        }
+        match &rule.scope {
+            Scope::Global => true,
+            Scope::Scenario { scenario_id } => self.scenario == Some(scenario_id),
+            Scope::Step {
+                scenario_id,
+                step_id,
+            } => self.scenario == Some(scenario_id) && self.step == Some(step_id),
+        }
+    }
+
     pub(crate) fn matches(&self, doc: &Document) -> bool {
         if doc.kind() != self.kind || doc.tenant_id() != self.tenant {
             return false;
         }
         match doc {
             Document::Rule(rule) => {
-                if !rule.enabled || !agent_matches(rule.agent_id.as_deref(), self.agent) {
+                // Rules applied otherwise than by relevance never come from the legs
+                // (see `applied_rules`).
+                if rule.apply != Apply::Relevant || !self.rule_in_scope(rule) {
                     return false;
                 }
-                let in_scope = match &rule.scope {
-                    Scope::Global => true,
-                    Scope::Scenario { scenario_id } => self.scenario == Some(scenario_id),
-                    Scope::Step {
-                        scenario_id,
-                        step_id,
-                    } => self.scenario == Some(scenario_id) && self.step == Some(step_id),
+                let for_files = match &rule.folder {
+                    Some(folder) if !self.files.is_empty() => {
+                        self.files.iter().any(|file| in_folder(folder, file))
+                    }
+                    _ => true,
                 };
-                in_scope && self.tags.iter().all(|tag| rule.tags.contains(tag))
+                for_files && self.tags.iter().all(|tag| rule.tags.contains(tag))
             }
             Document::Chunk(chunk) => {
                 agent_matches(chunk.agent_id.as_deref(), self.agent)
@@ -391,6 +429,40 @@ impl DocFilter<'_> {
             }
         }
     }
+}
+
+/// Why `rule` applies to `query` whatever its relevance, if it does: in scope (tenant,
+/// agent, `enabled`, scenario and step) and always applied, or with globs that match a
+/// file the request names (for a rule applied by relevance or by files), or named by
+/// the request. `None` for any search but one of rules.
+pub fn applied_by(query: &RetrievalQuery<'_>, rule: &crate::Rule) -> Option<AppliedBy> {
+    let request = query.request;
+    let filter = query.filter();
+    if request.kind != Kind::Rule || !filter.rule_in_scope(rule) {
+        return None;
+    }
+    if rule.apply == Apply::Always {
+        return Some(AppliedBy::Always);
+    }
+    if matches!(rule.apply, Apply::Files | Apply::Relevant)
+        && !rule.globs.is_empty()
+        && crate::model::apply::globs_match(&rule.globs, &request.files)
+    {
+        return Some(AppliedBy::File);
+    }
+    let named = |name: &str| name == rule.id || name == rule.name();
+    if request.named.iter().any(|n| named(n)) || mentions(&request.text).any(named) {
+        return Some(AppliedBy::Named);
+    }
+    None
+}
+
+/// The `@name` mentions of a text (`@python-style`): letters, digits, `-`, `_`, `.`.
+pub(crate) fn mentions(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\''))
+        .filter_map(|word| word.strip_prefix('@'))
+        .map(|name| name.trim_end_matches(['.', ':', '!', '?']))
+        .filter(|name| !name.is_empty())
 }
 
 /// A document without agent applies to every agent; a query without agent sees all.

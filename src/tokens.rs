@@ -10,7 +10,8 @@ use std::sync::OnceLock;
 /// The token encoding budgets are counted in (an LLM's, not the BM25 analysis).
 pub const TOKEN_ENCODING: &str = "o200k_base";
 
-fn encoder() -> &'static tiktoken_rs::CoreBPE {
+/// The encoding itself (loaded once), for whoever counts sizes in it.
+pub(crate) fn encoder() -> &'static tiktoken_rs::CoreBPE {
     static ENCODER: OnceLock<tiktoken_rs::CoreBPE> = OnceLock::new();
     ENCODER
         .get_or_init(|| tiktoken_rs::o200k_base().expect("the bundled o200k_base encoding loads"))

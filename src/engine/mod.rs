@@ -1,5 +1,6 @@
 //! [`Engine`]: open an index directory, write documents, search them; and the reports
-//! of its maintenance ([`CheckReport`], [`RepairReport`]) and statistics.
+//! of its maintenance ([`CheckReport`], [`RepairReport`]), of a sync with files
+//! ([`SyncReport`]) and statistics.
 //!
 //! The engine ties the local stores together. sled (the index directory's `store/`) is
 //! the source of truth; the tantivy index (`text/`) and the HNSW graphs (checkpointed in
@@ -22,6 +23,7 @@ mod search;
 mod state;
 mod stats;
 mod swap;
+mod sync;
 mod write;
 
 #[cfg(test)]
@@ -33,3 +35,4 @@ pub use self::compact::CompactReport;
 pub(crate) use self::state::{Counters, Inner, OpenMode, Pending, STORE_DIR, TEXT_DIR};
 pub use self::state::{Engine, Reader};
 pub use self::stats::{CounterStats, GraphStats, KindSpace, KindSpaces, Stats};
+pub use self::sync::{FileChange, SyncOptions, SyncProgress, SyncReport, SyncedFile};

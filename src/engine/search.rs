@@ -2,6 +2,7 @@
 //! ([`crate::local`]), the pipeline [`crate::rank`]; the engine adds its embedders,
 //! feedback and query ids.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::{Engine, Inner, Reader};
@@ -9,7 +10,7 @@ use crate::query::{SearchRequest, SearchResponse};
 use crate::rank::{Searcher, search_with_id};
 use crate::retrieve::{RetrievalQuery, Retrieved, RetrievedDoc, Retriever};
 use crate::turn::{Run, TurnRequest, TurnResponse};
-use crate::{Kind, Result};
+use crate::{Document, Kind, Result};
 
 /// A reader (and an engine, through it) as a [`Retriever`]: its local index
 /// ([`crate::rank::search_with`] over it is [`Reader::search`] without feedback).
@@ -29,6 +30,10 @@ impl Retriever for Reader {
     fn candidates(&self, query: &RetrievalQuery<'_>) -> Result<Retrieved> {
         self.inner.local.candidates(query)
     }
+
+    fn applied_rules(&self, query: &RetrievalQuery<'_>) -> Result<Vec<Arc<Document>>> {
+        self.inner.local.applied_rules(query)
+    }
 }
 
 impl Retriever for Engine {
@@ -46,6 +51,10 @@ impl Retriever for Engine {
 
     fn candidates(&self, query: &RetrievalQuery<'_>) -> Result<Retrieved> {
         self.reader.candidates(query)
+    }
+
+    fn applied_rules(&self, query: &RetrievalQuery<'_>) -> Result<Vec<Arc<Document>>> {
+        self.reader.applied_rules(query)
     }
 }
 

@@ -70,6 +70,12 @@ impl Engine {
     ///
     /// As [`Engine::upsert_rules`].
     pub fn upsert(&self, docs: Vec<Document>) -> Result<()> {
+        let ready = self.ready(docs)?;
+        self.buffer(ready)
+    }
+
+    /// Checks and embeds documents for [`Engine::buffer`], buffering nothing.
+    pub(crate) fn ready(&self, docs: Vec<Document>) -> Result<ReadyWrites> {
         let mut seen = HashSet::with_capacity(docs.len());
         for doc in &docs {
             doc.validate()?;
@@ -80,7 +86,11 @@ impl Engine {
             }
         }
         self.inner.settle_embedder(&docs)?;
-        let prepared = self.inner.prepare(docs)?;
+        self.inner.prepare(docs)
+    }
+
+    /// Buffers documents [`Engine::ready`] made ready for the next commit.
+    pub(crate) fn buffer(&self, prepared: ReadyWrites) -> Result<()> {
         let mut pending = self.inner.lock_pending();
         // The first vectors of a kind without a dimension fix it.
         for kind in Kind::ALL {
@@ -249,7 +259,7 @@ struct Step {
 }
 
 /// Documents ready to buffer: their vectors made, their embedding fields emptied.
-struct ReadyWrites {
+pub(crate) struct ReadyWrites {
     ops: Vec<PendingOp>,
     /// The dimension of each kind's vectors, if any of its documents has one.
     dimensions: [Option<usize>; Kind::COUNT],

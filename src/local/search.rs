@@ -9,12 +9,13 @@ use std::time::Instant;
 use super::LocalIndex;
 use super::catalog::Catalog;
 use super::text::TextMatch;
+use crate::model::doc::Document;
 use crate::model::id::DocId;
 use crate::model::leg::PerLeg;
 use crate::model::time::micros;
 use crate::parallel::TakeOnce;
 use crate::query::VectorMatch;
-use crate::retrieve::{RetrievalQuery, Retrieved, RetrievedDoc, Retriever};
+use crate::retrieve::{RetrievalQuery, Retrieved, RetrievedDoc, Retriever, applied_by};
 use crate::{Kind, Result};
 
 /// `retrieve` already fills every candidate (under one catalog snapshot, the text leg
@@ -34,6 +35,44 @@ impl Retriever for LocalIndex {
 
     fn candidates(&self, query: &RetrievalQuery<'_>) -> Result<Retrieved> {
         self.retrieve_local(query)
+    }
+
+    /// The tenant's rules that are not plain (every rule applied otherwise than by
+    /// relevance is not, nor is one with a source), and the rules the request names by
+    /// id, each checked with [`applied_by`].
+    fn applied_rules(&self, query: &RetrievalQuery<'_>) -> Result<Vec<Arc<Document>>> {
+        let request = query.request;
+        if request.kind != Kind::Rule {
+            return Ok(Vec::new());
+        }
+        let catalog = self.snapshot();
+        let filter = query.filter();
+        let Some(superset) = catalog.superset(&filter) else {
+            return Ok(Vec::new());
+        };
+        let mut docs: Vec<DocId> = superset
+            .docs()
+            .into_iter()
+            .filter(|&doc| catalog.get(doc).is_some_and(|entry| !entry.plain))
+            .collect();
+        for name in &request.named {
+            docs.extend(catalog.lookup(Kind::Rule, &request.tenant_id, name));
+        }
+        docs.sort_unstable();
+        docs.dedup();
+        let mut applied = Vec::new();
+        for doc in docs {
+            let Some(entry) = catalog.get(doc) else {
+                continue;
+            };
+            let document = entry.doc()?;
+            if let Some(rule) = document.as_rule()
+                && applied_by(query, rule).is_some()
+            {
+                applied.push(Arc::clone(document));
+            }
+        }
+        Ok(applied)
     }
 }
 

@@ -9,8 +9,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::apply::{Apply, check_globs};
 pub use crate::model::fields::DEFAULT_TENANT;
 use crate::model::fields::{check_examples, check_importance, check_name, check_vector};
+use crate::model::source::{HEADING_SEPARATOR, Source};
 use crate::model::time::Timestamp;
 use crate::{Error, Kind, Result, Scenario, Tool};
 
@@ -115,6 +117,20 @@ pub struct Rule {
     /// Typed links to other rules (by id) or to entities, such as `depends_on` or
     /// `excludes`: stored and returned, and edges of the entity graph.
     pub relations: Vec<Relation>,
+    /// How the rule comes to apply (default [`Apply::Relevant`]: the gate decides).
+    pub apply: Apply,
+    /// Globs of the files the rule is for (`src/**/*.ts`; `*.py` in any folder): with
+    /// [`Apply::Files`] the rule applies when a request names a matching file, with
+    /// [`Apply::Relevant`] it also does.
+    pub globs: Vec<String>,
+    /// The folder the rule is for (an `AGENTS.md`'s): when a request names files and
+    /// none is inside it, the rule is no candidate.
+    pub folder: Option<String>,
+    /// What the agent is told beyond the action, in full: rendered after it (within a
+    /// turn's budget, cut with a marker when it does not fit), never searched.
+    pub body: Option<String>,
+    /// The file the rule was read from (set by [`Engine::sync`](crate::Engine::sync)).
+    pub source: Option<Source>,
 }
 
 impl Rule {
@@ -139,10 +155,65 @@ impl Rule {
             pattern_embeddings: None,
             entities: Vec::new(),
             relations: Vec::new(),
+            apply: Apply::Relevant,
+            globs: Vec::new(),
+            folder: None,
+            body: None,
+            source: None,
         }
     }
 
     document_setters!(owner Rule, "rule");
+
+    /// Sets how the rule comes to apply.
+    #[must_use]
+    pub fn with_apply(mut self, apply: Apply) -> Rule {
+        self.apply = apply;
+        self
+    }
+
+    /// Sets the globs of the files the rule is for.
+    #[must_use]
+    pub fn with_globs<S: Into<String>>(mut self, globs: impl IntoIterator<Item = S>) -> Rule {
+        self.globs = globs.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the folder the rule is for.
+    #[must_use]
+    pub fn with_folder(mut self, folder: impl Into<String>) -> Rule {
+        self.folder = Some(folder.into());
+        self
+    }
+
+    /// Sets what the agent is told beyond the action.
+    #[must_use]
+    pub fn with_body(mut self, body: impl Into<String>) -> Rule {
+        self.body = Some(body.into());
+        self
+    }
+
+    /// Names the file the rule was read from.
+    #[must_use]
+    pub fn with_source(mut self, source: Source) -> Rule {
+        self.source = Some(source);
+        self
+    }
+
+    /// The rule's name for `@name` in a message: its file's stem (`python-style` of
+    /// `.cursor/rules/python-style.mdc`), its id without one.
+    pub fn name(&self) -> &str {
+        match &self.source {
+            Some(source) => {
+                let file = source.path.rsplit('/').next().unwrap_or(&source.path);
+                file.split('.')
+                    .next()
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or(file)
+            }
+            None => &self.id,
+        }
+    }
     document_setters!(listed Rule, "rule");
 
     /// Sets the scope.
@@ -185,9 +256,14 @@ impl Rule {
         self
     }
 
-    /// The text indexed and embedded for the rule: `condition + " " + action`.
+    /// The text indexed and embedded for the rule: `condition + " " + action` (the
+    /// condition alone when the action is empty; never the body).
     pub fn text(&self) -> String {
-        format!("{} {}", self.condition, self.action)
+        if self.action.is_empty() {
+            self.condition.clone()
+        } else {
+            format!("{} {}", self.condition, self.action)
+        }
     }
 
     /// Checks every field.
@@ -214,13 +290,33 @@ impl Rule {
                 check_name("step_id", step_id)?;
             }
         }
-        for (field, value) in [("condition", &self.condition), ("action", &self.action)] {
-            if value.trim().is_empty() {
+        // The action may be left empty when a body says what to do.
+        let blank_action = self.action.trim().is_empty() && self.body.is_none();
+        for (field, blank) in [
+            ("condition", self.condition.trim().is_empty()),
+            ("action", blank_action),
+        ] {
+            if blank {
                 return Err(Error::invalid_input(format!(
                     "rule `{}`: `{field}` must not be empty or blank",
                     self.id
                 )));
             }
+        }
+        if self.body.as_deref().is_some_and(|b| b.trim().is_empty()) {
+            return Err(Error::invalid_input(format!(
+                "rule `{}`: `body` must not be blank (leave it out)",
+                self.id
+            )));
+        }
+        check_globs(&self.id, self.apply, &self.globs)?;
+        if let Some(folder) = &self.folder {
+            check_name("folder", folder)?;
+        }
+        if let Some(source) = &self.source {
+            source
+                .validate()
+                .map_err(|err| Error::invalid_input(format!("rule `{}`: {err}", self.id)))?;
         }
         check_links("rule", &self.id, &self.entities, &self.relations)?;
         for tag in &self.tags {
@@ -283,6 +379,9 @@ pub struct Chunk {
     /// Typed links to other chunks (by id) or to entities, e.g. `{"type": "placed_by",
     /// "target": "CUST-48213"}`: edges of the entity graph.
     pub relations: Vec<Relation>,
+    /// The file the chunk was cut from (set by [`Engine::sync`](crate::Engine::sync)):
+    /// its heading path is searched with the content and shown with the hit.
+    pub source: Option<Source>,
 }
 
 impl Chunk {
@@ -302,10 +401,33 @@ impl Chunk {
             embedding: None,
             entities: Vec::new(),
             relations: Vec::new(),
+            source: None,
         }
     }
 
     document_setters!(owner Chunk, "chunk");
+
+    /// Names the file the chunk was cut from.
+    #[must_use]
+    pub fn with_source(mut self, source: Source) -> Chunk {
+        self.source = Some(source);
+        self
+    }
+
+    /// The text indexed and embedded for the chunk: its source's heading path on a line
+    /// of its own, then the content (the content alone without headings).
+    pub fn text(&self) -> String {
+        match &self.source {
+            Some(source) if !source.headings.is_empty() => {
+                format!(
+                    "{}\n{}",
+                    source.headings.join(HEADING_SEPARATOR),
+                    self.content
+                )
+            }
+            _ => self.content.clone(),
+        }
+    }
 
     /// Sets the context.
     #[must_use]
@@ -411,6 +533,11 @@ impl Chunk {
         check_links("chunk", &self.id, &self.entities, &self.relations)?;
         if let Some(embedding) = &self.embedding {
             check_vector("embedding", embedding)?;
+        }
+        if let Some(source) = &self.source {
+            source
+                .validate()
+                .map_err(|err| Error::invalid_input(format!("chunk `{}`: {err}", self.id)))?;
         }
         Ok(())
     }
@@ -548,12 +675,13 @@ impl Document {
         }
     }
 
-    /// The text of the text leg: a rule's condition and action, a chunk's content, a
+    /// The text of the text leg: a rule's condition and action, a chunk's content (after
+    /// its heading path, when it has one), a
     /// scenario's or a tool's name and description.
     pub fn text(&self) -> String {
         match self {
             Document::Rule(rule) => rule.text(),
-            Document::Chunk(chunk) => chunk.content.clone(),
+            Document::Chunk(chunk) => chunk.text(),
             Document::Scenario(scenario) => scenario.text(),
             Document::Tool(tool) => tool.text(),
         }
@@ -717,6 +845,20 @@ struct RuleRecord {
     entities: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     relations: Vec<Relation>,
+    #[serde(default, skip_serializing_if = "is_relevant")]
+    apply: Apply,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    globs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    folder: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    body: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<Source>,
+}
+
+fn is_relevant(apply: &Apply) -> bool {
+    *apply == Apply::Relevant
 }
 
 fn is_zero(value: &i32) -> bool {
@@ -771,6 +913,11 @@ impl TryFrom<RuleRecord> for Rule {
             pattern_embeddings: record.pattern_embeddings,
             entities: record.entities,
             relations: record.relations,
+            apply: record.apply,
+            globs: record.globs,
+            folder: record.folder,
+            body: record.body,
+            source: record.source,
         };
         rule.validate().map_err(|err| err.to_string())?;
         Ok(rule)
@@ -804,6 +951,11 @@ impl From<Rule> for RuleRecord {
             pattern_embeddings: rule.pattern_embeddings,
             entities: rule.entities,
             relations: rule.relations,
+            apply: rule.apply,
+            globs: rule.globs,
+            folder: rule.folder,
+            body: rule.body,
+            source: rule.source,
         }
     }
 }
@@ -836,6 +988,8 @@ struct ChunkRecord {
     entities: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     relations: Vec<Relation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<Source>,
 }
 
 impl TryFrom<ChunkRecord> for Chunk {
@@ -869,6 +1023,7 @@ impl TryFrom<ChunkRecord> for Chunk {
             embedding: record.embedding,
             entities: record.entities,
             relations: record.relations,
+            source: record.source,
         };
         chunk.validate().map_err(|err| err.to_string())?;
         Ok(chunk)
@@ -891,6 +1046,7 @@ impl From<Chunk> for ChunkRecord {
             embedding: chunk.embedding,
             entities: chunk.entities,
             relations: chunk.relations,
+            source: chunk.source,
         }
     }
 }

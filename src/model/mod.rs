@@ -45,12 +45,14 @@ macro_rules! document_setters {
     };
 }
 
+pub(crate) mod apply;
 pub(crate) mod doc;
 pub(crate) mod fields;
 pub(crate) mod id;
 pub(crate) mod leg;
 pub(crate) mod metric;
 pub(crate) mod scenario;
+pub(crate) mod source;
 pub(crate) mod time;
 pub(crate) mod tool;
 

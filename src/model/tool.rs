@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::model::fields::{Common, DEFAULT_TENANT, check_common};
+use crate::model::source::Source;
 
 /// A tool an agent can call, such as "track an order".
 ///
@@ -57,6 +58,9 @@ pub struct Tool {
     pub embedding: Option<Vec<f32>>,
     /// One embedding per example, in the order of `examples`.
     pub example_embeddings: Option<Vec<Vec<f32>>>,
+    /// The file the tool was read from (an Agent Skill's `SKILL.md`, set by
+    /// [`Engine::sync`](crate::Engine::sync)): what an agent loads when it uses it.
+    pub source: Option<Source>,
 }
 
 impl Tool {
@@ -78,10 +82,18 @@ impl Tool {
             tags: Vec::new(),
             embedding: None,
             example_embeddings: None,
+            source: None,
         }
     }
 
     document_setters!(owner Tool, "tool");
+
+    /// Names the file the tool was read from.
+    #[must_use]
+    pub fn with_source(mut self, source: Source) -> Tool {
+        self.source = Some(source);
+        self
+    }
     document_setters!(listed Tool, "tool");
 
     /// Sets the JSON schema of the arguments.
@@ -139,6 +151,11 @@ impl Tool {
                 self.id, self.parameters
             )));
         }
+        if let Some(source) = &self.source {
+            source
+                .validate()
+                .map_err(|err| crate::Error::invalid_input(format!("tool `{}`: {err}", self.id)))?;
+        }
         Ok(())
     }
 }
@@ -166,6 +183,8 @@ struct ToolRecord {
     embedding: Option<Vec<f32>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     example_embeddings: Option<Vec<Vec<f32>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<Source>,
 }
 
 impl TryFrom<ToolRecord> for Tool {
@@ -186,6 +205,7 @@ impl TryFrom<ToolRecord> for Tool {
             tags: record.tags,
             embedding: record.embedding,
             example_embeddings: record.example_embeddings,
+            source: record.source,
         };
         tool.validate().map_err(|err| err.to_string())?;
         Ok(tool)
@@ -206,6 +226,7 @@ impl From<Tool> for ToolRecord {
             tags: tool.tags,
             embedding: tool.embedding,
             example_embeddings: tool.example_embeddings,
+            source: tool.source,
         }
     }
 }

@@ -19,6 +19,7 @@
 //! The result depends only on the candidates and the plan, never on their order or on
 //! hashing.
 
+mod applied;
 mod second_hop;
 mod speaker;
 
@@ -1041,6 +1042,28 @@ pub(crate) fn search_with_id(
     searcher: &Searcher<'_>,
     prepared: Option<&PreparedQuery>,
 ) -> Result<SearchResponse> {
+    let mut response = search_ranked(
+        retriever, config, request, embedder, factors, searcher, prepared,
+    )?;
+    if request.kind == Kind::Rule {
+        let now = request.now.unwrap_or_else(Timestamp::now);
+        applied::add_applied(retriever, request, now, &mut response)?;
+    }
+    Ok(response)
+}
+
+/// [`search_with_id`] before the rules applied whatever their relevance: the message's
+/// search, and its parts' when it has several.
+#[allow(clippy::too_many_arguments)]
+fn search_ranked(
+    retriever: &(impl Retriever + ?Sized),
+    config: &Config,
+    request: &SearchRequest,
+    embedder: Option<&dyn Embedder>,
+    factors: Option<PerLeg<f64>>,
+    searcher: &Searcher<'_>,
+    prepared: Option<&PreparedQuery>,
+) -> Result<SearchResponse> {
     let retrieval = &config.pipeline.retrieval;
     let parts = match (request.kind, &request.embedding) {
         (Kind::Tool, None) if retrieval.tool_parts > 0 => crate::analysis::parts(&request.text),
@@ -1165,6 +1188,9 @@ fn search_one(
     } else {
         retriever.candidates(&query)?
     };
+    if request.kind == Kind::Rule && !request.files.is_empty() {
+        applied::keep_nearest(&mut retrieved.candidates);
+    }
     // Memory's second hops only, and only where the selection brings them back (not
     // with `top_k`, nor with `graph.second_hops` 0): see `rank`.
     if request.kind == Kind::Chunk && request.top_k.is_none() && config.graph.second_hops > 0 {

@@ -484,6 +484,8 @@ pub enum GateDecision {
     /// A turn of a conversation next to a relevant one: it holds what that turn is
     /// about (the answer after the question, the question before the answer).
     Neighbour,
+    /// A rule applied whatever its relevance ([`Apply`](crate::Apply)), and why.
+    Applied(crate::model::apply::AppliedBy),
 }
 
 impl GateDecision {

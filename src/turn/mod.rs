@@ -15,10 +15,12 @@
 //! 3. **memory**: chunks, within the conversation's context when the turn names one;
 //! 4. **tools**.
 //!
-//! The budget is shared: the scenario line first, then rules of at least
-//! `turn.keep_priority`, then the parts in the order of `turn.order` (rules, memory,
-//! tools by default), each part its hits best first until the next one does not fit;
-//! what does not fit is cut and counted. Tokens are counted ([`count_tokens`](crate::count_tokens)) over the block
+//! The budget is shared: the scenario line first, then the rules applied whatever their
+//! relevance ([`Apply`](crate::Apply): always, by a named file, by name), then rules of
+//! at least `turn.keep_priority`, then the parts in the order of `turn.order` (rules,
+//! memory, tools by default), each part its hits best first until the next one does not
+//! fit; what does not fit is cut and counted, except a rule's body, which is cut to the
+//! lines that fit and ends with `[…cut to the budget]`. Tokens are counted ([`count_tokens`](crate::count_tokens)) over the block
 //! [`TurnResponse::render`] writes, which never exceeds the budget.
 //!
 //! # The rendered block
@@ -30,17 +32,22 @@
 //! Scenario: <name> (<id>, step <step>): <description>
 //! Rules to follow:
 //! - <condition>: <action>
+//!   <body line>
 //! Known from memory:
 //! - [<YYYY-MM-DD>] <speaker>: <content>
 //! Tools that fit:
 //! - <name>: <description> Parameters: <JSON schema>
 //! ```
 //!
-//! The scenario line names the active scenario (`Scenario: <id>` when the turn did not
+//! A rule's body ([`Rule::body`](crate::Rule::body)) follows its line, each line
+//! indented by two spaces (a rule with a body and no action reads `- <condition>:`). The
+//! scenario line names the active scenario (`Scenario: <id>` when the turn did not
 //! retrieve it, `, step <step>` only with one); a memory line has its date only when the
 //! chunk has a `created_at` and its speaker only when the chunk's `metadata` has a
-//! `speaker` string that its content does not already start with (`Caroline: ...`); a
-//! tool line has its parameters only when it has some.
+//! `speaker` string that its content does not already start with (`Caroline: ...`), and
+//! a chunk cut from a file says where after them (`(docs/install.md:12-14, Install ›
+//! Linux) `); a tool line has its parameters only when it has some, and a skill the path
+//! to load it from (`(load skills/x/SKILL.md)`).
 //! Whitespace inside a field is collapsed to single spaces.
 
 use std::time::Instant;
@@ -86,6 +93,8 @@ pub struct TurnRequest {
     pub(crate) now: Option<Timestamp>,
     /// Per kind ([`Kind::index`]): the settings of that part's search.
     pub(crate) options: [Option<SearchRequest>; 4],
+    pub(crate) files: Vec<String>,
+    pub(crate) named: Vec<String>,
 }
 
 impl TurnRequest {
@@ -102,6 +111,8 @@ impl TurnRequest {
             budget_tokens: None,
             now: None,
             options: [None, None, None, None],
+            files: Vec::new(),
+            named: Vec::new(),
         }
     }
 
@@ -151,6 +162,22 @@ impl TurnRequest {
     #[must_use]
     pub fn with_budget_tokens(mut self, tokens: usize) -> TurnRequest {
         self.budget_tokens = Some(tokens);
+        self
+    }
+
+    /// A file the agent is working on: the rules for it apply
+    /// ([`SearchRequest::with_file`]). Repeatable.
+    #[must_use]
+    pub fn with_file(mut self, path: impl Into<String>) -> TurnRequest {
+        self.files.push(path.into());
+        self
+    }
+
+    /// A rule to apply whatever its relevance, by id or name
+    /// ([`SearchRequest::with_rule`]). Repeatable.
+    #[must_use]
+    pub fn with_rule(mut self, name: impl Into<String>) -> TurnRequest {
+        self.named.push(name.into());
         self
     }
 
@@ -233,6 +260,10 @@ impl TurnRequest {
         request.context_id = None;
         if kind == Kind::Chunk {
             request.context_id.clone_from(&self.context_id);
+        }
+        if kind == Kind::Rule {
+            request.files.extend(self.files.iter().cloned());
+            request.named.extend(self.named.iter().cloned());
         }
         request
     }
@@ -821,7 +852,7 @@ fn scenario_line(scenario: &TurnScenario) -> Option<String> {
 /// One hit's line in the block.
 fn line_of(hit: &Hit) -> String {
     match &*hit.document {
-        Document::Rule(rule) => format!("- {}: {}", flat(&rule.condition), flat(&rule.action)),
+        Document::Rule(rule) => rule_lines(rule),
         Document::Chunk(chunk) => {
             let mut line = String::from("- ");
             if let Some(at) = chunk.created_at {
@@ -839,6 +870,16 @@ fn line_of(hit: &Hit) -> String {
                     line.push_str(": ");
                 }
             }
+            // Where a chunk cut from a file is: `(docs/install.md:12-14, Install › Linux) `.
+            if let Some(source) = &chunk.source {
+                line.push('(');
+                line.push_str(&flat(&source.location()));
+                if !source.headings.is_empty() {
+                    line.push_str(", ");
+                    line.push_str(&flat(&source.heading_path()));
+                }
+                line.push_str(") ");
+            }
             line.push_str(&flat(&chunk.content));
             line
         }
@@ -850,10 +891,66 @@ fn line_of(hit: &Hit) -> String {
                 line.push_str(" Parameters: ");
                 line.push_str(&tool.parameters.to_string());
             }
+            // A skill read from a file: where the agent loads it from.
+            if let Some(source) = &tool.source {
+                line.push_str(" (load ");
+                line.push_str(&flat(&source.path));
+                line.push(')');
+            }
             line
         }
         Document::Scenario(s) => format!("- {}: {}", flat(&s.name), flat(&s.description)),
     }
+}
+
+/// A rule's item: `- condition: action` (`- condition:` without an action), then its
+/// body's lines, each indented by two spaces (blank lines left out).
+fn rule_lines(rule: &crate::Rule) -> String {
+    let mut item = if rule.action.trim().is_empty() {
+        format!("- {}:", flat(&rule.condition))
+    } else {
+        format!("- {}: {}", flat(&rule.condition), flat(&rule.action))
+    };
+    for line in rule.body.iter().flat_map(|body| body.lines()) {
+        if !line.trim().is_empty() {
+            item.push_str("\n  ");
+            item.push_str(line.trim_end());
+        }
+    }
+    item
+}
+
+/// What marks a rule's body cut by the budget.
+const CUT_MARKER: &str = "[…cut to the budget]";
+
+/// `rule` with its body cut to the lines that fit in `room` tokens (its item, heading
+/// aside), the last line saying it was cut; `None` when not even its first line fits,
+/// or it has no body to cut.
+fn cut_rule(rule: &crate::Rule, room: usize) -> Option<crate::Rule> {
+    let body = rule.body.as_deref()?;
+    let lines: Vec<&str> = body.lines().filter(|l| !l.trim().is_empty()).collect();
+    let with = |n: usize| {
+        let mut cut = rule.clone();
+        let mut kept: Vec<&str> = lines[..n].to_vec();
+        kept.push(CUT_MARKER);
+        cut.body = Some(kept.join("\n"));
+        cut
+    };
+    // The most lines that fit (a binary search: the count grows with the lines kept).
+    let fits = |n: usize| line_tokens(&rule_lines(&with(n))) <= room;
+    if lines.is_empty() || !fits(0) {
+        return None;
+    }
+    let (mut low, mut high) = (0, lines.len() - 1);
+    while low < high {
+        let mid = (low + high).div_ceil(2);
+        if fits(mid) {
+            low = mid;
+        } else {
+            high = mid - 1;
+        }
+    }
+    Some(with(low))
 }
 
 /// `YYYY-MM-DD` of a timestamp (UTC).
@@ -865,7 +962,7 @@ fn date(at: Timestamp) -> String {
 /// and fills in the accounting.
 fn spend(response: &mut TurnResponse, keep_priority: i32) {
     let limit = response.budget.limit;
-    let lines: [Vec<String>; 3] =
+    let mut lines: [Vec<String>; 3] =
         TurnPart::ALL.map(|part| response.part(part).hits.iter().map(line_of).collect());
     let scenario = scenario_line(&response.scenario);
     let Some(limit) = limit else {
@@ -892,8 +989,17 @@ fn spend(response: &mut TurnResponse, keep_priority: i32) {
         Document::Rule(rule) => rule.priority,
         _ => i32::MIN,
     };
+    // Rules applied whatever their relevance first (always, by file, by name), then the
+    // rules of at least `keep_priority`.
+    let applied = |i: usize| {
+        matches!(
+            response.rules.hits[i].breakdown.gate,
+            crate::relevance::GateDecision::Applied(_)
+        )
+    };
     let kept_first: Vec<usize> = (0..lines[0].len())
-        .filter(|&i| rule_priority(i) >= keep_priority)
+        .filter(|&i| applied(i))
+        .chain((0..lines[0].len()).filter(|&i| !applied(i) && rule_priority(i) >= keep_priority))
         .collect();
     sequence.extend(kept_first.iter().map(|&i| (TurnPart::Rules, i)));
     for &part in &response.budget.order {
@@ -917,6 +1023,8 @@ fn spend(response: &mut TurnResponse, keep_priority: i32) {
     let mut kept: Vec<(TurnPart, usize)> = Vec::new();
     let mut stopped = [false; 3];
     let mut has_lines = [false; 3];
+    // Rules whose body was cut to fit, by hit index.
+    let mut cut_rules: Vec<(usize, crate::Rule)> = Vec::new();
     for &(part, i) in &sequence {
         let at = part_index(part);
         if stopped[at] {
@@ -927,7 +1035,20 @@ fn spend(response: &mut TurnResponse, keep_priority: i32) {
         } else {
             line_tokens(HEADINGS[at])
         };
-        let cost = heading + line_tokens(&lines[at][i]);
+        let mut cost = heading + line_tokens(&lines[at][i]);
+        if used + cost > limit && part == TurnPart::Rules {
+            // A rule with a body is cut to what fits, with a marker, rather than left out.
+            let room = limit.saturating_sub(used + heading);
+            if let Some(cut) = response.rules.hits[i]
+                .document
+                .as_rule()
+                .and_then(|rule| cut_rule(rule, room))
+            {
+                lines[at][i] = rule_lines(&cut);
+                cost = heading + line_tokens(&lines[at][i]);
+                cut_rules.push((i, cut));
+            }
+        }
         if used + cost > limit {
             stopped[at] = true;
             continue;
@@ -965,6 +1086,10 @@ fn spend(response: &mut TurnResponse, keep_priority: i32) {
     }
     response.budget.used = total;
     response.budget.scenario_line = block_scenario.is_some();
+    // What the block holds of a cut rule is what its hit carries.
+    for (i, cut) in cut_rules {
+        response.rules.hits[i].document = std::sync::Arc::new(Document::Rule(cut));
+    }
     for part in TurnPart::ALL {
         let at = part_index(part);
         let mut keep: Vec<usize> = kept

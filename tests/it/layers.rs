@@ -16,6 +16,8 @@ const FLOORS: &[&[&str]] = &[
     &["model", "tokens"],
     // Text to vectors.
     &["embed"],
+    // Files to pieces: Markdown and text cut to a token size, front matter, trees walked.
+    &["files"],
     // Pure stages over scored lists: no I/O.
     &["fusion", "select", "relevance", "eval", "chunk"],
     // Pure stages that build on the ones below (query analysis adapts fusion weights;
@@ -427,8 +429,9 @@ const INNER_FLOORS: &[(&str, &[&[&str]])] = &[
             &["embedders", "swap", "feedback", "maintain", "write"],
             // The directory's lock; searches.
             &["lock", "search"],
-            // Whole operations: opening and closing, check and repair, compaction, re-embedding.
-            &["open", "check", "compact", "reembed"],
+            // Whole operations: opening and closing, check and repair, compaction,
+            // re-embedding, sync with files.
+            &["open", "check", "compact", "reembed", "sync"],
         ],
     ),
 ];

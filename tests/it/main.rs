@@ -14,7 +14,9 @@ mod persistence;
 mod ranking;
 mod readers;
 mod relevance;
+mod rule_files;
 #[path = "../common/sample.rs"]
 mod sample;
 mod seam;
+mod sync;
 mod turn;

@@ -31,6 +31,10 @@ pub enum Command {
     /// Index rules, chunks, scenarios and tools from JSONL (or TOML) into DIR, creating it
     /// if needed.
     Index(IndexArgs),
+    /// Bring DIR in line with Markdown and text files: new files indexed, changed ones
+    /// re-indexed, deleted ones removed, unchanged ones not read (exit 1 when a file could
+    /// not be read: the others are synced).
+    Sync(SyncArgs),
     /// Search an index (one query, or a batch of JSONL queries).
     Search(Box<SearchArgs>),
     /// One turn of a conversation: the scenario, rules, memory and tools a message needs,
@@ -154,6 +158,38 @@ pub struct IndexArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// The index directory (created if needed).
+    pub dir: PathBuf,
+    /// Files and folders to sync, walked as ripgrep walks them (`.gitignore` respected,
+    /// hidden files skipped); a file's documents record its path as given here.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Say what would change, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Read the PATHs from DIR and record paths relative to it (default: as given, from
+    /// the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub base: Option<PathBuf>,
+    /// The tenant of the documents (default `default`).
+    #[arg(long, value_name = "TENANT")]
+    pub tenant: Option<String>,
+    /// Restrict the documents to one agent.
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<String>,
+    /// The most tokens (o200k_base) of a chunk.
+    #[arg(long, value_name = "N", default_value_t = ruchedb::files::DEFAULT_CHUNK_TOKENS)]
+    pub chunk_tokens: usize,
+    /// The embedders of a new index, as `ruche index --embedder` takes them.
+    #[arg(long, value_name = "SPEC")]
+    pub embedder: Option<String>,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ReembedArgs {
     /// The index directory.
     pub dir: PathBuf,
@@ -199,6 +235,14 @@ pub struct SearchArgs {
     /// Required tag (repeatable).
     #[arg(long = "tag", value_name = "TAG")]
     pub tags: Vec<String>,
+    /// A file the agent is working on, relative to the project's root: the rules whose
+    /// globs match it apply (repeatable).
+    #[arg(long = "file", value_name = "PATH")]
+    pub files: Vec<String>,
+    /// A rule to apply whatever its relevance, by id or name (repeatable; `@name` in the
+    /// message does the same).
+    #[arg(long = "rule", value_name = "NAME")]
+    pub rules: Vec<String>,
     /// Required chunk metadata entry (repeatable).
     #[arg(long = "filter", value_name = "KEY=VALUE")]
     pub filters: Vec<String>,
@@ -283,6 +327,14 @@ pub struct TurnArgs {
     /// The time recency and expiry are measured against (RFC 3339 or unix seconds).
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
+    /// A file the agent is working on, relative to the project's root: the rules whose
+    /// globs match it apply (repeatable).
+    #[arg(long = "file", value_name = "PATH")]
+    pub files: Vec<String>,
+    /// A rule to apply whatever its relevance, by id or name (repeatable; `@name` in the
+    /// message does the same).
+    #[arg(long = "rule", value_name = "NAME")]
+    pub rules: Vec<String>,
     /// Print one compact JSON line (as in batch output).
     #[arg(long)]
     pub json: bool,

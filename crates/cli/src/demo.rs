@@ -19,6 +19,46 @@ const CONVERSATION: &str = include_str!("../../../index_data/conversation.jsonl"
 const QUERIES: &str = include_str!("../../../index_data/queries.jsonl");
 const SCENARIOS: &str = include_str!("../../../index_data/scenarios.toml");
 const TOOLS: &str = include_str!("../../../index_data/tools.toml");
+/// The sample's documentation folder and its rules in the coding agents' formats, synced
+/// by the demo: (its path, text).
+const FILES: [(&str, &str); 9] = [
+    (
+        "index_data/rules/.continue/rules/invoices.md",
+        include_str!("../../../index_data/rules/.continue/rules/invoices.md"),
+    ),
+    (
+        "index_data/rules/.cursor/rules/angry-customer.mdc",
+        include_str!("../../../index_data/rules/.cursor/rules/angry-customer.mdc"),
+    ),
+    (
+        "index_data/rules/.windsurf/rules/sign-off.md",
+        include_str!("../../../index_data/rules/.windsurf/rules/sign-off.md"),
+    ),
+    (
+        "index_data/rules/AGENTS.md",
+        include_str!("../../../index_data/rules/AGENTS.md"),
+    ),
+    (
+        "index_data/rules/skills/return-label/SKILL.md",
+        include_str!("../../../index_data/rules/skills/return-label/SKILL.md"),
+    ),
+    (
+        "index_data/docs/app/troubleshooting.md",
+        include_str!("../../../index_data/docs/app/troubleshooting.md"),
+    ),
+    (
+        "index_data/docs/glossary.txt",
+        include_str!("../../../index_data/docs/glossary.txt"),
+    ),
+    (
+        "index_data/docs/handbook/shipping.md",
+        include_str!("../../../index_data/docs/handbook/shipping.md"),
+    ),
+    (
+        "index_data/docs/handbook/warranty.md",
+        include_str!("../../../index_data/docs/handbook/warranty.md"),
+    ),
+];
 
 /// The `[[KEY]]` entries of a bundled TOML file.
 fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, key: &str, name: &str) -> Result<Vec<T>> {
@@ -147,6 +187,65 @@ pub fn run(config: &Config, args: &DemoArgs) -> Result<ExitCode> {
     )?;
     output::write_turn(&mut out, &turn, false)?;
     writeln!(out, "\nthe rendered block:\n{}", turn.render())?;
+
+    // Documents kept in files: the sample's docs folder, synced (written out first: the
+    // demo carries it compiled in).
+    writeln!(out, "\n## sync")?;
+    writeln!(
+        out,
+        "A folder of Markdown and text files kept in sync (`ruche sync DIR docs`): each file cut into chunks that remember their lines and headings; a second sync of the same files changes nothing."
+    )?;
+    let tree = tempfile::Builder::new()
+        .prefix("ruche-demo-docs-")
+        .tempdir()?;
+    for (name, text) in FILES {
+        let name = name
+            .strip_prefix("index_data/")
+            .expect("a file of the sample");
+        let path = tree.path().join(name);
+        std::fs::create_dir_all(path.parent().expect("a file of a folder"))?;
+        std::fs::write(path, text)?;
+    }
+    let options = ruchedb::engine::SyncOptions::default().with_base(tree.path());
+    let first = engine.sync(&["docs"], &options)?;
+    let again = engine.sync(&["docs"], &options)?;
+    writeln!(
+        out,
+        "sync docs: {} files added, {} chunks; again: {} changes, {} unchanged",
+        first.added,
+        first.documents_written,
+        again.changes(),
+        again.unchanged
+    )?;
+    let question = "the courier wants me to pay import duties before he hands over my parcel";
+    writeln!(out, "query: {question:?} [chunks]")?;
+    let response = engine.search(&ruchedb::SearchRequest::chunks(question).with_top_k(3))?;
+    output::write_table(&mut out, &response, true)?;
+
+    // Rules kept where coding agents keep them: each applies as its format says.
+    writeln!(out, "\n## rule-files")?;
+    writeln!(
+        out,
+        "Rules in the coding agents' formats (`ruche sync DIR rules`: Cursor, Windsurf, Continue, AGENTS.md, an Agent Skill), each applied as its format says: always, by description, by the file the agent works on, or by name."
+    )?;
+    let rules = engine.sync(&["rules"], &options)?;
+    writeln!(
+        out,
+        "sync rules: {} files added, {} rules and skills",
+        rules.added, rules.documents_written
+    )?;
+    let message = "I attached the invoice, why is there no VAT number on it?";
+    writeln!(
+        out,
+        "message: {message:?} [file invoices/INV-2291.pdf, budget 300 tokens]"
+    )?;
+    let turn = engine.turn(
+        &ruchedb::TurnRequest::new(message)
+            .with_file("invoices/INV-2291.pdf")
+            .with_budget_tokens(300)
+            .with_now("2026-11-21T12:00:00Z".parse()?),
+    )?;
+    writeln!(out, "the rendered block:\n{}", turn.render())?;
     out.flush()?;
     engine.close()?;
     Ok(ExitCode::SUCCESS)

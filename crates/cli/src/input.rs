@@ -365,6 +365,11 @@ pub fn read_records(path: &Path) -> Result<Vec<Document>> {
     checked(path, items)
 }
 
+/// A line's list when it gives one, the command line's otherwise.
+fn given_or<'a>(given: &'a [String], defaults: &'a [String]) -> &'a [String] {
+    if given.is_empty() { defaults } else { given }
+}
+
 /// One line of a `turn --batch` file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -382,6 +387,12 @@ pub struct TurnLine {
     pub step_id: Option<String>,
     pub budget_tokens: Option<usize>,
     pub now: Option<Timestamp>,
+    /// Files the agent is working on: the rules for them apply.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// Rules to apply whatever their relevance, by id or name.
+    #[serde(default)]
+    pub rules: Vec<String>,
     /// Free text describing the message (ignored).
     #[allow(dead_code)]
     pub note: Option<String>,
@@ -425,6 +436,12 @@ impl TurnLine {
         if let Some(now) = self.now.or(defaults.now) {
             request = request.with_now(now);
         }
+        for file in given_or(&self.files, &defaults.files) {
+            request = request.with_file(file.clone());
+        }
+        for rule in given_or(&self.rules, &defaults.rules) {
+            request = request.with_rule(rule.clone());
+        }
         Ok(request)
     }
 }
@@ -454,6 +471,12 @@ pub struct QueryLine {
     /// ([`SearchRequest::browse`]).
     #[serde(default)]
     pub browse: bool,
+    /// Files the agent is working on: the rules for them apply.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// Rules to apply whatever their relevance, by id or name.
+    #[serde(default)]
+    pub rules: Vec<String>,
     /// Free text describing the query (ignored by the engine; the demo prints it).
     pub note: Option<String>,
 }
@@ -478,6 +501,8 @@ pub struct QueryDefaults {
     pub min_k: Option<usize>,
     pub fusion: Option<FusionSpec>,
     pub adaptive: Option<bool>,
+    pub files: Vec<String>,
+    pub rules: Vec<String>,
 }
 
 impl QueryLine {
@@ -522,6 +547,12 @@ impl QueryLine {
         };
         for tag in tags {
             request = request.with_tag(tag.clone());
+        }
+        for file in given_or(&self.files, &defaults.files) {
+            request = request.with_file(file.clone());
+        }
+        for rule in given_or(&self.rules, &defaults.rules) {
+            request = request.with_rule(rule.clone());
         }
         if self.filters.is_empty() {
             for (key, value) in &defaults.filters {

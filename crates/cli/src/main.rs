@@ -1,7 +1,8 @@
 //! The `ruche` command: offline indexing and local queries over the library's public API.
 //!
-//! Exit codes: `search` of one query exits 0 with hits and 1 without; every other
-//! command exits 0 on success; any error exits 2 with a one-line message on stderr, except
+//! Exit codes: `search` of one query exits 0 with hits and 1 without; `sync` exits 1 when
+//! a file could not be read (the others were synced); every other command exits 0 on
+//! success; any error exits 2 with a one-line message on stderr, except
 //! an error after a durable commit, which exits 3: the change happened. That is a commit
 //! that could not be published for readers (a full disk while the text index or the
 //! published files were written: readers see it after the next open for writing), or a
@@ -201,6 +202,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let config = ruchedb::Config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Index(args) => commands::index(&config, &args),
+        Command::Sync(args) => commands::sync(&config, &args),
         Command::Search(args) => commands::search(&config, &args),
         Command::Turn(args) => commands::turn(&config, &args),
         Command::Get(args) => commands::get(&config, &args),

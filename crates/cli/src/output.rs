@@ -60,6 +60,13 @@ pub fn hit_json(hit: &Hit, explain: bool) -> Value {
     if let Some(path) = &b.graph_path {
         object.insert("graph_path".into(), json!(path.to_string()));
     }
+    // Where a chunk cut from a file is: path, lines, heading path.
+    if let Document::Chunk(chunk) = hit.document.as_ref()
+        && let Some(source) = &chunk.source
+    {
+        object.insert("source".into(), json!(source));
+        object.insert("location".into(), json!(source.location()));
+    }
     if explain {
         if let Some(matched) = matched_vector(hit) {
             object.insert("matched".into(), json!(matched));
@@ -113,6 +120,13 @@ pub(crate) fn gate_reason(hit: &Hit) -> String {
             "next to a relevant turn of its conversation (+{:.3})",
             b.neighbour_term.unwrap_or(0.0)
         ),
+        (GateDecision::Applied(by), _) => match by {
+            ruchedb::retrieve::AppliedBy::Always => "applies always".into(),
+            ruchedb::retrieve::AppliedBy::File => {
+                "a file the request names matches its globs".into()
+            }
+            ruchedb::retrieve::AppliedBy::Named => "named by the request".into(),
+        },
         (_, Some(r)) => format!("relevance {r:.3} (gate off)"),
         (_, None) => "no query: gate off".into(),
     }
@@ -307,7 +321,10 @@ pub fn write_table(
         let b = &hit.breakdown;
         let text = match hit.document.as_ref() {
             Document::Rule(rule) => format!("when {} → {}", rule.condition, rule.action),
-            Document::Chunk(chunk) => chunk.content.clone(),
+            Document::Chunk(chunk) => match &chunk.source {
+                Some(source) => format!("[{}] {}", source.location(), chunk.content),
+                None => chunk.content.clone(),
+            },
             Document::Scenario(s) => format!("{}: {}", s.name, s.description),
             Document::Tool(t) => format!("{}: {}", t.name, t.description),
         };

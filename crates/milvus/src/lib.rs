@@ -137,6 +137,10 @@ impl std::fmt::Debug for MilvusIndex {
 /// The most rows one request sends or asks for.
 const BATCH: usize = 1_000;
 
+/// The most rules of a tenant a rule search reads to find those applied whatever their
+/// relevance (Milvus's largest query).
+const APPLIED_SCAN: usize = 16_384;
+
 impl MilvusIndex {
     /// Creates a new index at `location` (`milvus://HOST:PORT/NAME`).
     ///
@@ -573,6 +577,32 @@ impl Retriever for MilvusIndex {
             graph: 0,
         };
         Ok(retrieved)
+    }
+
+    /// The tenant's rules in scope, fetched (at most 16,384) and checked on the
+    /// client: Milvus holds no column of how a rule applies.
+    fn applied_rules(&self, query: &RetrievalQuery<'_>) -> ruchedb::Result<Vec<Arc<Document>>> {
+        let request = query.request;
+        if request.kind() != Kind::Rule {
+            return Ok(Vec::new());
+        }
+        let collections = Collections::new(&self.location.name, &self.meta);
+        let pair = collections.pair(Kind::Rule, request.tenant_id());
+        let expr = filter::expression(query);
+        let docs = self.runtime.block_on(async {
+            if !store::exists(&self.client, &self.location, &pair.docs).await? {
+                return Ok(Vec::new());
+            }
+            store::query_docs(&self.client, &pair, Kind::Rule, &expr, APPLIED_SCAN).await
+        })?;
+        Ok(docs
+            .into_iter()
+            .filter(|doc| {
+                doc.as_rule()
+                    .is_some_and(|rule| ruchedb::retrieve::applied_by(query, rule).is_some())
+            })
+            .map(Arc::new)
+            .collect())
     }
 
     fn fill(

@@ -135,6 +135,18 @@ class Index:
         """Makes the buffered changes durable and searchable; returns how many."""
         return self._engine.commit()
 
+    def sync(self, *paths: str, tenant: Optional[str] = None,
+             agent: Optional[str] = None, chunk_tokens: Optional[int] = None,
+             dry_run: bool = False) -> dict:
+        """Brings the index in line with the Markdown and text files under `paths`
+        (files or folders, walked as ripgrep walks them): new files are indexed, changed
+        ones re-indexed, deleted ones removed, unchanged ones not read; one commit. Each
+        chunk's `source` names its file, lines and heading path. Returns the report:
+        `added`, `changed`, `removed`, `unchanged`, `empty`, `failed` (counts) and
+        `files` (each changed or failed file, with `path`, `change`, `line`, `error`)."""
+        return json.loads(self._engine.sync([str(p) for p in paths], tenant, agent,
+                                            chunk_tokens, dry_run))
+
     # Reads ----------------------------------------------------------------------------
 
     def search(self, text: str = "", kind: str = "rules", *,

@@ -339,6 +339,32 @@ impl PyEngine {
         })
     }
 
+    /// Brings the index in line with the Markdown and text files under `paths`
+    /// (`Engine::sync`); returns the report as JSON.
+    #[pyo3(signature = (paths, tenant=None, agent=None, chunk_tokens=None, dry_run=false))]
+    fn sync(
+        &self,
+        py: Python<'_>,
+        paths: Vec<std::path::PathBuf>,
+        tenant: Option<String>,
+        agent: Option<String>,
+        chunk_tokens: Option<usize>,
+        dry_run: bool,
+    ) -> PyResult<String> {
+        let mut options = ruchedb::engine::SyncOptions::default().with_dry_run(dry_run);
+        if let Some(tenant) = tenant {
+            options = options.with_tenant(tenant);
+        }
+        if let Some(agent) = agent {
+            options = options.with_agent(agent);
+        }
+        if let Some(tokens) = chunk_tokens {
+            options = options.with_chunk_tokens(tokens);
+        }
+        let report = self.with(py, |engine| engine.sync(&paths, &options))?;
+        serde_json::to_string(&report).map_err(|e| invalid(e.to_string()))
+    }
+
     /// Makes the buffered changes durable and visible; returns how many.
     fn commit(&self, py: Python<'_>) -> PyResult<usize> {
         self.with(py, Engine::commit)

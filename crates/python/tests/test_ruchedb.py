@@ -227,3 +227,24 @@ def test_one_turn_gives_the_scenario_rules_memory_and_tools_within_a_budget(inde
     assert all(empty[part]["hits"] == [] for part in ("rules", "memory", "tools"))
     with pytest.raises(RucheError, match="scenario"):
         index.turn("hello", step="confirm")
+
+
+def test_sync_keeps_the_index_in_line_with_a_folder(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "install.md").write_text(
+        "# Install\n\n## Linux\n\nRun make install as root.\n")
+    (docs / "bad.md").write_text("---\ntitle: [unclosed\n---\nBody\n")
+    idx = Index.temporary()
+    first = idx.sync(str(docs))
+    assert (first["added"], first["failed"]) == (1, 1)
+    failed = [f for f in first["files"] if f["change"] == "failed"][0]
+    assert failed["path"].endswith("bad.md") and failed["line"] >= 2
+    assert idx.sync(str(docs))["added"] == 0
+    hits = idx.search_memory("make install on linux")["hits"]
+    source = hits[0]["document"]["source"]
+    assert source["headings"] == ["Install", "Linux"]
+    assert source["path"].endswith("docs/install.md")
+    (docs / "install.md").unlink()
+    assert idx.sync(str(docs))["removed"] == 1
+    idx.close()

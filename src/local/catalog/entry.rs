@@ -139,6 +139,29 @@ impl Entry {
         }
     }
 
+    /// The document, decoded without keeping it when it was not: for a pass over many
+    /// documents that must not leave them all in memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`Entry::doc`].
+    pub(crate) fn doc_passing(&self) -> crate::Result<Arc<Document>> {
+        match &self.doc {
+            Source::Ready(doc) => Ok(Arc::clone(doc)),
+            Source::Mapped {
+                base,
+                index,
+                decoded,
+            } => match decoded.get() {
+                Some(doc) => Ok(Arc::clone(doc)),
+                None => {
+                    let record = base.record(*index as usize);
+                    Ok(Arc::new(base.doc_record(&record)?.into_document()?))
+                }
+            },
+        }
+    }
+
     pub(crate) fn kind(&self) -> Kind {
         self.kind
     }
@@ -174,12 +197,19 @@ impl crate::local::text::UserId for Entry {
 }
 
 /// Whether `doc` is plain (as [`crate::local::store::DocRecord::summary`] says of its record):
-/// a rule enabled and global, a chunk that never expires, a scenario or tool enabled,
+/// a rule enabled, global and of its first form (applied by relevance, no globs, folder,
+/// body or source), a chunk that never expires, a scenario or tool enabled,
 /// and none of them restricted to an agent.
 pub(crate) fn is_plain(doc: &Document) -> bool {
     let (plain, agent) = match doc {
         Document::Rule(rule) => (
-            rule.enabled && matches!(rule.scope, Scope::Global),
+            rule.enabled
+                && matches!(rule.scope, Scope::Global)
+                && rule.apply == crate::Apply::Relevant
+                && rule.globs.is_empty()
+                && rule.folder.is_none()
+                && rule.body.is_none()
+                && rule.source.is_none(),
             &rule.agent_id,
         ),
         Document::Chunk(chunk) => (chunk.expires_at.is_none(), &chunk.agent_id),

@@ -15,6 +15,7 @@ fn filter<'a>(kind: Kind) -> DocFilter<'a> {
         context: None,
         tags: &[],
         metadata: &[],
+        files: &[],
         now: Timestamp::from_unix_millis(0),
     }
 }

@@ -31,6 +31,110 @@ pub(crate) enum RecordBody {
     LinkedChunk(ChunkRecord, LinksRecord),
     Scenario(ScenarioRecord),
     Tool(ToolRecord),
+    /// Any other body (never itself `Extended`) with fields written after the first
+    /// format: those a document has, each once. Fields are only ever appended as
+    /// [`ExtraRecord`] variants, so that a record never changes shape once written.
+    Extended(Box<RecordBody>, Vec<ExtraRecord>),
+}
+
+/// A field of a document beyond its kind's first record form.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum ExtraRecord {
+    /// A chunk's [`Source`](crate::Source): path, `(first, last)` lines, headings, hash.
+    Source {
+        path: String,
+        lines: Option<(u32, u32)>,
+        headings: Vec<String>,
+        hash: Option<String>,
+    },
+    /// A rule's [`Apply`](crate::Apply) (its name), globs, folder and body.
+    RuleApply {
+        apply: String,
+        globs: Vec<String>,
+        folder: Option<String>,
+        body: Option<String>,
+    },
+}
+
+impl ExtraRecord {
+    fn source(source: &crate::Source) -> ExtraRecord {
+        ExtraRecord::Source {
+            path: source.path.clone(),
+            lines: source.lines.map(|[first, last]| (first, last)),
+            headings: source.headings.clone(),
+            hash: source.hash.clone(),
+        }
+    }
+
+    /// The extra fields of `doc` that differ from their defaults.
+    fn of(doc: &Document) -> Vec<ExtraRecord> {
+        let mut extras = Vec::new();
+        let source = match doc {
+            Document::Chunk(chunk) => chunk.source.as_ref(),
+            Document::Rule(rule) => rule.source.as_ref(),
+            Document::Tool(tool) => tool.source.as_ref(),
+            Document::Scenario(_) => None,
+        };
+        extras.extend(source.map(ExtraRecord::source));
+        if let Document::Rule(rule) = doc
+            && (rule.apply != crate::Apply::Relevant
+                || !rule.globs.is_empty()
+                || rule.folder.is_some()
+                || rule.body.is_some())
+        {
+            extras.push(ExtraRecord::RuleApply {
+                apply: rule.apply.name().to_string(),
+                globs: rule.globs.clone(),
+                folder: rule.folder.clone(),
+                body: rule.body.clone(),
+            });
+        }
+        extras
+    }
+
+    /// Whether the field makes a document of `kind` other than plain (see
+    /// [`RecordSummary::plain`]): every rule field beyond the first form does (a rule
+    /// search looks such rules up among the tenant's rules that are not plain).
+    fn unplain(&self, kind: crate::Kind) -> bool {
+        kind == crate::Kind::Rule
+    }
+
+    /// Sets the field on `doc`.
+    fn apply(&self, doc: &mut Document) -> Result<()> {
+        match self {
+            ExtraRecord::Source {
+                path,
+                lines,
+                headings,
+                hash,
+            } => {
+                let mut source = crate::Source::new(path.clone()).with_headings(headings.clone());
+                source.lines = lines.map(|(first, last)| [first, last]);
+                source.hash = hash.clone();
+                match doc {
+                    Document::Chunk(chunk) => chunk.source = Some(source),
+                    Document::Rule(rule) => rule.source = Some(source),
+                    Document::Tool(tool) => tool.source = Some(source),
+                    Document::Scenario(_) => {}
+                }
+            }
+            ExtraRecord::RuleApply {
+                apply,
+                globs,
+                folder,
+                body,
+            } => {
+                if let Document::Rule(rule) = doc {
+                    rule.apply = serde_json::from_value(serde_json::Value::String(apply.clone()))
+                        .map_err(|_| Error::corrupt(format!("rule apply `{apply}`")))?;
+                    rule.globs.clone_from(globs);
+                    rule.folder.clone_from(folder);
+                    rule.body.clone_from(body);
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A document's entities and relations (`(type, target)`).
@@ -303,7 +407,8 @@ pub(crate) struct RecordSummary<'a> {
     /// A chunk's context.
     pub(crate) context: Option<&'a str>,
     /// Whether every search of its kind, tenant and (for a chunk) context that asks for
-    /// no tags and no metadata admits it: a rule enabled and global, a chunk that never
+    /// no tags and no metadata admits it: a rule enabled, global, and of its first form
+    /// (applied by relevance, no globs, folder, body or source), a chunk that never
     /// expires, a scenario or tool enabled; and none of them restricted to an agent.
     pub(crate) plain: bool,
 }
@@ -373,22 +478,32 @@ impl DocRecord {
             Document::Scenario(scenario) => RecordBody::Scenario(ScenarioRecord::of(scenario)),
             Document::Tool(tool) => RecordBody::Tool(ToolRecord::of(tool)),
         };
+        let extras = ExtraRecord::of(doc);
+        let body = if extras.is_empty() {
+            body
+        } else {
+            RecordBody::Extended(Box::new(body), extras)
+        };
         DocRecord { seq, body }
     }
 
-    pub(crate) fn kind(&self) -> crate::Kind {
-        match self.body {
-            RecordBody::Rule(_) | RecordBody::LinkedRule(..) => crate::Kind::Rule,
-            RecordBody::Chunk(_) | RecordBody::LinkedChunk(..) => crate::Kind::Chunk,
-            RecordBody::Scenario(_) => crate::Kind::Scenario,
-            RecordBody::Tool(_) => crate::Kind::Tool,
+    /// The body without its extra fields, and those fields.
+    fn parts(&self) -> (&RecordBody, &[ExtraRecord]) {
+        match &self.body {
+            RecordBody::Extended(body, extras) => (innermost(body), extras),
+            body => (body, &[]),
         }
+    }
+
+    pub(crate) fn kind(&self) -> crate::Kind {
+        body_kind(self.parts().0)
     }
 
     /// What a catalog needs of the document without converting it: its kind, tenant,
     /// id and context (a chunk's), and whether it is [plain](RecordSummary::plain).
     pub(crate) fn summary(&self) -> RecordSummary<'_> {
-        let (tenant, id, agent) = match &self.body {
+        let body = self.parts().0;
+        let (tenant, id, agent) = match body {
             RecordBody::Rule(r) | RecordBody::LinkedRule(r, _) => {
                 (&r.tenant_id, &r.id, &r.agent_id)
             }
@@ -397,8 +512,9 @@ impl DocRecord {
             }
             RecordBody::Scenario(s) => (&s.tenant_id, &s.id, &s.agent_id),
             RecordBody::Tool(t) => (&t.tenant_id, &t.id, &t.agent_id),
+            RecordBody::Extended(..) => unreachable!("an extended body is never nested"),
         };
-        let (context, plain) = match &self.body {
+        let (context, plain) = match body {
             RecordBody::Rule(r) | RecordBody::LinkedRule(r, _) => {
                 (None, r.enabled && matches!(r.scope, ScopeRecord::Global))
             }
@@ -407,18 +523,31 @@ impl DocRecord {
             }
             RecordBody::Scenario(s) => (None, s.enabled),
             RecordBody::Tool(t) => (None, t.enabled),
+            RecordBody::Extended(..) => unreachable!("an extended body is never nested"),
         };
+        let extras = self.parts().1;
         RecordSummary {
             kind: self.kind(),
             tenant,
             id,
             context,
-            plain: plain && agent.is_none(),
+            plain: plain && agent.is_none() && !extras.iter().any(|e| e.unplain(self.kind())),
         }
     }
 
     /// The document without vectors, consuming the record (no string is copied).
     pub(crate) fn into_document(self) -> Result<Document> {
+        if let RecordBody::Extended(body, extras) = self.body {
+            let mut doc = DocRecord {
+                seq: self.seq,
+                body: *body,
+            }
+            .into_document()?;
+            for extra in &extras {
+                extra.apply(&mut doc)?;
+            }
+            return Ok(doc);
+        }
         let (body, links) = match self.body {
             RecordBody::LinkedRule(r, links) => (RecordBody::Rule(r), Some(links)),
             RecordBody::LinkedChunk(c, links) => (RecordBody::Chunk(c), Some(links)),
@@ -426,7 +555,7 @@ impl DocRecord {
         };
         let links = links.unwrap_or_default();
         Ok(match body {
-            RecordBody::LinkedRule(..) | RecordBody::LinkedChunk(..) => {
+            RecordBody::LinkedRule(..) | RecordBody::LinkedChunk(..) | RecordBody::Extended(..) => {
                 unreachable!("unwrapped above")
             }
             RecordBody::Rule(r) => {
@@ -469,13 +598,44 @@ impl DocRecord {
 
     /// The document, without vectors unless `vectors` are given and were external.
     pub(crate) fn to_document(&self, vectors: Option<&StoredVectors>) -> Result<Document> {
+        let (body, extras) = self.parts();
+        let mut doc = body_document(body, vectors)?;
+        for extra in extras {
+            extra.apply(&mut doc)?;
+        }
+        Ok(doc)
+    }
+}
+
+/// The body an [`RecordBody::Extended`] wraps (damaged data could nest them).
+fn innermost(mut body: &RecordBody) -> &RecordBody {
+    while let RecordBody::Extended(inner, _) = body {
+        body = inner;
+    }
+    body
+}
+
+fn body_kind(body: &RecordBody) -> crate::Kind {
+    match innermost(body) {
+        RecordBody::Rule(_) | RecordBody::LinkedRule(..) => crate::Kind::Rule,
+        RecordBody::Chunk(_) | RecordBody::LinkedChunk(..) => crate::Kind::Chunk,
+        RecordBody::Scenario(_) => crate::Kind::Scenario,
+        RecordBody::Tool(_) => crate::Kind::Tool,
+        RecordBody::Extended(..) => unreachable!("innermost unwraps every extension"),
+    }
+}
+
+/// The document of a body that is not [`RecordBody::Extended`], without vectors unless
+/// `vectors` are given and were external.
+fn body_document(body: &RecordBody, vectors: Option<&StoredVectors>) -> Result<Document> {
+    {
         let external = vectors.filter(|v| v.external);
         let empty = LinksRecord::default();
-        let links = match &self.body {
+        let links = match body {
             RecordBody::LinkedRule(_, links) | RecordBody::LinkedChunk(_, links) => links,
             _ => &empty,
         };
-        Ok(match &self.body {
+        Ok(match body {
             RecordBody::Rule(r) | RecordBody::LinkedRule(r, _) => {
                 let mut rule = Rule::new(r.id.clone(), r.condition.clone(), r.action.clone())
                     .with_tenant(r.tenant_id.clone())
@@ -524,6 +684,7 @@ impl DocRecord {
                 }
                 doc
             }
+            RecordBody::Extended(..) => unreachable!("given the innermost body"),
             RecordBody::Tool(t) => {
                 let mut doc = Document::Tool(t.to_tool()?);
                 if let Some(vectors) = external {
@@ -562,11 +723,27 @@ mod tests {
             .with_importance(3)
             .with_created_at(Timestamp::from_unix_millis(1_000))
             .with_metadata("k", serde_json::json!({"nested": [1, 2]}));
-        for doc in [Document::Rule(rule), Document::Chunk(chunk)] {
+        let sourced = Chunk::new("docs/a.md#1", "text")
+            .with_context("u")
+            .with_relation("see", "b")
+            .with_source(
+                crate::Source::new("docs/a.md")
+                    .with_lines(3, 9)
+                    .with_headings(["A", "B"])
+                    .with_hash("h1"),
+            );
+        for doc in [
+            Document::Rule(rule),
+            Document::Chunk(chunk),
+            Document::Chunk(sourced),
+        ] {
             let record = DocRecord::from_document(&doc, 42);
             let decoded: DocRecord = decode(&encode(&record), "doc").unwrap();
             assert_eq!(decoded.seq, 42);
+            assert_eq!(decoded.kind(), doc.kind());
+            assert_eq!(decoded.summary().id, doc.id());
             assert_eq!(decoded.to_document(None).unwrap(), doc);
+            assert_eq!(decoded.into_document().unwrap(), doc);
         }
     }
 

@@ -39,6 +39,8 @@ pub(crate) fn defaults(config: &Config, args: &SearchArgs) -> Result<QueryDefaul
         min_k: args.min_k,
         fusion: input::fusion(&args.fusion, fusion_base(config, args.kind.into()))?,
         adaptive: input::adaptive(&args.fusion),
+        files: args.files.clone(),
+        rules: args.rules.clone(),
     })
 }
 
@@ -96,6 +98,8 @@ pub fn search(config: &Config, args: &SearchArgs) -> Result<ExitCode> {
         max_tokens: None,
         now: None,
         browse: args.browse,
+        files: Vec::new(),
+        rules: Vec::new(),
         note: None,
     };
     let request = line.to_request(&defaults)?;
@@ -145,6 +149,8 @@ pub fn turn(config: &Config, args: &TurnArgs) -> Result<ExitCode> {
         step_id: args.step.clone(),
         budget_tokens: args.budget_tokens,
         now: args.now.as_deref().map(input::timestamp).transpose()?,
+        files: args.files.clone(),
+        rules: args.rules.clone(),
         note: None,
     };
     if let Some(batch) = &args.batch {
@@ -195,6 +201,8 @@ pub fn turn(config: &Config, args: &TurnArgs) -> Result<ExitCode> {
         step_id: None,
         budget_tokens: None,
         now: None,
+        files: Vec::new(),
+        rules: Vec::new(),
         note: None,
     })?;
     let engine = crate::milvus::Searcher::open(config, &args.dir)?;

@@ -304,6 +304,12 @@ fn demo_finds_the_refund_rule_for_a_paraphrase() {
     );
     // A tool found and chosen by the greedy policy (seed 002).
     assert!(text.contains("policy greedy: chose track_order"), "{text}");
+    // The sample's docs folder synced, a second sync a no-op, a hit that says where it is.
+    assert!(
+        text.contains("sync docs: 4 files added") && text.contains("again: 0 changes, 4 unchanged"),
+        "{text}"
+    );
+    assert!(text.contains("[docs/handbook/shipping.md:"), "{text}");
 }
 
 const SCENARIOS_TOML: &str = r#"

@@ -7,5 +7,6 @@ mod edges;
 mod inspect;
 mod mcp;
 mod run;
+mod sync;
 mod trust;
 mod turn;

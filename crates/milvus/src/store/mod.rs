@@ -21,6 +21,7 @@ pub(crate) use self::collections::{
 pub use self::location::Location;
 pub(crate) use self::location::error;
 pub(crate) use self::requests::{
-    bm25, count, delete_keys, delete_where, dense, fetch_docs, fetch_vectors, write_docs,
+    bm25, count, delete_keys, delete_where, dense, fetch_docs, fetch_vectors, query_docs,
+    write_docs,
 };
 pub(crate) use self::rows::{doc_key, vector_match};

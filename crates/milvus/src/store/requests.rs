@@ -242,6 +242,30 @@ pub(crate) async fn fetch_docs(
     Ok(out)
 }
 
+/// The documents `expr` admits, at most `limit`.
+pub(crate) async fn query_docs(
+    client: &ClientV2,
+    pair: &Pair,
+    kind: Kind,
+    expr: &str,
+    limit: usize,
+) -> ruchedb::Result<Vec<Document>> {
+    let request = sdk(QueryRequest::builder()
+        .collection_name(&pair.docs)
+        .filter(expr)
+        .output_fields(["pk", "doc"])
+        .limit(limit as i64)
+        .consistency_level(ConsistencyLevel::Strong)
+        .build())?;
+    let response = sdk(client.query(request).await)?;
+    let results = response.results();
+    let mut docs = Vec::new();
+    for row in sdk(results.rows())? {
+        docs.push(parse_document(kind, sdk(row.get_str("doc"))?)?);
+    }
+    Ok(docs)
+}
+
 /// The vector rows of `keys`: `doc_key → [(row, vector)]`.
 pub(crate) async fn fetch_vectors(
     client: &ClientV2,

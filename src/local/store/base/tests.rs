@@ -42,8 +42,16 @@ fn documents() -> Vec<(Document, Option<StoredVectors>)> {
                     external: false,
                 },
             ),
+            // Disabled, always applied, or for a folder (with globs).
             2 => (
-                Document::Rule(Rule::new(format!("r{i}"), "c", "a").with_enabled(false)),
+                Document::Rule(match i / 8 % 3 {
+                    0 => Rule::new(format!("r{i}"), "c", "a").with_enabled(false),
+                    1 => Rule::new(format!("r{i}"), "c", "a").with_apply(crate::Apply::Always),
+                    _ => Rule::new(format!("r{i}"), "c", "a")
+                        .with_folder("crates/cli")
+                        .with_globs(["*.rs"])
+                        .with_body("in full"),
+                }),
                 StoredVectors::default(),
             ),
             3 => (
@@ -297,6 +305,7 @@ fn a_mapped_entry_is_admitted_as_its_document_matches() {
     }
     let tags = [Vec::new(), vec!["vip".to_string()]];
     let metadata = [Vec::new(), vec![("source".to_string(), "chat".to_string())]];
+    let files = [Vec::new(), vec!["other/x.rs".to_string()]];
     let mut checked = 0;
     for decode_first in [false, true] {
         for (entry, (doc, _)) in entries.iter().zip(documents()) {
@@ -315,7 +324,7 @@ fn a_mapped_entry_is_admitted_as_its_document_matches() {
                         ] {
                             for context in [None, Some("u1"), Some("u2")] {
                                 for (tags, metadata) in tags.iter().zip(&metadata) {
-                                    for now in [0, 10] {
+                                    for (now, files) in [0, 10].into_iter().zip(&files) {
                                         let filter = DocFilter {
                                             kind,
                                             tenant,
@@ -325,6 +334,7 @@ fn a_mapped_entry_is_admitted_as_its_document_matches() {
                                             context,
                                             tags,
                                             metadata,
+                                            files,
                                             now: Timestamp::from_unix_millis(now),
                                         };
                                         let matches = filter.matches(&doc);

@@ -1,0 +1,121 @@
+//! Rules applied whatever their relevance ([`Apply`](crate::Apply)): always, by a file
+//! the request names, by name. They come first in a rule search's hits, before what the
+//! gate passed, and are never cut by its selection.
+
+use std::sync::Arc;
+
+use crate::Result;
+use crate::model::doc::Document;
+use crate::model::leg::PerLeg;
+use crate::query::{Hit, ScoreBreakdown, SearchRequest, SearchResponse};
+use crate::relevance::GateDecision;
+use crate::retrieve::{AppliedBy, RetrievalQuery, Retriever, applied_by};
+
+/// Puts the rules `request` applies whatever their relevance in front of `response`'s
+/// hits (always-applied, then by file, then by name; by priority, then id, within
+/// each), and drops them from where the gate had them.
+pub(crate) fn add_applied(
+    retriever: &(impl Retriever + ?Sized),
+    request: &SearchRequest,
+    now: crate::Timestamp,
+    response: &mut SearchResponse,
+) -> Result<()> {
+    let query = RetrievalQuery::new(request, None, 0, now);
+    let mut applied: Vec<(AppliedBy, Arc<Document>)> = retriever
+        .applied_rules(&query)?
+        .into_iter()
+        .filter_map(|doc| {
+            let by = applied_by(&query, doc.as_rule()?)?;
+            Some((by, doc))
+        })
+        .collect();
+    if applied.is_empty() {
+        return Ok(());
+    }
+    applied.sort_by(|(a, x), (b, y)| {
+        let priority = |d: &Document| d.as_rule().map_or(0, |r| r.priority);
+        a.cmp(b)
+            .then(priority(y).cmp(&priority(x)))
+            .then_with(|| x.id().cmp(y.id()))
+    });
+    applied.dedup_by(|(_, a), (_, b)| a.id() == b.id());
+    let ids: Vec<String> = applied.iter().map(|(_, d)| d.id().to_string()).collect();
+    response.hits.retain(|hit| !ids.contains(&hit.id));
+    let hits: Vec<Hit> = applied
+        .into_iter()
+        .map(|(by, document)| Hit {
+            id: document.id().to_string(),
+            score: 1.0,
+            breakdown: breakdown(by),
+            document,
+        })
+        .collect();
+    let count = hits.len();
+    response.hits.splice(0..0, hits);
+    response
+        .selection
+        .metadata
+        .insert("applied".into(), count.into());
+    response.selection.output_count = response.hits.len();
+    Ok(())
+}
+
+/// The breakdown of a rule applied whatever its relevance: no leg's score, the gate's
+/// [`GateDecision::Applied`].
+fn breakdown(by: AppliedBy) -> ScoreBreakdown {
+    ScoreBreakdown {
+        vector: None,
+        bm25: 0.0,
+        bm25_normalized: 0.0,
+        text_coverage: 0.0,
+        codes_matched: 0,
+        vector_match: None,
+        code_term: None,
+        vector_normalized: 0.0,
+        hybrid: 0.0,
+        priority_term: None,
+        scope_term: None,
+        relevance: None,
+        gate: GateDecision::Applied(by),
+        importance: None,
+        recency: None,
+        found_by: PerLeg::default(),
+        graph: None,
+        graph_normalized: 0.0,
+        graph_path: None,
+        centroid: None,
+        neighbour_term: None,
+        speaker_term: None,
+    }
+}
+
+/// Among rules for a folder (an `AGENTS.md`'s sections) on one topic (their last
+/// heading), the nearest file wins: only those of the deepest folder stay candidates.
+/// The candidates were admitted for the request's files, so each folder holds one.
+pub(crate) fn keep_nearest(candidates: &mut Vec<crate::retrieve::RetrievedDoc>) {
+    use std::collections::HashMap;
+    let topic = |doc: &Document| -> Option<(String, usize)> {
+        let rule = doc.as_rule()?;
+        let folder = rule.folder.as_deref()?;
+        let heading = rule
+            .source
+            .as_ref()
+            .and_then(|s| s.headings.last())
+            .map_or(rule.condition.as_str(), String::as_str);
+        let depth = match folder.trim_matches('/') {
+            "" | "." => 0,
+            folder => folder.split('/').count(),
+        };
+        Some((heading.to_lowercase(), depth))
+    };
+    let mut deepest: HashMap<String, usize> = HashMap::new();
+    for candidate in candidates.iter() {
+        if let Some((heading, depth)) = topic(&candidate.document) {
+            let best = deepest.entry(heading).or_insert(depth);
+            *best = (*best).max(depth);
+        }
+    }
+    candidates.retain(|candidate| {
+        topic(&candidate.document).is_none_or(|(heading, depth)| deepest[&heading] == depth)
+    });
+}

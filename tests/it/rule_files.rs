@@ -1,0 +1,315 @@
+//! The coding agents' rule files and skills, synced: each format's fields mapped as the
+//! format means them (a golden file), and the four ways a rule applies in a search and a
+//! turn: always, by description, by file, by name.
+
+use std::path::{Path, PathBuf};
+
+use ruchedb::engine::{FileChange, SyncOptions};
+use ruchedb::relevance::GateDecision;
+use ruchedb::retrieve::AppliedBy;
+use ruchedb::{Apply, Document, Engine, Kind, SearchRequest, TurnRequest};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn synced() -> Engine {
+    let engine = Engine::builder().temporary().unwrap();
+    let report = engine
+        .sync(
+            &["."],
+            &SyncOptions::default().with_base(fixtures().join("agent-rules")),
+        )
+        .unwrap();
+    assert_eq!(report.failed, 0, "{report:#?}");
+    // The slash command under `.claude/commands` is no rule: left alone.
+    assert_eq!(report.other_files, 1, "{report:#?}");
+    engine
+}
+
+/// What the golden file records of a document.
+fn summary(doc: &Document) -> serde_json::Value {
+    match doc {
+        Document::Rule(rule) => serde_json::json!({
+            "kind": "rule",
+            "id": rule.id,
+            "apply": rule.apply.name(),
+            "globs": rule.globs,
+            "folder": rule.folder,
+            "condition": rule.condition,
+        }),
+        Document::Tool(tool) => serde_json::json!({
+            "kind": "tool",
+            "id": tool.id,
+            "name": tool.name,
+            "description": tool.description,
+        }),
+        other => panic!("not synced from a rule file: {other:?}"),
+    }
+}
+
+#[test]
+fn each_format_s_fields_map_as_the_format_means_them() {
+    let engine = synced();
+    let mut docs = engine.export(Kind::Rule, None).unwrap();
+    docs.extend(engine.export(Kind::Tool, None).unwrap());
+    let got: Vec<serde_json::Value> = docs.iter().map(summary).collect();
+    let expected: Vec<serde_json::Value> =
+        std::fs::read_to_string(fixtures().join("agent-rules.expected.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+    assert_eq!(
+        got,
+        expected,
+        "{}",
+        serde_json::to_string_pretty(&got).unwrap()
+    );
+    // The body is what the agent is told; the description is what is matched.
+    let python = engine
+        .get(Kind::Rule, "default", ".cursor/rules/python-style.mdc")
+        .unwrap()
+        .unwrap();
+    let python = python.as_rule().unwrap();
+    assert!(
+        python
+            .body
+            .as_deref()
+            .unwrap()
+            .starts_with("- Format with black")
+    );
+    assert_eq!(python.action, "");
+    assert_eq!(python.source.as_ref().unwrap().lines, Some([6, 7]));
+    // A skill's body is never indexed: only its name and description are.
+    let skill = engine
+        .search(&SearchRequest::tools(
+            "sort each group by the number of reviewers",
+        ))
+        .unwrap();
+    assert!(skill.hits.is_empty(), "{:?}", skill.hits);
+}
+
+fn ids(response: &ruchedb::SearchResponse) -> Vec<&str> {
+    response.hits.iter().map(|h| h.id.as_str()).collect()
+}
+
+/// The always-applied rules, in the order they come (by priority, then id).
+const ALWAYS: [&str; 5] = [
+    ".claude/rules/commits.md",
+    ".continue/rules/general.md",
+    ".cursor/rules/security.mdc",
+    ".cursorrules",
+    ".windsurf/rules/tone.md",
+];
+
+#[test]
+fn always_rules_come_first_in_every_search_and_the_others_by_file_description_or_name() {
+    let engine = synced();
+    // An unrelated message: only the always-applied rules, the gate passes nothing.
+    let unrelated = engine
+        .search(&SearchRequest::rules("what is the capital of Peru"))
+        .unwrap();
+    assert_eq!(ids(&unrelated), ALWAYS);
+    assert!(
+        unrelated
+            .hits
+            .iter()
+            .all(|h| h.breakdown.gate == GateDecision::Applied(AppliedBy::Always))
+    );
+
+    // By description: the gate decides.
+    let incident = engine
+        .search(&SearchRequest::rules(
+            "the production database is down, we have an outage",
+        ))
+        .unwrap();
+    assert!(
+        ids(&incident).contains(&".windsurf/rules/incident.md"),
+        "{:?}",
+        ids(&incident)
+    );
+    assert!(!ids(&incident).contains(&".cursor/rules/python-style.mdc"));
+
+    // By file: a glob rule only when a matching file is named.
+    let request = SearchRequest::rules("fix the failing build");
+    let without = engine.search(&request).unwrap();
+    assert!(!ids(&without).contains(&".cursor/rules/python-style.mdc"));
+    let with = engine
+        .search(&request.clone().with_file("service/handlers/orders.py"))
+        .unwrap();
+    let python = with
+        .hits
+        .iter()
+        .find(|h| h.id == ".cursor/rules/python-style.mdc")
+        .unwrap();
+    assert_eq!(
+        python.breakdown.gate,
+        GateDecision::Applied(AppliedBy::File)
+    );
+    let tsx = engine
+        .search(&request.clone().with_file("web/pages/cart.tsx"))
+        .unwrap();
+    assert!(ids(&tsx).contains(&".windsurf/rules/frontend.md"));
+    assert!(!ids(&tsx).contains(&".cursor/rules/python-style.mdc"));
+    // Continue's `alwaysApply: false` with globs: by file, or by description.
+    let docs_by_file = engine
+        .search(&request.clone().with_file("docs/guide/intro.mdx"))
+        .unwrap();
+    assert!(ids(&docs_by_file).contains(&".continue/rules/docs.md"));
+
+    // By name: a manual rule only when named, by id or `@name`.
+    assert!(!ids(&without).contains(&".cursor/rules/release-checklist.mdc"));
+    let named = engine
+        .search(&SearchRequest::rules("cut a release").with_rule("release-checklist"))
+        .unwrap();
+    assert!(ids(&named).contains(&".cursor/rules/release-checklist.mdc"));
+    let mentioned = engine
+        .search(&SearchRequest::rules("follow @legal for the NOTICE file"))
+        .unwrap();
+    assert!(
+        ids(&mentioned).contains(&".windsurf/rules/legal.md"),
+        "{:?}",
+        ids(&mentioned)
+    );
+
+    // A folder's AGENTS.md: a candidate only when a named file is inside the folder.
+    let testing = SearchRequest::rules("how do I run the tests before I push");
+    let in_cli = engine
+        .search(&testing.clone().with_file("crates/cli/src/main.rs"))
+        .unwrap();
+    assert!(
+        ids(&in_cli).contains(&"crates/cli/AGENTS.md#1"),
+        "{:?}",
+        ids(&in_cli)
+    );
+    let elsewhere = engine
+        .search(&testing.clone().with_file("crates/core/src/lib.rs"))
+        .unwrap();
+    assert!(
+        !ids(&elsewhere).contains(&"crates/cli/AGENTS.md#1"),
+        "{:?}",
+        ids(&elsewhere)
+    );
+    assert!(
+        ids(&elsewhere).contains(&"AGENTS.md#2"),
+        "{:?}",
+        ids(&elsewhere)
+    );
+}
+
+#[test]
+fn a_turn_keeps_always_rules_within_its_budget_and_cuts_a_long_body_with_a_marker() {
+    let engine = synced();
+    let turn = engine
+        .turn(
+            &TurnRequest::new("what is the capital of Peru")
+                .with_budget_tokens(1000)
+                .with_file("app/main.py"),
+        )
+        .unwrap();
+    let rules: Vec<&str> = turn.rules.hits.iter().map(|h| h.id.as_str()).collect();
+    assert!(
+        rules.starts_with(&[".claude/rules/commits.md"]),
+        "{rules:?}"
+    );
+    assert!(
+        rules.contains(&".cursor/rules/python-style.mdc"),
+        "{rules:?}"
+    );
+    let block = turn.render();
+    assert!(
+        block.contains("- security:\n  Never print secrets"),
+        "{block}"
+    );
+    assert!(block.contains("  - Type every public function."), "{block}");
+    assert!(ruchedb::count_tokens(&block) <= 1000);
+
+    // A long body, cut to the budget with a marker rather than left out.
+    let engine = Engine::builder().temporary().unwrap();
+    let body: String = (1..=200)
+        .map(|i| format!("{i}. Step {i} of the release: check the artefacts of stage {i}.\n"))
+        .collect();
+    engine
+        .upsert_rules([ruchedb::Rule::new("release", "releasing", "")
+            .with_apply(Apply::Always)
+            .with_body(body)])
+        .unwrap();
+    engine.commit().unwrap();
+    let turn = engine
+        .turn(&TurnRequest::new("hello").with_budget_tokens(300))
+        .unwrap();
+    let block = turn.render();
+    assert!(ruchedb::count_tokens(&block) <= 300, "{block}");
+    assert!(block.contains("1. Step 1 of the release"), "{block}");
+    assert!(block.contains("[…cut to the budget]"), "{block}");
+    assert!(!block.contains("200. Step 200"), "{block}");
+    let cut = turn.rules.hits[0].document.as_rule().unwrap();
+    assert!(
+        cut.body
+            .as_deref()
+            .unwrap()
+            .ends_with("[…cut to the budget]")
+    );
+}
+
+#[test]
+fn a_skill_is_found_by_its_description_with_the_path_to_load() {
+    let engine = synced();
+    let turn = engine
+        .turn(&TurnRequest::new("write the release notes for version 2.3"))
+        .unwrap();
+    assert_eq!(
+        turn.tools.hits.first().map(|h| h.id.as_str()),
+        Some("skills/release-notes/SKILL.md"),
+        "{:?}",
+        turn.tools.hits
+    );
+    let block = turn.render();
+    assert!(
+        block.contains("(load skills/release-notes/SKILL.md)"),
+        "{block}"
+    );
+    assert!(!block.contains("number of reviewers"), "{block}");
+}
+
+#[test]
+fn a_malformed_rule_file_is_named_with_its_line_and_the_others_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".windsurf/rules")).unwrap();
+    std::fs::create_dir_all(root.join(".cursor/rules")).unwrap();
+    std::fs::create_dir_all(root.join("skills/x")).unwrap();
+    std::fs::write(
+        root.join(".windsurf/rules/bad.md"),
+        "---\ndescription: x\ntrigger: sometimes\n---\nBody.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join(".cursor/rules/globs.mdc"),
+        "---\ndescription: y\nglobs: 3\n---\nBody.\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("skills/x/SKILL.md"), "---\nname: x\n---\nBody.\n").unwrap();
+    std::fs::write(root.join(".cursorrules"), "Be kind.\n").unwrap();
+    let engine = Engine::builder().temporary().unwrap();
+    let report = engine
+        .sync(&["."], &SyncOptions::default().with_base(root))
+        .unwrap();
+    let failed: Vec<(String, Option<u32>)> = report
+        .files
+        .iter()
+        .filter(|f| f.change == FileChange::Failed)
+        .map(|f| (f.path.clone(), f.line))
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            (".cursor/rules/globs.mdc".to_string(), Some(3)),
+            (".windsurf/rules/bad.md".to_string(), Some(3)),
+            ("skills/x/SKILL.md".to_string(), Some(1)),
+        ],
+        "{report:#?}"
+    );
+    assert_eq!(report.added, 1);
+}
