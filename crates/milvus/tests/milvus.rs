@@ -599,3 +599,49 @@ fn scenarios_and_tools_rank_behind_the_gate_with_their_filters() {
     assert_eq!(index.count(Kind::Scenario, "default").unwrap(), 3);
     assert_eq!(index.count(Kind::Tool, "default").unwrap(), 2);
 }
+
+/// Rules applied whatever their relevance ([`ruchedb::Apply`]) come first from Milvus as
+/// from the local index: always, by a named file, by name; and never from the legs.
+#[test]
+fn rules_from_files_apply_always_by_file_and_by_name() {
+    let index = fresh(MilvusOptions::default());
+    let mut all = rules();
+    all.push(
+        Rule::new("sign-off", "sign off", "")
+            .with_apply(ruchedb::Apply::Always)
+            .with_body("End with your first name."),
+    );
+    all.push(
+        Rule::new("python", "Python style", "")
+            .with_apply(ruchedb::Apply::Files)
+            .with_globs(["*.py"])
+            .with_body("Format with black."),
+    );
+    all.push(
+        Rule::new("release", "release checklist", "bump, tag, publish")
+            .with_apply(ruchedb::Apply::Manual),
+    );
+    index.upsert_rules(all).unwrap();
+    index.commit().unwrap();
+    let plain = index
+        .search(&SearchRequest::rules("xyzzy qwerty plugh"))
+        .unwrap();
+    assert_eq!(ids(&plain), ["sign-off"]);
+    let refund = index
+        .search(&SearchRequest::rules("I want my money back").with_file("app/main.py"))
+        .unwrap();
+    assert_eq!(
+        ids(&refund)[..3],
+        ["sign-off", "python", "refund"],
+        "{:?}",
+        ids(&refund)
+    );
+    let named = index
+        .search(&SearchRequest::rules("follow @release now"))
+        .unwrap();
+    assert_eq!(ids(&named), ["sign-off", "release"], "{:?}", ids(&named));
+    let source = index
+        .search(&SearchRequest::rules("python style").with_top_k(10))
+        .unwrap();
+    assert!(!ids(&source).contains(&"python"), "{:?}", ids(&source));
+}

@@ -214,9 +214,12 @@ class Index:
              scenario: Optional[str] = None, step: Optional[str] = None,
              tenant: Optional[str] = None, agent: Optional[str] = None,
              budget_tokens: Optional[int] = None, embedding: Any = None,
-             now: Any = None) -> dict:
+             now: Any = None, files: Sequence[str] = (),
+             rules: Sequence[str] = ()) -> dict:
         """One turn of a conversation: the scenario, the rules, the memory and the tools
-        a message needs, in one call. Returns a dict: `turn_id` (for `feedback`),
+        a message needs, in one call. `files`: the files the agent is working on (the
+        rules whose globs match them apply); `rules`: rules to apply by id or name.
+        Returns a dict: `turn_id` (for `feedback`),
         `scenario` (`active`, `activation`, `search`...), `rules`, `memory` and `tools`
         (each a search response with its `hits`), `budget` (tokens used, what was cut),
         `timings` and `prompt`: the rendered block, within `budget_tokens`."""
@@ -228,6 +231,10 @@ class Index:
                 request[key] = value
         if embedding is not None:
             request["embedding"] = _vector(embedding)
+        if files:
+            request["files"] = list(files)
+        if rules:
+            request["rules"] = list(rules)
         return json.loads(self._engine.turn(json.dumps(request)))
 
     def get(self, kind: str, id: str, tenant: Optional[str] = None) -> Optional[dict]:

@@ -103,11 +103,21 @@ struct TurnArgs {
     embedding: Option<Vec<f32>>,
     budget_tokens: Option<usize>,
     now: Option<Timestamp>,
+    #[serde(default)]
+    files: Vec<String>,
+    #[serde(default)]
+    rules: Vec<String>,
 }
 
 impl TurnArgs {
     fn into_request(self) -> ruchedb::Result<TurnRequest> {
         let mut request = TurnRequest::new(self.text);
+        for file in self.files {
+            request = request.with_file(file);
+        }
+        for rule in self.rules {
+            request = request.with_rule(rule);
+        }
         if let Some(tenant) = self.tenant {
             request = request.with_tenant(tenant);
         }
@@ -177,12 +187,22 @@ struct RequestArgs {
     now: Option<Timestamp>,
     #[serde(default)]
     browse: bool,
+    #[serde(default)]
+    files: Vec<String>,
+    #[serde(default)]
+    rules: Vec<String>,
 }
 
 impl RequestArgs {
     fn into_request(self, config: &Config) -> ruchedb::Result<SearchRequest> {
         let kind: Kind = self.kind.parse()?;
         let mut r = SearchRequest::new(kind, self.text);
+        for file in self.files {
+            r = r.with_file(file);
+        }
+        for rule in self.rules {
+            r = r.with_rule(rule);
+        }
         if self.browse {
             r = r.browse();
         }

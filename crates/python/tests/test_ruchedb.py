@@ -243,8 +243,17 @@ def test_sync_keeps_the_index_in_line_with_a_folder(tmp_path):
     assert idx.sync(str(docs))["added"] == 0
     hits = idx.search_memory("make install on linux")["hits"]
     source = hits[0]["document"]["source"]
-    assert source["headings"] == ["Install", "Linux"]
+    assert source["headings"] == ["Install"]
     assert source["path"].endswith("docs/install.md")
     (docs / "install.md").unlink()
     assert idx.sync(str(docs))["removed"] == 1
+    rules = tmp_path / "project" / ".cursor" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "python.mdc").write_text(
+        "---\ndescription: Python style\nglobs: \"*.py\"\n---\nFormat with black.\n")
+    assert idx.sync(str(tmp_path / "project"))["added"] == 1
+    plain = idx.turn("fix the bug")["rules"]["hits"]
+    assert all(h["id"] != rules.as_posix() + "/python.mdc" for h in plain)
+    turn = idx.turn("fix the bug", files=["app/main.py"])
+    assert "Format with black." in turn["prompt"]
     idx.close()
