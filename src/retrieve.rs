@@ -438,7 +438,10 @@ impl DocFilter<'_> {
 pub fn applied_by(query: &RetrievalQuery<'_>, rule: &crate::Rule) -> Option<AppliedBy> {
     let request = query.request;
     let filter = query.filter();
-    if request.kind != Kind::Rule || !filter.rule_in_scope(rule) {
+    if request.kind != Kind::Rule
+        || !filter.rule_in_scope(rule)
+        || !filter.tags.iter().all(|tag| rule.tags.contains(tag))
+    {
         return None;
     }
     if rule.apply == Apply::Always {

@@ -294,7 +294,15 @@ impl Engine {
         }
         let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
         let walked = walk(&paths, options.base.as_deref())?;
-        let held = self.held(&options.tenant, &walked)?;
+        // The folder relative paths are relative to: only what sync made from it is
+        // compared (the same relative path synced from another folder is another file).
+        let base = options.base.clone().unwrap_or_else(|| PathBuf::from("."));
+        let root = std::fs::canonicalize(&base)
+            .map_err(|err| Error::io_at(&base, err))?
+            .to_str()
+            .map(str::to_string)
+            .ok_or_else(|| Error::invalid_input(format!("{} is not UTF-8", base.display())))?;
+        let held = self.held(&options.tenant, &root, &walked)?;
         let mut report = SyncReport {
             dry_run: options.dry_run,
             other_files: walked.other_files,
@@ -308,13 +316,13 @@ impl Engine {
         for batch in walked.files.chunks(FILES_PER_BATCH) {
             let outcomes: Vec<Outcome> = batch
                 .par_iter()
-                .map(|found| read_one(found, held.get(&found.name), options))
+                .map(|found| read_one(found, held.get(&found.name), options, &root))
                 .collect();
             let mut batch_docs = Vec::new();
             for (found, outcome) in batch.iter().zip(outcomes) {
                 let before = held.get(&found.name);
                 let outcome = match outcome {
-                    Outcome::Read { docs } => self.owned(&options.tenant, docs)?,
+                    Outcome::Read { docs } => self.owned(&options.tenant, &root, docs)?,
                     other => other,
                 };
                 match outcome {
@@ -369,6 +377,16 @@ impl Engine {
             done += batch.len();
             progress(SyncProgress { done, total });
         }
+        for (path, reason) in &walked.unreadable {
+            report.failed += 1;
+            report.files.push(SyncedFile {
+                path: path.clone(),
+                change: FileChange::Failed,
+                documents: 0,
+                line: None,
+                error: Some(format!("cannot be walked: {reason}")),
+            });
+        }
         let found: HashSet<&str> = walked.files.iter().map(|f| f.name.as_str()).collect();
         for (path, before) in &held {
             if !found.contains(path.as_str()) {
@@ -398,8 +416,9 @@ impl Engine {
         Ok(report)
     }
 
-    /// The documents sync made in `tenant` from files under the walked roots, by path.
-    fn held(&self, tenant: &str, walked: &Walked) -> Result<BTreeMap<String, Held>> {
+    /// The documents sync made in `tenant` from files under the walked roots, read from
+    /// `root`, by path.
+    fn held(&self, tenant: &str, root: &str, walked: &Walked) -> Result<BTreeMap<String, Held>> {
         let mut held: BTreeMap<String, Held> = BTreeMap::new();
         let catalog = self.inner.local.snapshot();
         for (_, entry) in catalog.iter() {
@@ -407,15 +426,17 @@ impl Engine {
                 continue;
             }
             let doc = entry.doc_passing()?;
-            let Some(Source {
-                path,
-                hash: Some(hash),
-                ..
-            }) = source_of(&doc)
+            let Some(
+                source @ Source {
+                    path,
+                    hash: Some(hash),
+                    ..
+                },
+            ) = source_of(&doc)
             else {
                 continue;
             };
-            if !walked.covers(path) {
+            if !from_root(source, root) || !walked.covers(path) {
                 continue;
             }
             let file = held.entry(path.clone()).or_default();
@@ -431,9 +452,10 @@ impl Engine {
         Ok(held)
     }
 
-    /// `docs` if none of their ids is a document sync did not make; the file fails
-    /// otherwise (a document indexed by hand is never replaced).
-    fn owned(&self, tenant: &str, docs: Vec<Document>) -> Result<Outcome> {
+    /// `docs` if none of their ids is a document sync did not make from `root`; the file
+    /// fails otherwise (a document indexed by hand, or synced from another folder, is
+    /// never replaced).
+    fn owned(&self, tenant: &str, root: &str, docs: Vec<Document>) -> Result<Outcome> {
         let catalog = self.inner.local.snapshot();
         for doc in &docs {
             let Some(found) = catalog.lookup(doc.kind(), tenant, doc.id()) else {
@@ -443,11 +465,19 @@ impl Engine {
                 continue;
             };
             let existing = entry.doc_passing()?;
-            if source_of(&existing).is_none_or(|s| s.hash.is_none()) {
+            let theirs = match source_of(&existing) {
+                Some(source) if source.hash.is_some() && from_root(source, root) => None,
+                Some(source) if source.hash.is_some() => Some(format!(
+                    "synced from another folder ({})",
+                    source.root.as_deref().unwrap_or("unknown")
+                )),
+                _ => Some("sync did not make".to_string()),
+            };
+            if let Some(theirs) = theirs {
                 return Ok(Outcome::Failed {
                     line: source_of(doc).and_then(|s| s.lines).map(|[first, _]| first),
                     reason: format!(
-                        "{} id `{}` is taken by a document sync did not make (it is left as it is)",
+                        "{} id `{}` is taken by a document {theirs} (it is left as it is)",
                         doc.kind(),
                         doc.id()
                     ),
@@ -476,7 +506,7 @@ fn check_options(options: &SyncOptions) -> Result<()> {
 
 /// Reads one file: unchanged when its hash is the one its documents carry, its chunks
 /// otherwise, or why it cannot be read.
-fn read_one(found: &Found, held: Option<&Held>, options: &SyncOptions) -> Outcome {
+fn read_one(found: &Found, held: Option<&Held>, options: &SyncOptions, root: &str) -> Outcome {
     let bytes = match std::fs::read(&found.path) {
         Ok(bytes) => bytes,
         Err(err) => {
@@ -486,7 +516,7 @@ fn read_one(found: &Found, held: Option<&Held>, options: &SyncOptions) -> Outcom
             };
         }
     };
-    let hash = file_hash(&bytes, found.format, options.chunk_tokens);
+    let hash = file_hash(&bytes, found.format, options);
     if held.is_some_and(|held| held.hash == hash) {
         return Outcome::Unchanged;
     }
@@ -504,40 +534,60 @@ fn read_one(found: &Found, held: Option<&Held>, options: &SyncOptions) -> Outcom
             };
         }
     };
-    let mut docs =
-        match files::documents(&found.name, text, found.format, options.chunk_tokens, &hash) {
-            Ok(docs) => docs,
-            Err(err) => {
-                return Outcome::Failed {
-                    line: err.line,
-                    reason: err.reason,
-                };
-            }
-        };
+    let read = files::documents(
+        &found.name,
+        &found.from_root,
+        text,
+        found.format,
+        options.chunk_tokens,
+        &hash,
+    );
+    let mut docs = match read {
+        Ok(docs) => docs,
+        Err(err) => {
+            return Outcome::Failed {
+                line: err.line,
+                reason: err.reason,
+            };
+        }
+    };
     for doc in &mut docs {
-        set_owner(doc, &options.tenant, options.agent.as_deref());
+        set_owner(doc, &options.tenant, options.agent.as_deref(), root);
     }
     Outcome::Read { docs }
 }
 
-/// Gives a document the tenant and agent of the sync.
-fn set_owner(doc: &mut Document, tenant: &str, agent: Option<&str>) {
-    let (tenant_id, agent_id) = match doc {
-        Document::Chunk(c) => (&mut c.tenant_id, &mut c.agent_id),
-        Document::Rule(r) => (&mut r.tenant_id, &mut r.agent_id),
-        Document::Tool(t) => (&mut t.tenant_id, &mut t.agent_id),
-        Document::Scenario(s) => (&mut s.tenant_id, &mut s.agent_id),
+/// Gives a document the tenant and agent of the sync, and its source the root.
+fn set_owner(doc: &mut Document, tenant: &str, agent: Option<&str>, root: &str) {
+    let mut no_source = None;
+    let (tenant_id, agent_id, source) = match doc {
+        Document::Chunk(c) => (&mut c.tenant_id, &mut c.agent_id, &mut c.source),
+        Document::Rule(r) => (&mut r.tenant_id, &mut r.agent_id, &mut r.source),
+        Document::Tool(t) => (&mut t.tenant_id, &mut t.agent_id, &mut t.source),
+        Document::Scenario(s) => (&mut s.tenant_id, &mut s.agent_id, &mut no_source),
     };
     tenant.clone_into(tenant_id);
     *agent_id = agent.map(str::to_string);
+    if let Some(source) = source {
+        source.root = Some(root.to_string());
+    }
 }
 
-/// The hash a file's documents carry: of its bytes and of how sync cut it.
-fn file_hash(bytes: &[u8], format: Format, chunk_tokens: usize) -> String {
+/// Whether a document's source was read from `root` (an absolute path is the same file
+/// from anywhere).
+fn from_root(source: &Source, root: &str) -> bool {
+    source.path.starts_with('/') || source.root.as_deref() == Some(root)
+}
+
+/// The hash a file's documents carry: of its bytes, of how sync cut it and of whose
+/// documents they are (another agent's sync re-reads the file).
+fn file_hash(bytes: &[u8], format: Format, options: &SyncOptions) -> String {
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     hasher.update(&CUT_VERSION.to_le_bytes());
     hasher.update(format.name().as_bytes());
-    hasher.update(&(chunk_tokens as u64).to_le_bytes());
+    hasher.update(&(options.chunk_tokens as u64).to_le_bytes());
+    hasher.update(options.agent.as_deref().unwrap_or("").as_bytes());
+    hasher.update(&[0]);
     hasher.update(bytes);
     format!("{:032x}", hasher.digest128())
 }

@@ -15,7 +15,7 @@ pub(super) fn read(
     lines: &LineIndex,
     max_tokens: usize,
 ) -> Result<ReadFile, FileError> {
-    let (metadata, body_start) = match front_matter(text)? {
+    let (metadata, body_start) = match document_front_matter(text)? {
         Some((metadata, body_start)) => (metadata, body_start),
         None => (
             BTreeMap::new(),
@@ -36,6 +36,26 @@ pub(super) fn read(
         .collect();
     Ok(ReadFile { metadata, pieces })
 }
+
+/// A document's front matter, where a first line `---` may also be a thematic break: a
+/// `---` never closed, or closing text that is no mapping, is no front matter (a YAML
+/// mapping that does not parse still is an error).
+#[allow(clippy::type_complexity)]
+fn document_front_matter(
+    text: &str,
+) -> Result<Option<(BTreeMap<String, serde_json::Value>, usize)>, FileError> {
+    match front_matter(text) {
+        Err(err) if err.reason.contains(NEVER_CLOSED) || err.reason.contains(NOT_A_MAPPING) => {
+            Ok(None)
+        }
+        other => other,
+    }
+}
+
+/// What [`front_matter`] says of a `---` never closed.
+const NEVER_CLOSED: &str = "is never closed";
+/// What [`front_matter`] says of a front matter that is no mapping.
+const NOT_A_MAPPING: &str = "must be a mapping";
 
 /// A Markdown file's front matter: the YAML mapping between a first line `---` and the
 /// next line `---` (or `...`), and the offset the body starts at; `None` when the file

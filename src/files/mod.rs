@@ -152,10 +152,12 @@ impl Format {
     }
 }
 
-/// The documents sync makes of a file named `name` (as documents record it) read as
-/// `format`: chunks of at most `max_tokens` (ids `name#1`, `name#2`, ...) with the front
-/// matter as metadata, or the rules and tools of a rule file or skill; each carries its
-/// [`Source`](crate::Source) with `hash`. Tenant and agent are the defaults.
+/// The documents sync makes of a file named `name` (as documents record it; at
+/// `from_root` from the root it was found under) read as `format`: chunks of at most
+/// `max_tokens` (ids `name#1`, `name#2`, ...) with the front matter as metadata, or the
+/// rules and tools of a rule file or skill; each carries its
+/// [`Source`](crate::Source) with `hash`. Tenant and agent are the defaults; an empty
+/// file gives none.
 ///
 /// # Errors
 ///
@@ -163,6 +165,7 @@ impl Format {
 /// without text, a field of the wrong type, a skill without `name` or `description`.
 pub fn documents(
     name: &str,
+    from_root: &str,
     text: &str,
     format: Format,
     max_tokens: usize,
@@ -171,7 +174,7 @@ pub fn documents(
     use rules::RuleFormat;
     let rule_format = match format {
         Format::Markdown | Format::Text => return chunks(name, text, format, max_tokens, hash),
-        Format::AgentsFile => return rules::agents_file(name, text, hash),
+        Format::AgentsFile => return rules::agents_file(name, from_root, text, hash),
         Format::Skill => return rules::skill(name, text, hash),
         Format::CursorRule => RuleFormat::Cursor,
         Format::CursorRules => RuleFormat::CursorLegacy,

@@ -50,7 +50,7 @@ struct Parts<'a> {
 }
 
 fn parts<'a>(text: &'a str, lines: &LineIndex) -> Result<Parts<'a>, FileError> {
-    let (fields, start) = front_matter(text)?.unwrap_or_else(|| {
+    let (fields, start) = lenient_front_matter(text)?.unwrap_or_else(|| {
         let bom = usize::from(text.starts_with('\u{feff}')) * '\u{feff}'.len_utf8();
         (BTreeMap::new(), bom)
     });
@@ -61,6 +61,50 @@ fn parts<'a>(text: &'a str, lines: &LineIndex) -> Result<Parts<'a>, FileError> {
         body: body.trim(),
         body_line: lines.line(start + skipped),
     })
+}
+
+/// A rule file's front matter: YAML, or, where YAML refuses what the agents' editors
+/// write (`globs: *.ts,*.tsx`, whose `*` YAML reads as an alias; `description: Rules
+/// for: API`), one `key: value` a line, each value as written (`true` and `false` as
+/// booleans).
+#[allow(clippy::type_complexity)]
+fn lenient_front_matter(text: &str) -> Result<Option<(BTreeMap<String, Value>, usize)>, FileError> {
+    let error = match front_matter(text) {
+        Ok(found) => return Ok(found),
+        Err(error) => error,
+    };
+    let bom = usize::from(text.starts_with('\u{feff}')) * '\u{feff}'.len_utf8();
+    let mut lines = text[bom..].split('\n');
+    if lines.next().map(str::trim_end) != Some("---") {
+        return Err(error);
+    }
+    let mut at = bom + text[bom..].find('\n').map_or(text.len() - bom, |n| n + 1);
+    let mut fields = BTreeMap::new();
+    for line in lines {
+        let next = (at + line.len() + 1).min(text.len());
+        if matches!(line.trim_end(), "---" | "...") {
+            return Ok(Some((fields, next)));
+        }
+        if !line.trim().is_empty() && !line.trim_start().starts_with('#') {
+            // Every line must be `key: value`; anything else is the YAML's error.
+            let Some((key, value)) = line.split_once(':') else {
+                return Err(error);
+            };
+            if key.trim().is_empty() || key.starts_with([' ', '\t', '-']) {
+                return Err(error);
+            }
+            let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+            let value = match value {
+                "" => Value::Null,
+                "true" => Value::Bool(true),
+                "false" => Value::Bool(false),
+                value => Value::String(value.to_string()),
+            };
+            fields.insert(key.trim().to_string(), value);
+        }
+        at = next;
+    }
+    Err(error)
 }
 
 /// The line of a front matter field (its key's line), 1 when it cannot be found.
@@ -176,11 +220,9 @@ pub(super) fn rule_file(
         body,
         body_line,
     } = parts(text, &lines)?;
+    // An emptied rule file holds no rule: its former rule goes.
     if body.is_empty() {
-        return Err(FileError::at(
-            body_line,
-            "the rule has no text after its front matter",
-        ));
+        return Ok(Vec::new());
     }
     let description = string_field(text, &fields, "description")?;
     let (apply, globs) = match format {
@@ -266,14 +308,24 @@ pub(super) fn rule_file(
 
 /// An `AGENTS.md` or `CLAUDE.md`: each section (the text under a heading, or before
 /// the first) a rule by relevance for the file's folder, its condition the heading path.
-pub(super) fn agents_file(name: &str, text: &str, hash: &str) -> Result<Vec<Document>, FileError> {
+pub(super) fn agents_file(
+    name: &str,
+    from_root: &str,
+    text: &str,
+    hash: &str,
+) -> Result<Vec<Document>, FileError> {
     let lines = LineIndex::new(text);
     let Parts { body, .. } = parts(text, &lines)?;
     let body_start = body.as_ptr() as usize - text.as_ptr() as usize;
     let headings = super::markdown::heading_spans(body);
-    // The root's file is for every file (`.`), and competes with the folders' own.
-    let folder = match name.rsplit_once('/') {
-        Some((folder, _)) => folder.to_string(),
+    // The folder from the project's root (the root the file was found under): the
+    // root's file is for every file (`.`), and competes with the folders' own; Claude
+    // Code's `.claude/CLAUDE.md` is its folder's.
+    let folder = match from_root.rsplit_once('/') {
+        Some((folder, _)) => {
+            let folder = folder.strip_suffix("/.claude").unwrap_or(folder);
+            if folder == ".claude" { "." } else { folder }.to_string()
+        }
         None => ".".to_string(),
     };
     let file = name.rsplit('/').next().unwrap_or(name);
@@ -331,6 +383,9 @@ pub(super) fn agents_file(name: &str, text: &str, hash: &str) -> Result<Vec<Docu
 /// path to load it from in its source; the body is never indexed.
 pub(super) fn skill(name: &str, text: &str, hash: &str) -> Result<Vec<Document>, FileError> {
     let lines = LineIndex::new(text);
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
     let Parts { fields, .. } = parts(text, &lines)?;
     if fields.is_empty() {
         return Err(FileError::at(

@@ -60,9 +60,13 @@ fn markdown_pieces_carry_their_lines_and_heading_path() {
 
 #[test]
 fn bad_front_matter_names_its_line() {
-    let unclosed = read("---\ntitle: x\n\n# Body\n", Format::Markdown, 64).unwrap_err();
+    let unclosed = front_matter("---\ntitle: x\n\n# Body\n").unwrap_err();
     assert_eq!(unclosed.line, Some(1));
     assert!(unclosed.reason.contains("never closed"), "{unclosed}");
+    // In a document, a first `---` never closed is a thematic break: no front matter.
+    let ruled = read("---\ntitle: x\n\n# Body\n", Format::Markdown, 64).unwrap();
+    assert!(ruled.metadata.is_empty());
+    assert_eq!(ruled.pieces[0].lines, [1, 4]);
     let bad = read(
         "---\ntitle: ok\ndescription: [unclosed\nother: 1\n---\nBody\n",
         Format::Markdown,
@@ -71,8 +75,12 @@ fn bad_front_matter_names_its_line() {
     .unwrap_err();
     assert!(matches!(bad.line, Some(3..=5)), "{bad}");
     assert!(bad.reason.contains("not valid YAML"), "{bad}");
-    let list = read("---\n- a\n- b\n---\nBody\n", Format::Markdown, 64).unwrap_err();
+    let list = front_matter("---\n- a\n- b\n---\nBody\n").unwrap_err();
     assert_eq!(list.line, Some(2));
+    // Text between two rules of a document is text.
+    let text = read("---\nAn intro.\n---\nBody\n", Format::Markdown, 64).unwrap();
+    assert!(text.metadata.is_empty());
+    assert!(text.pieces[0].text.contains("An intro."));
     // A thematic break later in the file is not a front matter.
     let plain = read("Text\n---\nMore\n", Format::Markdown, 64).unwrap();
     assert!(plain.metadata.is_empty());

@@ -16,6 +16,9 @@ pub struct Found {
     pub path: PathBuf,
     /// Its path as documents record it: `/`-separated, without `.` components.
     pub name: String,
+    /// Its path from the root it was found under (the project's root, for the folder an
+    /// `AGENTS.md` is for).
+    pub from_root: String,
     /// How it is read.
     pub format: Format,
 }
@@ -30,6 +33,9 @@ pub struct Walked {
     /// The walked paths as documents record paths ([`name_of`]): a document of a file
     /// under one of them that the walk did not find is a document of a file gone.
     pub roots: Vec<String>,
+    /// What could not be walked (a folder that cannot be read, a name that is not
+    /// UTF-8), as documents record paths, and why: what sync made under them stays.
+    pub unreadable: Vec<(String, String)>,
 }
 
 impl Walked {
@@ -81,17 +87,37 @@ pub fn walk(paths: &[PathBuf], base: Option<&Path>) -> Result<Walked> {
             .sort_by_file_name(|a, b| a.cmp(b))
             .build();
         for entry in walker {
-            let entry = entry.map_err(|err| walk_error(path, err))?;
+            // One folder that cannot be read, or one name that is not UTF-8, is reported;
+            // the rest is walked.
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(err) => {
+                    let at = walk_error_path(&err).unwrap_or(path);
+                    walked.unreadable.push((
+                        named(at).unwrap_or_else(|_| at.display().to_string()),
+                        err.to_string(),
+                    ));
+                    continue;
+                }
+            };
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 continue;
             }
-            let name = named(entry.path())?;
+            let Ok(name) = named(entry.path()) else {
+                walked.other_files += 1;
+                continue;
+            };
+            let from_root = match entry.path().strip_prefix(path) {
+                Ok(rest) if !rest.as_os_str().is_empty() => name_of(rest)?,
+                _ => entry.file_name().to_str().unwrap_or_default().to_string(),
+            };
             let Some(format) = Format::of(Path::new(&name)) else {
                 walked.other_files += 1;
                 continue;
             };
             walked.files.push(Found {
                 name,
+                from_root,
                 path: entry.into_path(),
                 format,
             });
@@ -137,10 +163,14 @@ fn not_utf8(path: &Path) -> Error {
     Error::invalid_input(format!("path {} is not UTF-8", path.display()))
 }
 
-fn walk_error(root: &Path, err: ignore::Error) -> Error {
-    match err.io_error() {
-        Some(io) => Error::io_at(root, std::io::Error::new(io.kind(), err.to_string())),
-        None => Error::invalid_input(format!("{}: {err}", root.display())),
+/// The path a walk error names, if any.
+fn walk_error_path(err: &ignore::Error) -> Option<&Path> {
+    match err {
+        ignore::Error::WithPath { path, .. } => Some(path),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            walk_error_path(err)
+        }
+        _ => None,
     }
 }
 

@@ -55,7 +55,9 @@ impl Retriever for LocalIndex {
             .into_iter()
             .filter(|&doc| catalog.get(doc).is_some_and(|entry| !entry.plain))
             .collect();
-        for name in &request.named {
+        // Rules named by id (`with_rule`, `@id`), plain ones included.
+        let mentioned = crate::retrieve::mentions(&request.text);
+        for name in request.named.iter().map(String::as_str).chain(mentioned) {
             docs.extend(catalog.lookup(Kind::Rule, &request.tenant_id, name));
         }
         docs.sort_unstable();

@@ -44,6 +44,10 @@ pub struct Source {
     /// sync, which manages the documents that carry one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<String>,
+    /// The folder (absolute) a relative `path` is relative to: where sync ran, or its
+    /// base. A sync compares only with the documents it made from the same folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
 }
 
 /// Between the headings of a heading path.
@@ -57,6 +61,7 @@ impl Source {
             lines: None,
             headings: Vec::new(),
             hash: None,
+            root: None,
         }
     }
 
@@ -124,6 +129,9 @@ impl Source {
         }
         if let Some(hash) = &self.hash {
             check_name("source.hash", hash)?;
+        }
+        if let Some(root) = &self.root {
+            check_name("source.root", root)?;
         }
         Ok(())
     }

@@ -90,32 +90,44 @@ fn breakdown(by: AppliedBy) -> ScoreBreakdown {
 }
 
 /// Among rules for a folder (an `AGENTS.md`'s sections) on one topic (their last
-/// heading), the nearest file wins: only those of the deepest folder stay candidates.
-/// The candidates were admitted for the request's files, so each folder holds one.
-pub(crate) fn keep_nearest(candidates: &mut Vec<crate::retrieve::RetrievedDoc>) {
+/// heading), the nearest file wins: for each file the request names, only the deepest
+/// folder holding it keeps its rule on that topic; a rule stays a candidate when it is
+/// the nearest for one of the files (the candidates were admitted for being for one).
+pub(crate) fn keep_nearest(candidates: &mut Vec<crate::retrieve::RetrievedDoc>, files: &[String]) {
+    use crate::model::apply::in_folder;
     use std::collections::HashMap;
-    let topic = |doc: &Document| -> Option<(String, usize)> {
+    let topic = |doc: &Document| -> Option<(String, String)> {
         let rule = doc.as_rule()?;
-        let folder = rule.folder.as_deref()?;
+        let folder = rule.folder.clone()?;
         let heading = rule
             .source
             .as_ref()
             .and_then(|s| s.headings.last())
             .map_or(rule.condition.as_str(), String::as_str);
-        let depth = match folder.trim_matches('/') {
-            "" | "." => 0,
-            folder => folder.split('/').count(),
-        };
-        Some((heading.to_lowercase(), depth))
+        Some((heading.to_lowercase(), folder))
     };
-    let mut deepest: HashMap<String, usize> = HashMap::new();
+    let depth = |folder: &str| match folder.trim_matches('/') {
+        "" | "." => 0,
+        folder => folder.split('/').count(),
+    };
+    // For each topic and file: the depth of the nearest folder holding the file.
+    let mut nearest: HashMap<(String, usize), usize> = HashMap::new();
     for candidate in candidates.iter() {
-        if let Some((heading, depth)) = topic(&candidate.document) {
-            let best = deepest.entry(heading).or_insert(depth);
-            *best = (*best).max(depth);
+        if let Some((heading, folder)) = topic(&candidate.document) {
+            for (at, file) in files.iter().enumerate() {
+                if in_folder(&folder, file) {
+                    let best = nearest.entry((heading.clone(), at)).or_insert(0);
+                    *best = (*best).max(depth(&folder));
+                }
+            }
         }
     }
     candidates.retain(|candidate| {
-        topic(&candidate.document).is_none_or(|(heading, depth)| deepest[&heading] == depth)
+        topic(&candidate.document).is_none_or(|(heading, folder)| {
+            files.iter().enumerate().any(|(at, file)| {
+                in_folder(&folder, file)
+                    && nearest.get(&(heading.clone(), at)) == Some(&depth(&folder))
+            })
+        })
     });
 }

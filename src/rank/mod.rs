@@ -1189,7 +1189,7 @@ fn search_one(
         retriever.candidates(&query)?
     };
     if request.kind == Kind::Rule && !request.files.is_empty() {
-        applied::keep_nearest(&mut retrieved.candidates);
+        applied::keep_nearest(&mut retrieved.candidates, &request.files);
     }
     // Memory's second hops only, and only where the selection brings them back (not
     // with `top_k`, nor with `graph.second_hops` 0): see `rank`.

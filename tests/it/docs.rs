@@ -36,6 +36,7 @@ const USER_PATHS: &[&str] = &[
     "docs/install.md",
     "install.md",
     "skills/x/SKILL.md",
+    ".claude/CLAUDE.md",
 ];
 
 fn root() -> PathBuf {

@@ -313,3 +313,72 @@ fn a_malformed_rule_file_is_named_with_its_line_and_the_others_sync() {
     );
     assert_eq!(report.added, 1);
 }
+
+#[test]
+fn editors_unquoted_globs_emptied_files_and_folders_from_the_walked_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    let write = |name: &str, text: &str| {
+        let path = project.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    // As Cursor writes it: globs unquoted (YAML reads `*` as an alias), a colon in the
+    // description.
+    write(
+        ".cursor/rules/web.mdc",
+        "---\ndescription: Rules for: the web app\nglobs: *.ts,*.tsx\nalwaysApply: false\n---\nUse strict mode.\n",
+    );
+    write(".cursorrules", "Be brief.\n");
+    write("AGENTS.md", "## Testing\n\nRun `make test`.\n");
+    write(".claude/CLAUDE.md", "## Style\n\nFour spaces.\n");
+    let engine = Engine::builder().temporary().unwrap();
+    // Walked as `project` from its parent: folders are the project's own.
+    let options = SyncOptions::default().with_base(dir.path());
+    let report = engine.sync(&["project"], &options).unwrap();
+    assert_eq!((report.added, report.failed), (4, 0), "{report:#?}");
+    let web = engine
+        .get(Kind::Rule, "default", "project/.cursor/rules/web.mdc")
+        .unwrap()
+        .unwrap();
+    let web = web.as_rule().unwrap();
+    assert_eq!(web.apply, Apply::Files);
+    assert_eq!(web.globs, ["*.ts", "*.tsx"]);
+    assert_eq!(web.condition, "Rules for: the web app");
+    for id in ["project/AGENTS.md#1", "project/.claude/CLAUDE.md#1"] {
+        let rule = engine.get(Kind::Rule, "default", id).unwrap().unwrap();
+        assert_eq!(rule.as_rule().unwrap().folder.as_deref(), Some("."), "{id}");
+    }
+    // The root's AGENTS.md is a candidate for any file the request names.
+    let testing = engine
+        .search(&SearchRequest::rules("how do I run the tests").with_file("src/lib.rs"))
+        .unwrap();
+    assert!(
+        ids(&testing).contains(&"project/AGENTS.md#1"),
+        "{:?}",
+        ids(&testing)
+    );
+    // An emptied rule file holds no rule: its former rule goes.
+    write(".cursorrules", "");
+    let emptied = engine.sync(&["project"], &options).unwrap();
+    assert_eq!((emptied.changed, emptied.failed), (1, 0), "{emptied:#?}");
+    assert!(
+        engine
+            .get(Kind::Rule, "default", "project/.cursorrules")
+            .unwrap()
+            .is_none()
+    );
+    // `@id` names a rule indexed by hand too.
+    engine
+        .upsert_rules([ruchedb::Rule::new(
+            "escalate",
+            "hand the chat over",
+            "call a lead",
+        )])
+        .unwrap();
+    engine.commit().unwrap();
+    let named = engine
+        .search(&SearchRequest::rules("please follow @escalate"))
+        .unwrap();
+    assert!(ids(&named).contains(&"escalate"), "{:?}", ids(&named));
+}

@@ -340,3 +340,36 @@ fn a_dry_run_changes_nothing_and_a_missing_path_is_an_error() {
     let bad = engine.sync(&[root], &SyncOptions::default().with_chunk_tokens(1));
     assert!(bad.is_err());
 }
+
+#[test]
+fn a_sync_from_another_folder_or_for_another_agent_never_loses_documents() {
+    let dir = tree();
+    let root = dir.path();
+    let engine = Engine::builder().temporary().unwrap();
+    let whole = SyncOptions::default().with_base(root);
+    assert_eq!(engine.sync(&["."], &whole).unwrap().added, 4);
+    let before = engine.export(Kind::Chunk, None).unwrap();
+    // The same tree seen from `docs/`: another folder's documents, compared with none.
+    let from_docs = engine
+        .sync(&["."], &SyncOptions::default().with_base(root.join("docs")))
+        .unwrap();
+    assert_eq!(
+        (from_docs.removed, from_docs.added),
+        (0, 3),
+        "{from_docs:#?}"
+    );
+    let after = engine.export(Kind::Chunk, None).unwrap();
+    for doc in &before {
+        assert!(after.contains(doc), "{} lost", doc.id());
+    }
+    // Another agent: every file is read again, and its documents are that agent's.
+    let agent = engine
+        .sync(&["."], &whole.clone().with_agent("support-bot"))
+        .unwrap();
+    assert_eq!(agent.changed, 4, "{agent:#?}");
+    let usage = engine
+        .get(Kind::Chunk, "default", "docs/usage.md#1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(usage.agent_id(), Some("support-bot"));
+}

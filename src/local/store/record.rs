@@ -40,12 +40,14 @@ pub(crate) enum RecordBody {
 /// A field of a document beyond its kind's first record form.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) enum ExtraRecord {
-    /// A chunk's [`Source`](crate::Source): path, `(first, last)` lines, headings, hash.
+    /// A document's [`Source`](crate::Source): path, `(first, last)` lines, headings,
+    /// hash, root.
     Source {
         path: String,
         lines: Option<(u32, u32)>,
         headings: Vec<String>,
         hash: Option<String>,
+        root: Option<String>,
     },
     /// A rule's [`Apply`](crate::Apply) (its name), globs, folder and body.
     RuleApply {
@@ -63,6 +65,7 @@ impl ExtraRecord {
             lines: source.lines.map(|[first, last]| (first, last)),
             headings: source.headings.clone(),
             hash: source.hash.clone(),
+            root: source.root.clone(),
         }
     }
 
@@ -107,10 +110,12 @@ impl ExtraRecord {
                 lines,
                 headings,
                 hash,
+                root,
             } => {
                 let mut source = crate::Source::new(path.clone()).with_headings(headings.clone());
                 source.lines = lines.map(|(first, last)| [first, last]);
                 source.hash = hash.clone();
+                source.root = root.clone();
                 match doc {
                     Document::Chunk(chunk) => chunk.source = Some(source),
                     Document::Rule(rule) => rule.source = Some(source),
