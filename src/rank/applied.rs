@@ -52,12 +52,43 @@ pub(crate) fn add_applied(
         .collect();
     let count = hits.len();
     response.hits.splice(0..0, hits);
-    response
-        .selection
-        .metadata
-        .insert("applied".into(), count.into());
+    let metadata = &mut response.selection.metadata;
+    metadata.insert("applied".into(), count.into());
+    // `max_tokens` holds with them: the longest prefix within the budget, as the
+    // selection's own cut.
+    if let Some(budget) = request.max_tokens {
+        let mut spent = 0usize;
+        let mut keep = 0;
+        for hit in &response.hits {
+            let tokens = budget_tokens(&hit.document);
+            if spent + tokens > budget {
+                break;
+            }
+            spent += tokens;
+            keep += 1;
+        }
+        let cut = response.hits.len() - keep;
+        response.hits.truncate(keep);
+        metadata.insert("tokens".into(), spent.into());
+        if cut > 0 {
+            let before = metadata
+                .get("cut_by_budget")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0);
+            metadata.insert("cut_by_budget".into(), (before + cut as u64).into());
+        }
+    }
     response.selection.output_count = response.hits.len();
     Ok(())
+}
+
+/// The tokens a hit takes in `max_tokens`: its text, and a rule's body.
+pub(crate) fn budget_tokens(document: &Document) -> usize {
+    let body = document
+        .as_rule()
+        .and_then(|rule| rule.body.as_deref())
+        .map_or(0, crate::tokens::count_tokens);
+    crate::tokens::count_tokens(&document.text()) + body
 }
 
 /// The breakdown of a rule applied whatever its relevance: no leg's score, the gate's

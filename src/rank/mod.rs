@@ -564,7 +564,7 @@ pub(crate) fn rank(candidates: Vec<RetrievedDoc>, plan: &RankPlan) -> Result<Ran
         let mut spent = 0usize;
         let mut keep = 0;
         for candidate in &scored {
-            let tokens = crate::tokens::count_tokens(&candidate.document.text());
+            let tokens = applied::budget_tokens(&candidate.document);
             if spent + tokens > budget {
                 break;
             }

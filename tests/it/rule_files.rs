@@ -382,3 +382,27 @@ fn editors_unquoted_globs_emptied_files_and_folders_from_the_walked_root() {
         .unwrap();
     assert!(ids(&named).contains(&"escalate"), "{:?}", ids(&named));
 }
+
+#[test]
+fn max_tokens_holds_with_the_rules_applied_whatever_their_relevance() {
+    let engine = synced();
+    let budget = 40;
+    let response = engine
+        .search(
+            &SearchRequest::rules("the production database is down, we have an outage")
+                .with_max_tokens(budget),
+        )
+        .unwrap();
+    let spent: usize = response
+        .hits
+        .iter()
+        .map(|h| {
+            let rule = h.document.as_rule().unwrap();
+            ruchedb::count_tokens(&rule.text())
+                + rule.body.as_deref().map_or(0, ruchedb::count_tokens)
+        })
+        .sum();
+    assert!(spent <= budget, "{spent} > {budget}: {:?}", ids(&response));
+    assert!(!response.hits.is_empty());
+    assert_eq!(response.selection.metadata["tokens"], spent);
+}
