@@ -215,16 +215,6 @@ enum Outcome {
     Failed { line: Option<u32>, reason: String },
 }
 
-/// A document's source, for the kinds that carry one.
-fn source_of(doc: &Document) -> Option<&Source> {
-    match doc {
-        Document::Chunk(chunk) => chunk.source.as_ref(),
-        Document::Rule(rule) => rule.source.as_ref(),
-        Document::Tool(tool) => tool.source.as_ref(),
-        Document::Scenario(_) => None,
-    }
-}
-
 /// The kinds sync writes.
 const SYNCED_KINDS: [Kind; 3] = [Kind::Chunk, Kind::Rule, Kind::Tool];
 
@@ -432,7 +422,7 @@ impl Engine {
                     hash: Some(hash),
                     ..
                 },
-            ) = source_of(&doc)
+            ) = doc.source()
             else {
                 continue;
             };
@@ -465,7 +455,7 @@ impl Engine {
                 continue;
             };
             let existing = entry.doc_passing()?;
-            let theirs = match source_of(&existing) {
+            let theirs = match existing.source() {
                 Some(source) if source.hash.is_some() && from_root(source, root) => None,
                 Some(source) if source.hash.is_some() => Some(format!(
                     "synced from another folder ({})",
@@ -475,7 +465,7 @@ impl Engine {
             };
             if let Some(theirs) = theirs {
                 return Ok(Outcome::Failed {
-                    line: source_of(doc).and_then(|s| s.lines).map(|[first, _]| first),
+                    line: doc.source().and_then(|s| s.lines).map(|[first, _]| first),
                     reason: format!(
                         "{} id `{}` is taken by a document {theirs} (it is left as it is)",
                         doc.kind(),

@@ -198,13 +198,7 @@ fn globs_field(
 
 /// The rule's name in words, from its file's stem (`python-style` → `python style`).
 fn stem_words(name: &str) -> String {
-    let file = name.rsplit('/').next().unwrap_or(name);
-    let stem = file
-        .split('.')
-        .next()
-        .filter(|s| !s.is_empty())
-        .unwrap_or(file);
-    stem.replace(['-', '_'], " ")
+    crate::model::source::file_stem(name).replace(['-', '_'], " ")
 }
 
 /// A rule file: one rule, applied as its format says.

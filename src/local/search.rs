@@ -50,11 +50,8 @@ impl Retriever for LocalIndex {
         let Some(superset) = catalog.superset(&filter) else {
             return Ok(Vec::new());
         };
-        let mut docs: Vec<DocId> = superset
-            .docs()
-            .into_iter()
-            .filter(|&doc| catalog.get(doc).is_some_and(|entry| !entry.plain))
-            .collect();
+        let mut docs =
+            superset.docs_where(|doc| catalog.get(doc).is_some_and(|entry| !entry.plain));
         // Rules named by id (`with_rule`, `@id`), plain ones included.
         let mentioned = crate::retrieve::mentions(&request.text);
         for name in request.named.iter().map(String::as_str).chain(mentioned) {

@@ -204,13 +204,7 @@ impl Rule {
     /// `.cursor/rules/python-style.mdc`), its id without one.
     pub fn name(&self) -> &str {
         match &self.source {
-            Some(source) => {
-                let file = source.path.rsplit('/').next().unwrap_or(&source.path);
-                file.split('.')
-                    .next()
-                    .filter(|s| !s.is_empty())
-                    .unwrap_or(file)
-            }
+            Some(source) => crate::model::source::file_stem(&source.path),
             None => &self.id,
         }
     }
@@ -706,6 +700,17 @@ impl Document {
             format!("{} {}", self.text(), examples.join(" "))
         } else {
             self.text()
+        }
+    }
+
+    /// The file the document was read from, for the kinds that carry one (rules, chunks,
+    /// tools).
+    pub fn source(&self) -> Option<&Source> {
+        match self {
+            Document::Rule(rule) => rule.source.as_ref(),
+            Document::Chunk(chunk) => chunk.source.as_ref(),
+            Document::Tool(tool) => tool.source.as_ref(),
+            Document::Scenario(_) => None,
         }
     }
 

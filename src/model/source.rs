@@ -137,6 +137,16 @@ impl Source {
     }
 }
 
+/// The stem of a path's file name (`python-style` of `.cursor/rules/python-style.mdc`);
+/// the whole name for a name that starts with its only dot (`.cursorrules`).
+pub(crate) fn file_stem(path: &str) -> &str {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    file.split('.')
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or(file)
+}
+
 /// The deepest heading path a source may carry (Markdown has six levels; other formats
 /// nest sections the same way).
 const MAX_HEADINGS: usize = 16;

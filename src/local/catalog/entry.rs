@@ -39,9 +39,14 @@ impl Superset<'_> {
     }
 
     pub(crate) fn docs(&self) -> Vec<DocId> {
+        self.docs_where(|_| true)
+    }
+
+    /// The documents `keep` keeps, without collecting the others first.
+    pub(crate) fn docs_where(&self, keep: impl Fn(DocId) -> bool) -> Vec<DocId> {
         match self {
-            Superset::Tenant(set) => set.iter().copied().collect(),
-            Superset::Context(set) => set.iter().copied().collect(),
+            Superset::Tenant(set) => set.iter().copied().filter(|&d| keep(d)).collect(),
+            Superset::Context(set) => set.iter().copied().filter(|&d| keep(d)).collect(),
         }
     }
 }

@@ -71,14 +71,8 @@ impl ExtraRecord {
 
     /// The extra fields of `doc` that differ from their defaults.
     fn of(doc: &Document) -> Vec<ExtraRecord> {
-        let mut extras = Vec::new();
-        let source = match doc {
-            Document::Chunk(chunk) => chunk.source.as_ref(),
-            Document::Rule(rule) => rule.source.as_ref(),
-            Document::Tool(tool) => tool.source.as_ref(),
-            Document::Scenario(_) => None,
-        };
-        extras.extend(source.map(ExtraRecord::source));
+        let mut extras: Vec<ExtraRecord> =
+            doc.source().map(ExtraRecord::source).into_iter().collect();
         if let Document::Rule(rule) = doc
             && (rule.apply != crate::Apply::Relevant
                 || !rule.globs.is_empty()

@@ -141,12 +141,7 @@ pub fn index(config: &Config, args: &IndexArgs) -> Result<ExitCode> {
             doc.tenant_id()
         );
     }
-    let explicit = args
-        .embedder
-        .as_deref()
-        .map(str::parse::<EmbedderSpecs>)
-        .transpose()
-        .context("--embedder")?;
+    let explicit = super::open::embedder_flag(args.embedder.as_deref())?;
     let summary = counted(&docs);
     if crate::milvus::is_milvus(&args.dir) {
         let changes = crate::milvus::index(

@@ -109,3 +109,11 @@ pub fn open_engine_to_read(
         Err(err) => Err(err),
     }
 }
+
+/// `--embedder SPEC` of a command that creates an index, parsed.
+pub(crate) fn embedder_flag(flag: Option<&str>) -> anyhow::Result<Option<ruchedb::EmbedderSpecs>> {
+    use anyhow::Context;
+    flag.map(str::parse::<ruchedb::EmbedderSpecs>)
+        .transpose()
+        .context("--embedder")
+}

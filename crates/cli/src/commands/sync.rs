@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use ruchedb::engine::{FileChange, SyncOptions, SyncReport};
-use ruchedb::{Config, EmbedderSpec, EmbedderSpecs, Engine};
+use ruchedb::{Config, EmbedderSpec, Engine};
 
 use crate::args::SyncArgs;
 use crate::progress::{self, Phase, Unit};
@@ -17,12 +17,7 @@ pub fn sync(config: &Config, args: &SyncArgs) -> Result<ExitCode> {
             "sync keeps a local index in line with files; a Milvus index is written with `ruche index`"
         );
     }
-    let explicit = args
-        .embedder
-        .as_deref()
-        .map(str::parse::<EmbedderSpecs>)
-        .transpose()
-        .context("--embedder")?;
+    let explicit = super::open::embedder_flag(args.embedder.as_deref())?;
     let mut options = SyncOptions::default()
         .with_chunk_tokens(args.chunk_tokens)
         .with_dry_run(args.dry_run);
