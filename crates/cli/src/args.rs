@@ -9,7 +9,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "ruche", version, about, long_about = None)]
 pub struct Cli {
-    /// Configuration file (TOML); defaults to $RUCHE_CONFIG, then built-in defaults.
+    /// Configuration file (TOML); defaults to $RUCHE_CONFIG, then built-in defaults. For
+    /// `ruche gateway`, the servers to front (JSON, the hosts' `mcpServers`); its ruche
+    /// configuration then comes from $RUCHE_CONFIG.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -74,6 +76,10 @@ pub enum Command {
     /// Serve the index to an agent over the Model Context Protocol (stdio): search rules,
     /// memory, scenarios and tools; remember, add and disable rules, forget, feedback.
     Mcp(McpArgs),
+    /// Front the MCP servers an agent uses (the host's `mcpServers` block) with one MCP
+    /// server on stdio that offers `find_tools` (the few tools that fit a task) and
+    /// `call_tool` (forwarded to the tool's server).
+    Gateway(GatewayArgs),
     /// Serve a read-only web page on 127.0.0.1 that shows why a message gets its hits:
     /// the playground, the documents and their patterns, judged messages.
     Inspect(InspectArgs),
@@ -101,6 +107,24 @@ pub struct McpArgs {
     /// Offer only the tools that read (search, find, stats).
     #[arg(long)]
     pub read_only: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    /// Where the tools' index is kept, so that a restart re-embeds only what changed
+    /// (default: a temporary index, deleted at exit).
+    #[arg(long, value_name = "DIR")]
+    pub index: Option<PathBuf>,
+    /// A tool listed directly to the host besides `find_tools` and `call_tool`, by its
+    /// qualified name `SERVER__TOOL` (repeatable).
+    #[arg(long = "pin", value_name = "SERVER__TOOL")]
+    pub pins: Vec<String>,
+    /// Seconds a downstream call may take before it fails.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub call_timeout: f64,
+    /// Seconds a downstream server may take to start and list its tools.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub start_timeout: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -17,6 +17,7 @@ mod args;
 mod commands;
 mod demo;
 mod eval;
+mod gateway;
 mod input;
 mod inspect;
 mod mcp;
@@ -92,7 +93,7 @@ fn init_logging() {
     } else if spec.contains('=') || spec.contains(',') {
         spec.to_string()
     } else {
-        format!("warn,ruchedb={spec},ruchedb_milvus={spec}")
+        format!("warn,ruche={spec},ruchedb={spec},ruchedb_milvus={spec}")
     };
     let filter = tracing_subscriber::EnvFilter::try_new(&filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -199,6 +200,15 @@ fn one_line(message: &str) -> String {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     commands::set_wait(cli.wait)?;
     progress::set_quiet(cli.quiet);
+    if let Command::Gateway(args) = &cli.command {
+        // `--config` names the servers to front; the configuration is $RUCHE_CONFIG's.
+        let Some(servers) = cli.config.as_deref() else {
+            anyhow::bail!(
+                "gateway: --config FILE is required (the servers to front, JSON: {{\"mcpServers\": {{…}}}})"
+            );
+        };
+        return gateway::run(&ruchedb::Config::load(None)?, servers, args);
+    }
     let config = ruchedb::Config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Index(args) => commands::index(&config, &args),
@@ -220,6 +230,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Eval(args) => eval::run(&config, &args),
         Command::Demo(args) => demo::run(&config, &args),
         Command::Mcp(args) => mcp::run(&config, &args),
+        Command::Gateway(_) => unreachable!("run above"),
         Command::Inspect(args) => inspect::run(&config, &args),
     }
 }

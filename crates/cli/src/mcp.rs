@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use crate::args::{MAX_COUNT, McpArgs};
 
-mod stdio;
+pub(crate) mod stdio;
 
 /// The server: where the index is, how to open it, which tools it offers.
 #[derive(Clone)]

@@ -4,6 +4,7 @@ mod cli;
 mod cli_more;
 mod crashes;
 mod edges;
+mod gateway;
 mod inspect;
 mod mcp;
 mod run;

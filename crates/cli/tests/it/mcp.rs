@@ -17,10 +17,13 @@ use crate::cli::assert_code;
 /// How long an answer may take (a tool call opens the index; tests run side by side).
 const ANSWER_WITHIN: Duration = Duration::from_secs(30);
 
-/// A running `ruche mcp` and its pipes; stdout is read by a thread, one line at a time.
-struct Session {
+/// A running `ruche mcp` (or `ruche gateway`) and its pipes; stdout is read by a thread,
+/// one line at a time.
+pub(crate) struct Session {
     child: Child,
-    stdin: ChildStdin,
+    stdin: Option<ChildStdin>,
+    /// The thread reading a piped stderr to its end.
+    stderr: Option<std::thread::JoinHandle<String>>,
     lines: mpsc::Receiver<Vec<u8>>,
     next_id: u64,
 }
@@ -35,7 +38,7 @@ impl Session {
     }
 
     /// The initialize request and the initialized notification; the server's answer.
-    fn initialize(&mut self) -> Value {
+    pub(crate) fn initialize(&mut self) -> Value {
         let init = self.request(
             "initialize",
             json!({
@@ -50,18 +53,33 @@ impl Session {
 
     /// Starts the server, without the handshake.
     fn spawn(dir: &str, extra: &[&str]) -> Session {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ruche"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ruche"));
+        command
             .args(["mcp", dir])
             .args(extra)
-            .env_remove("RUCHE_CONFIG")
             // rmcp warns of every error it answers: the tests make hundreds on purpose.
             .env("RUCHE_LOG", "warn,rmcp=error")
+            .stderr(Stdio::inherit());
+        Session::spawn_command(command)
+    }
+
+    /// Starts a command set up by the caller (its arguments, environment and stderr),
+    /// with piped stdin and stdout, without the handshake.
+    pub(crate) fn spawn_command(mut command: Command) -> Session {
+        let mut child = command
+            .env_remove("RUCHE_CONFIG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
-        let stdin = child.stdin.take().unwrap();
+        let stdin = Some(child.stdin.take().unwrap());
+        let stderr = child.stderr.take().map(|mut pipe| {
+            std::thread::spawn(move || {
+                let mut log = String::new();
+                let _ = std::io::Read::read_to_string(&mut pipe, &mut log);
+                log
+            })
+        });
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let (sender, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -80,24 +98,26 @@ impl Session {
         Session {
             child,
             stdin,
+            stderr,
             lines,
             next_id: 1,
         }
     }
 
-    fn send(&mut self, message: &Value) {
+    pub(crate) fn send(&mut self, message: &Value) {
         self.send_raw(message.to_string().as_bytes());
     }
 
     /// Sends one frame as it is, and its newline.
-    fn send_raw(&mut self, frame: &[u8]) {
-        self.stdin.write_all(frame).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
+    pub(crate) fn send_raw(&mut self, frame: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(frame).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
     }
 
     /// The next message on stdout; every line must be one JSON value.
-    fn next(&mut self) -> Value {
+    pub(crate) fn next(&mut self) -> Value {
         let line = self.lines.recv_timeout(ANSWER_WITHIN).unwrap_or_else(|_| {
             panic!(
                 "no message on stdout within {ANSWER_WITHIN:?} (server alive: {:?})",
@@ -113,7 +133,7 @@ impl Session {
     }
 
     /// Sends a request and returns its response (`result` or `error` object).
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
@@ -126,7 +146,7 @@ impl Session {
     }
 
     /// Sends a frame that must get one answer, and returns it (the very next message).
-    fn answer_to(&mut self, frame: &[u8]) -> Value {
+    pub(crate) fn answer_to(&mut self, frame: &[u8]) -> Value {
         self.send_raw(frame);
         let answer = self.next();
         assert_response(&answer);
@@ -135,7 +155,7 @@ impl Session {
 
     /// Proves that nothing was answered since the last answer read: a ping's answer is
     /// the next message.
-    fn nothing_else(&mut self, tag: &str) {
+    pub(crate) fn nothing_else(&mut self, tag: &str) {
         let id = format!("ping-{tag}");
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
         let answer = self.next();
@@ -148,7 +168,7 @@ impl Session {
     }
 
     /// Calls a tool; returns its structured result and whether it is an error.
-    fn call(&mut self, name: &str, arguments: Value) -> (Value, bool) {
+    pub(crate) fn call(&mut self, name: &str, arguments: Value) -> (Value, bool) {
         let response = self.request("tools/call", json!({"name": name, "arguments": arguments}));
         let result = &response["result"];
         assert!(result.is_object(), "{name}: {response}");
@@ -159,7 +179,7 @@ impl Session {
     }
 
     /// The server is still running.
-    fn assert_alive(&mut self) {
+    pub(crate) fn assert_alive(&mut self) {
         assert_eq!(self.child.try_wait().unwrap(), None, "the server exited");
     }
 }
@@ -167,7 +187,7 @@ impl Session {
 /// A JSON-RPC 2.0 response: `"jsonrpc": "2.0"`, an `id` member (null when the request's
 /// could not be read), and either a `result` or an `error` with an integer code and a
 /// message.
-fn assert_response(message: &Value) {
+pub(crate) fn assert_response(message: &Value) {
     let object = message
         .as_object()
         .unwrap_or_else(|| panic!("not an object: {message}"));
@@ -190,6 +210,27 @@ fn assert_error(message: &Value, code: i64, id: &Value) {
     assert_eq!(message.get("id"), Some(id), "{message}");
 }
 
+impl Session {
+    /// Closes stdin, as a host that leaves, and waits (up to 30 s) for the process to
+    /// exit; its exit status and stderr (when piped).
+    pub(crate) fn close(mut self) -> (std::process::ExitStatus, String) {
+        drop(self.stdin.take());
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "still running 30 s after its stdin closed"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let log = self.stderr.take().map(|reader| reader.join().unwrap());
+        (status, log.unwrap_or_default())
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -201,7 +242,7 @@ const RULES: &str = r#"{"id": "refund", "condition": "the customer asks for a re
 {"id": "order-status", "condition": "the customer asks where their order is", "action": "look up the order and give its status", "patterns": ["where is my package?"]}
 "#;
 
-fn indexed(dir: &Path) -> String {
+pub(crate) fn indexed(dir: &Path) -> String {
     let rules = dir.join("rules.jsonl");
     std::fs::write(&rules, RULES).unwrap();
     let index = dir.join("index").to_str().unwrap().to_string();
@@ -1146,8 +1187,8 @@ fn the_server_fuzzed_with_malformed_frames_answers_each_once_and_goes_on() {
             Expect::Answer(id, _) | Expect::Result(id) => expected.push(id.clone()),
         }
     }
-    mcp.stdin.write_all(&burst).unwrap();
-    mcp.stdin.flush().unwrap();
+    mcp.stdin.as_mut().unwrap().write_all(&burst).unwrap();
+    mcp.stdin.as_mut().unwrap().flush().unwrap();
     for _ in 0..expected.len() {
         let answer = mcp.next();
         assert_response(&answer);
