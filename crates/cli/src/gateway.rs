@@ -44,6 +44,8 @@ const MAX_FIND: usize = 50;
 /// the first call of a session sees every server that starts in time, and none waits long
 /// for one that hangs.
 const FIND_WAITS: Duration = Duration::from_secs(5);
+/// How many tools nearest a task `find_tools` offers when none fits.
+const NEAREST: usize = 3;
 
 pub fn run(config: &Config, servers: &Path, args: &GatewayArgs) -> Result<ExitCode> {
     let servers = Servers::read(servers)?;
@@ -264,29 +266,43 @@ impl Gateway {
         }
         self.all_settled().await;
         let catalog = self.catalog.clone();
-        let found = tokio::task::spawn_blocking(move || {
-            catalog.find(&args.task, top_k, args.server.as_deref())
+        let (found, nearest) = tokio::task::spawn_blocking(move || {
+            let server = args.server.as_deref();
+            let found = catalog.find(&args.task, top_k, server)?;
+            let nearest = if found.is_empty() {
+                catalog.nearest(&args.task, NEAREST, server)?
+            } else {
+                Vec::new()
+            };
+            anyhow::Ok((found, nearest))
         })
         .await
         .map_err(|err| McpError::internal_error(err.to_string(), None))?
         .map_err(|err| McpError::internal_error(format!("{err:#}"), None))?;
-        let tools: Vec<Value> = found
-            .iter()
-            .map(|tool| {
-                let up = split(&tool.id)
-                    .and_then(|(server, _)| self.servers.get(server))
-                    .is_some_and(Downstream::is_up);
-                catalog::answer(tool, up)
-            })
-            .collect();
-        let note = if tools.is_empty() {
-            "No tool fits this task; describe it in other words, or do without a tool."
-        } else {
-            "Call one with call_tool: {\"name\": NAME, \"arguments\": {...}} matching its inputSchema."
+        let listed = |tools: &[ruchedb::Tool]| -> Vec<Value> {
+            tools
+                .iter()
+                .map(|tool| {
+                    let up = split(&tool.id)
+                        .and_then(|(server, _)| self.servers.get(server))
+                        .is_some_and(Downstream::is_up);
+                    catalog::answer(tool, up)
+                })
+                .collect()
         };
-        Ok(CallToolResult::structured(
-            json!({ "tools": tools, "note": note }),
-        ))
+        let mut answer = json!({ "tools": listed(&found) });
+        if found.is_empty() {
+            answer["nearest"] = Value::Array(listed(&nearest));
+            answer["note"] = json!(
+                "No tool fits this task well. The nearest are under `nearest`: call one only \
+                 if it does what you need, or ask again in other words."
+            );
+        } else {
+            answer["note"] = json!(
+                "Call one with call_tool: {\"name\": NAME, \"arguments\": {...}} matching its inputSchema."
+            );
+        }
+        Ok(CallToolResult::structured(answer))
     }
 
     async fn forward(

@@ -149,7 +149,23 @@ impl Catalog {
         top_k: Option<usize>,
         server: Option<&str>,
     ) -> Result<Vec<Tool>> {
-        let mut request = SearchRequest::new(Kind::Tool, task).with_tenant(TENANT);
+        self.search(SearchRequest::new(Kind::Tool, task), top_k, server)
+    }
+
+    /// The `k` tools nearest a task, whether or not they pass the relevance gate: what
+    /// `find_tools` offers when none fits.
+    pub fn nearest(&self, task: &str, k: usize, server: Option<&str>) -> Result<Vec<Tool>> {
+        let request = SearchRequest::new(Kind::Tool, task).with_min_relevance(0.0);
+        self.search(request, Some(k), server)
+    }
+
+    fn search(
+        &self,
+        request: SearchRequest,
+        top_k: Option<usize>,
+        server: Option<&str>,
+    ) -> Result<Vec<Tool>> {
+        let mut request = request.with_tenant(TENANT);
         if let Some(server) = server {
             request = request.with_tag(server_tag(server));
         }

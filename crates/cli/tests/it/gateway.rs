@@ -473,3 +473,39 @@ fn bad_configs_and_pins_are_refused_before_anything_starts() {
         "{output:?}"
     );
 }
+
+#[test]
+fn real_servers_behind_the_gateway() {
+    // `.ci/run` installs them: the MCP Python SDK, `mcp-server-time` and `mcp-server-git`
+    // in one venv (`RUCHE_MCP_PYTHON`), the three npm servers under
+    // `RUCHE_MCP_NODE_SERVERS`.
+    let install = "RUCHE_MCP_PYTHON naming a Python with PyPI's mcp, mcp-server-time and \
+                   mcp-server-git beside it, and RUCHE_MCP_NODE_SERVERS a folder where \
+                   `npm install @modelcontextprotocol/server-filesystem \
+                   @modelcontextprotocol/server-memory @modelcontextprotocol/server-everything` \
+                   ran; .ci/run sets both";
+    let (Some(python), Some(node_servers)) = (
+        std::env::var_os("RUCHE_MCP_PYTHON"),
+        std::env::var_os("RUCHE_MCP_NODE_SERVERS"),
+    ) else {
+        crate::run::skip_without("the MCP servers from npm and PyPI", install);
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/gateway/real_servers.py");
+    let output = Command::new(python)
+        .args([
+            script.as_ref(),
+            env!("CARGO_BIN_EXE_ruche").as_ref(),
+            node_servers.as_os_str(),
+            work.path().as_os_str(),
+        ])
+        .env_remove("RUCHE_CONFIG")
+        .output_within();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("all checks passed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
