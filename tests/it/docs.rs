@@ -37,6 +37,8 @@ const USER_PATHS: &[&str] = &[
     "install.md",
     "skills/x/SKILL.md",
     ".claude/CLAUDE.md",
+    // The gateway's servers, a user's file.
+    "servers.json",
 ];
 
 fn root() -> PathBuf {

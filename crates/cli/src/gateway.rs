@@ -122,6 +122,7 @@ async fn serve(
         host: Arc::new(Mutex::new(None)),
         settled: Arc::new(watch::channel(BTreeSet::new()).0),
         limits,
+        definition_tokens: Arc::default(),
     };
     // The catalog follows the listings, one at a time.
     let indexer = {
@@ -139,8 +140,14 @@ async fn serve(
                             server = %server,
                             upserted = changes.upserted.len(),
                             deleted = changes.deleted.len(),
+                            definition_tokens = changes.definition_tokens,
                             "indexed"
                         );
+                        gateway
+                            .definition_tokens
+                            .lock()
+                            .expect("the token counts")
+                            .insert(server.clone(), changes.definition_tokens);
                         if gateway.pins.iter().any(|pin| changes.touches(pin)) {
                             gateway.pinned_changed().await;
                         }
@@ -195,6 +202,9 @@ struct Gateway {
     /// The servers whose first listing is indexed, or whose first start failed.
     settled: Arc<watch::Sender<BTreeSet<String>>>,
     limits: Limits,
+    /// Each server's tool definitions in `o200k_base` tokens, as last listed (logged with
+    /// each `find_tools` answer's: the context the gateway saves).
+    definition_tokens: Arc<Mutex<BTreeMap<String, usize>>>,
 }
 
 #[derive(Deserialize)]
@@ -221,16 +231,37 @@ impl Gateway {
         });
     }
 
-    /// Waits (up to [`FIND_WAITS`]) until every server's first listing is indexed or its
-    /// first start failed.
+    /// Waits until every server's first listing is indexed or its first start failed: up
+    /// to [`FIND_WAITS`] for servers still starting, up to the start limit while a server
+    /// that has listed its tools is being indexed here.
     async fn all_settled(&self) {
-        let count = self.servers.len();
+        let began = tokio::time::Instant::now();
         let mut settled = self.settled.subscribe();
-        let _ = tokio::time::timeout(
-            self.limits.start.min(FIND_WAITS),
-            settled.wait_for(|settled| settled.len() >= count),
-        )
-        .await;
+        loop {
+            let (pending, indexing) = {
+                let settled = settled.borrow_and_update();
+                let pending: Vec<&Downstream> = self
+                    .servers
+                    .values()
+                    .filter(|server| !settled.contains(&server.name))
+                    .collect();
+                (pending.len(), pending.iter().any(|server| server.is_up()))
+            };
+            if pending == 0 {
+                return;
+            }
+            let limit = if indexing {
+                self.limits.start
+            } else {
+                self.limits.start.min(FIND_WAITS)
+            };
+            let left = limit.saturating_sub(began.elapsed());
+            if left.is_zero() {
+                return;
+            }
+            let _ =
+                tokio::time::timeout(left.min(Duration::from_millis(100)), settled.changed()).await;
+        }
     }
 
     async fn pinned_changed(&self) {
@@ -265,6 +296,7 @@ impl Gateway {
             return Err(McpError::invalid_params("task: empty", None));
         }
         self.all_settled().await;
+        let started = std::time::Instant::now();
         let catalog = self.catalog.clone();
         let (found, nearest) = tokio::task::spawn_blocking(move || {
             let server = args.server.as_deref();
@@ -300,6 +332,21 @@ impl Gateway {
         } else {
             answer["note"] = json!(
                 "Call one with call_tool: {\"name\": NAME, \"arguments\": {...}} matching its inputSchema."
+            );
+        }
+        if tracing::enabled!(tracing::Level::INFO) {
+            let catalog_tokens: usize = self
+                .definition_tokens
+                .lock()
+                .expect("the token counts")
+                .values()
+                .sum();
+            tracing::info!(
+                tools = found.len(),
+                answer_tokens = ruchedb::count_tokens(&answer.to_string()),
+                catalog_tokens,
+                elapsed_us = started.elapsed().as_micros() as u64,
+                "find_tools"
             );
         }
         Ok(CallToolResult::structured(answer))

@@ -8,7 +8,7 @@
 //! them alone. A listing re-embeds only the tools whose definition changed.
 
 use anyhow::Result;
-use ruchedb::{Document, Engine, Kind, SearchRequest, Tool};
+use ruchedb::{Document, Engine, Kind, SearchRequest, Tool, count_tokens};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -43,6 +43,9 @@ pub struct Changes {
     pub deleted: Vec<String>,
     /// Tools the index refused (a name or description it cannot hold), with why.
     pub refused: Vec<(String, String)>,
+    /// The `o200k_base` tokens of the server's tool definitions as it listed them: what a
+    /// host puts in a prompt for them without the gateway.
+    pub definition_tokens: usize,
 }
 
 impl Changes {
@@ -79,7 +82,14 @@ impl Catalog {
     /// Brings the index in line with a server's listing in one commit: new and changed
     /// tools are (re-)embedded, unchanged ones left as they are, gone ones deleted.
     pub fn reconcile(&self, listed: &Listed) -> Result<Changes> {
-        let mut changes = Changes::default();
+        let mut changes = Changes {
+            definition_tokens: listed
+                .tools
+                .iter()
+                .map(|tool| serde_json::to_string(tool).map_or(0, |json| count_tokens(&json)))
+                .sum(),
+            ..Changes::default()
+        };
         let mut wanted = BTreeMap::new();
         for tool in &listed.tools {
             let document = document(&listed.server, tool);
@@ -292,7 +302,11 @@ mod tests {
                 &[("read_file", "Read a file"), ("list", "List a folder")],
             ))
             .unwrap();
-        assert_eq!(again, Changes::default());
+        assert!(
+            again.upserted.is_empty() && again.deleted.is_empty(),
+            "{again:?}"
+        );
+        assert!(again.definition_tokens > 10, "{again:?}");
         catalog
             .reconcile(&listed("other", &[("read_file", "Read a web page")]))
             .unwrap();

@@ -327,7 +327,12 @@ fn the_gateway_finds_and_calls_tools_and_contains_every_fault() {
         let tools = found(&mut session, json!({"task": "water the tomato plants"}));
         names(&tools).first().map(String::as_str) == Some("faulty__grown")
     });
-    // … and a pinned tool that appears is listed to the host.
+    // … and a pinned tool that appears is listed to the host, which is told.
+    let told = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    eventually("the host told", || {
+        session.request("ping", json!({}));
+        session.skipped.contains(&told)
+    });
     let list = session.request("tools/list", json!({}));
     let listed: Vec<&str> = list["result"]["tools"]
         .as_array()

@@ -26,6 +26,9 @@ pub(crate) struct Session {
     stderr: Option<std::thread::JoinHandle<String>>,
     lines: mpsc::Receiver<Vec<u8>>,
     next_id: u64,
+    /// The messages [`Session::request`] read past while waiting for its answer
+    /// (notifications from the server).
+    pub(crate) skipped: Vec<Value>,
 }
 
 impl Session {
@@ -101,6 +104,7 @@ impl Session {
             stderr,
             lines,
             next_id: 1,
+            skipped: Vec::new(),
         }
     }
 
@@ -142,6 +146,7 @@ impl Session {
             if message["id"] == json!(id) {
                 return message;
             }
+            self.skipped.push(message);
         }
     }
 
