@@ -82,18 +82,20 @@ pub fn committed(err: &anyhow::Error) -> bool {
 }
 
 /// Logs on stderr. `RUCHE_LOG` is a level (`info`: ruche's events at info, the
-/// dependencies' at warn, so one `selection` event per search and none of tantivy's
+/// dependencies' at warn (rmcp's at error), so one `selection` event per search and none of tantivy's
 /// merges) or a full filter (`ruchedb=debug,tantivy=info`); `RUCHE_LOG_FORMAT=json` writes
 /// one JSON object per event.
 fn init_logging() {
     let spec = std::env::var("RUCHE_LOG").unwrap_or_default();
     let spec = spec.trim();
+    // rmcp warns of every error the MCP server answers (`ruche mcp`, `ruche gateway`),
+    // which the caller reads in the answer: errors only.
     let filter = if spec.is_empty() {
-        "warn".to_string()
+        "warn,rmcp=error".to_string()
     } else if spec.contains('=') || spec.contains(',') {
         spec.to_string()
     } else {
-        format!("warn,ruche={spec},ruchedb={spec},ruchedb_milvus={spec}")
+        format!("warn,rmcp=error,ruche={spec},ruchedb={spec},ruchedb_milvus={spec}")
     };
     let filter = tracing_subscriber::EnvFilter::try_new(&filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));

@@ -11,7 +11,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode, JsonObject, Tool};
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    NotificationContext, Peer, QuitReason, RoleClient, RunningService, ServiceError,
+};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData as McpError, ServiceExt};
 use serde_json::json;
@@ -237,7 +239,7 @@ impl Supervisor {
         let listing = self.list(&peer, self.limits.start);
         let first = tokio::select! {
             listed = listing => listed,
-            ended = &mut waiting => Err(format!("exited before listing its tools ({})", ended_how(ended))),
+            ended = &mut waiting => Err(format!("ended before listing its tools: {}", ended_how(ended))),
         };
         if let Err(reason) = first {
             stop.cancel();
@@ -248,7 +250,7 @@ impl Supervisor {
         tracing::info!(server = %self.name, "started");
         loop {
             tokio::select! {
-                ended = &mut waiting => return Err(format!("exited ({})", ended_how(ended))),
+                ended = &mut waiting => return Err(format!("ended: {}", ended_how(ended))),
                 Some(()) = changed.recv() => {
                     // Several notifications in a row make one listing.
                     while changed.try_recv().is_ok() {}
@@ -303,10 +305,12 @@ impl Supervisor {
     }
 }
 
-fn ended_how(ended: Result<rmcp::service::QuitReason, tokio::task::JoinError>) -> String {
+fn ended_how(ended: Result<QuitReason, tokio::task::JoinError>) -> String {
     match ended {
-        Ok(reason) => format!("{reason:?}"),
-        Err(err) => err.to_string(),
+        Ok(QuitReason::Closed) => "its process exited or closed its stdout".to_string(),
+        Ok(QuitReason::Cancelled) => "stopped".to_string(),
+        Ok(QuitReason::JoinError(err)) | Err(err) => err.to_string(),
+        Ok(other) => format!("{other:?}"),
     }
 }
 

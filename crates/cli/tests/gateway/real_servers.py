@@ -77,11 +77,41 @@ async def call(session, name, arguments):
     return "\n".join(block.get("text", "") for block in result["content"])
 
 
+async def expect_error(session, name, arguments, naming):
+    """A call through the gateway that must fail with a JSON-RPC error naming `naming`."""
+    try:
+        result = dump(await session.call_tool("call_tool", {"name": name, "arguments": arguments}))
+    except Exception as err:  # the SDK raises a JSON-RPC error
+        assert naming in str(err), err
+        return
+    raise AssertionError(f"{name}: no error: {result}")
+
+
+def pids_running(script):
+    """The processes whose command line holds `script` (from /proc)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if script.encode() in f.read():
+                    pids.append(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
+def kill_processes_running(script):
+    pids = pids_running(script)
+    for pid in pids:
+        os.kill(pid, 9)
+    return pids
+
+
 async def main():
     config = setup()
     host = StdioServerParameters(
         command=ruche,
-        args=["gateway", "--config", config, "--index", os.path.join(work, "index"), "--call-timeout", "30"],
+        args=["gateway", "--config", config, "--index", os.path.join(work, "index"), "--call-timeout", "5"],
         env={**os.environ, "RUCHE_LOG": "warn"},
     )
     async with stdio_client(host) as (read, write):
@@ -140,6 +170,31 @@ async def main():
             assert "5" in total, total
             echoed = await call(session, "everything__echo", {"message": "through the gateway"})
             assert "through the gateway" in echoed, echoed
+
+            # A real server that does not answer within the call limit: an error naming
+            # it, and the server goes on serving.
+            long_op = "everything__trigger-long-running-operation"
+            await expect_error(session, long_op, {"duration": 8, "steps": 2}, "within 5 s")
+            echoed = await call(session, "everything__echo", {"message": "still there"})
+            assert "still there" in echoed, echoed
+
+            # A real server killed in the middle of a call: an error naming it, then it is
+            # restarted and answers again.
+            everything = node_server("everything")["args"][0]
+            call_in_flight = asyncio.create_task(
+                expect_error(session, long_op, {"duration": 4, "steps": 2}, "`everything`"))
+            await asyncio.sleep(1)
+            killed = kill_processes_running(everything)
+            assert killed, "no server-everything process found"
+            await call_in_flight
+            for _ in range(100):
+                try:
+                    echoed = await call(session, "everything__echo", {"message": "restarted"})
+                    break
+                except Exception:
+                    await asyncio.sleep(0.2)
+            assert "restarted" in echoed, echoed
+            assert not set(killed) & set(pids_running(everything)), "the same process answered"
 
     written = sorted(os.listdir(work))
     assert written == ["index", "memory", "project", "repo", "servers.json"], written
