@@ -149,7 +149,8 @@ def ruche_search(ruche, index, queries, work, top_k):
             if top_k:
                 row["top_k"] = top_k
             f.write(json.dumps(row) + "\n")
-    out = subprocess.run([ruche, "search", index, "--batch", path, "--json"], capture_output=True, text=True)
+    out = subprocess.run([ruche, "search", index, "--tenant", "mcp-gateway", "--batch", path, "--json"],
+                         capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"search failed: {out.stderr}")
     return {o["id"]: [h["id"] for h in o["hits"]] for o in map(json.loads, out.stdout.splitlines())}

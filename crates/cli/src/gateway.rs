@@ -177,18 +177,53 @@ async fn serve(
             .serve(transport)
             .await
             .map_err(|err| anyhow::anyhow!("MCP handshake failed: {err}"))?;
+        // SIGTERM or SIGINT ends the session as the host closing stdin does.
+        let session = running.cancellation_token();
+        tokio::spawn(async move {
+            terminated().await;
+            session.cancel();
+        });
         running.waiting().await?;
         anyhow::Ok(())
     }
     .await;
-    let _ = out.write(Vec::new()).await;
-    // The servers are stopped (each given a few seconds) before the index closes.
+    // The servers are stopped together (stdin closed, then SIGTERM, then SIGKILL to their
+    // process groups) before the index closes; the last answers are flushed meanwhile.
     let _ = shutdown.send(true);
+    let deadline = tokio::time::Instant::now() + STOP_ALL_WITHIN;
+    let _ = tokio::time::timeout_at(deadline, out.write(Vec::new())).await;
     for task in supervisors {
-        let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        let _ = tokio::time::timeout_at(deadline, task).await;
     }
     indexer.abort();
     served
+}
+
+/// How long the gateway gives its servers to stop when it exits.
+const STOP_ALL_WITHIN: Duration = Duration::from_secs(10);
+
+/// SIGTERM or SIGINT.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            _ => std::future::pending().await,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// The host's side: what it lists and calls.
@@ -354,10 +389,10 @@ impl Gateway {
 
     async fn forward(
         &self,
-        name: &str,
+        name: String,
         arguments: Option<JsonObject>,
-    ) -> Result<CallToolResult, McpError> {
-        let Some((server, tool)) = split(name) else {
+    ) -> Result<CallToolResponse, McpError> {
+        let Some((server, tool)) = split(&name) else {
             return Err(McpError::invalid_params(
                 format!("name: `{name}` is not SERVER__TOOL (find one with find_tools)"),
                 None,
@@ -484,22 +519,33 @@ impl ServerHandler for Gateway {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let result = match request.name.as_ref() {
-            "find_tools" => self.find(parse("find_tools", request.arguments)?).await,
+        let forwarded = match request.name.as_ref() {
+            "find_tools" => {
+                return Ok(self
+                    .find(parse("find_tools", request.arguments)?)
+                    .await?
+                    .into());
+            }
             "call_tool" => {
                 let call: CallArgs = parse("call_tool", request.arguments)?;
-                self.forward(&call.name, call.arguments).await
+                self.forward(call.name, call.arguments)
             }
             pinned if self.pins.iter().any(|pin| pin == pinned) => {
-                self.forward(pinned, request.arguments).await
+                self.forward(pinned.to_string(), request.arguments)
             }
-            other => Err(McpError::invalid_params(
-                format!("no tool `{other}`: call find_tools, then call_tool"),
-                None,
-            )),
-        }?;
-        Ok(result.into())
+            other => {
+                return Err(McpError::invalid_params(
+                    format!("no tool `{other}`: call find_tools, then call_tool"),
+                    None,
+                ));
+            }
+        };
+        // A call the host cancels is dropped, which cancels it downstream.
+        tokio::select! {
+            response = forwarded => response,
+            () = context.ct.cancelled() => Err(McpError::internal_error("cancelled by the host", None)),
+        }
     }
 }

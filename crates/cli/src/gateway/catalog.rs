@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 use super::config::{qualified, split};
 use super::downstream::Listed;
 
-/// The tenant the gateway's tools are kept in.
-const TENANT: &str = ruchedb::DEFAULT_TENANT;
+/// The tenant the gateway's tools are kept in: their own, so that tools indexed by other
+/// means in the same index neither collide with theirs nor take places in a short list.
+pub const TENANT: &str = "mcp-gateway";
 /// The tag prefix that marks a tool as the gateway's and names its server.
 const TAG_PREFIX: &str = "mcp:";
 
@@ -221,6 +222,7 @@ pub fn document(server: &str, tool: &rmcp::model::Tool) -> Tool {
     )
     .with_parameters(Value::Object(tool.input_schema.as_ref().clone()))
     .with_tags([server_tag(server)])
+    .with_tenant(TENANT)
 }
 
 fn same(old: &Tool, new: &Tool) -> bool {
@@ -286,7 +288,7 @@ mod tests {
         let catalog = catalog();
         catalog
             .engine
-            .upsert_tools([Tool::new("mine", "mine", "a tool indexed by hand")])
+            .upsert_tools([Tool::new("mine", "mine", "a tool indexed by hand").with_tenant(TENANT)])
             .unwrap();
         catalog.engine.commit().unwrap();
         let first = catalog

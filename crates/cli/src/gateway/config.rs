@@ -18,27 +18,38 @@ pub const SEPARATOR: &str = "__";
 const MAX_SERVER_NAME: usize = 32;
 
 /// One downstream server: a command the gateway starts and speaks MCP to over stdio.
-#[derive(Clone, Deserialize)]
+#[derive(Clone)]
 pub struct ServerSpec {
     pub command: String,
-    #[serde(default)]
     pub args: Vec<String>,
-    /// Given to this server's process only, on top of the gateway's environment; never
-    /// logged.
-    #[serde(default)]
+    /// Given to this server's process only, on top of the gateway's environment, as
+    /// written (no `${VAR}` expansion); never logged, nor repeated in an error.
     pub env: BTreeMap<String, String>,
     /// The server's working directory (default: the gateway's).
-    #[serde(default)]
     pub cwd: Option<PathBuf>,
+}
+
+/// A server's entry as hosts write it. `env` is read as raw JSON, so that an error about
+/// it names the key and never repeats the value.
+#[derive(Deserialize)]
+struct Entry {
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: Option<serde_json::Value>,
+    #[serde(default)]
+    cwd: Option<PathBuf>,
     /// Hosts mark a server they keep but do not start; the gateway skips it.
     #[serde(default)]
-    pub disabled: bool,
+    disabled: bool,
     /// `stdio` (the default) is the only transport the gateway starts.
     #[serde(default, rename = "type")]
-    pub transport: Option<String>,
+    transport: Option<String>,
     /// Set for remote (HTTP) servers, which the gateway does not front.
     #[serde(default)]
-    pub url: Option<String>,
+    url: Option<String>,
 }
 
 /// Without the environment's values: a log or an error never shows a secret.
@@ -56,7 +67,7 @@ impl fmt::Debug for ServerSpec {
 #[derive(Deserialize)]
 struct File {
     #[serde(rename = "mcpServers")]
-    servers: BTreeMap<String, ServerSpec>,
+    servers: BTreeMap<String, Entry>,
 }
 
 /// The servers to start, by name (sorted: the order of start and of listings).
@@ -91,14 +102,14 @@ impl Servers {
             }
         })?;
         let mut servers = BTreeMap::new();
-        for (name, spec) in file.servers {
+        for (name, entry) in file.servers {
             check_name(&name)?;
-            if spec.disabled {
+            if entry.disabled {
                 tracing::info!(server = %name, "disabled in the config: not started");
                 continue;
             }
-            if spec.url.is_some()
-                || spec
+            if entry.url.is_some()
+                || entry
                     .transport
                     .as_deref()
                     .is_some_and(|transport| transport != "stdio")
@@ -107,10 +118,35 @@ impl Servers {
                     "mcpServers.{name}: only stdio servers (`command`) can be fronted; keep remote ones in the host's config"
                 );
             }
-            if spec.command.trim().is_empty() {
-                bail!("mcpServers.{name}.command: empty");
-            }
-            servers.insert(name, spec);
+            let command = match entry.command {
+                Some(command) if !command.trim().is_empty() => command,
+                Some(_) => bail!("mcpServers.{name}.command: empty"),
+                None => bail!("mcpServers.{name}.command: missing"),
+            };
+            let env = match entry.env {
+                None | Some(serde_json::Value::Null) => BTreeMap::new(),
+                Some(serde_json::Value::Object(env)) => env
+                    .into_iter()
+                    .map(|(key, value)| match value {
+                        serde_json::Value::String(value) => Ok((key, value)),
+                        _ => Err(anyhow::anyhow!(
+                            "mcpServers.{name}.env.{key}: expected a string (its value is not shown)"
+                        )),
+                    })
+                    .collect::<Result<_>>()?,
+                Some(_) => bail!(
+                    "mcpServers.{name}.env: expected an object of strings (its value is not shown)"
+                ),
+            };
+            servers.insert(
+                name,
+                ServerSpec {
+                    command,
+                    args: entry.args,
+                    env,
+                    cwd: entry.cwd,
+                },
+            );
         }
         if servers.is_empty() {
             bail!("mcpServers: no server to start");
@@ -156,7 +192,8 @@ mod tests {
             r#"{"mcpServers": {
                 "filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
                 "github": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "secret"}, "alwaysAllow": []},
-                "old": {"command": "x", "disabled": true}
+                "old": {"command": "x", "disabled": true},
+                "off": {"url": "https://example.com/mcp", "disabled": true}
             }}"#,
         )
         .unwrap();
@@ -200,6 +237,10 @@ mod tests {
         for (text, named) in cases {
             let err = format!("{:#}", Servers::parse(text).unwrap_err());
             assert!(err.contains(named), "{text}: {err}");
+            assert!(
+                !err.contains("12345") && !err.contains("s3cr3t"),
+                "a value shown: {err}"
+            );
         }
     }
 

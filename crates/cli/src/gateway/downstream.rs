@@ -10,7 +10,8 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode, JsonObject, Tool};
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ErrorCode, JsonObject, Tool};
 use rmcp::service::{
     NotificationContext, Peer, QuitReason, RoleClient, RunningService, ServiceError,
 };
@@ -35,10 +36,10 @@ const STOP_WITHIN: Duration = Duration::from_secs(8);
 /// The gateway's time limits.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// A server's start: its process and MCP handshake, and its first listing.
+    /// A server's start: its process, its MCP handshake and its first listing, together.
     pub start: Duration,
-    /// One call, from the host's request to the server's answer (and one page of a
-    /// listing).
+    /// One call, from the host's request to the server's answer; and a listing after
+    /// `tools/list_changed`.
     pub call: Duration,
 }
 
@@ -51,9 +52,16 @@ pub struct Listed {
 /// Where a server stands.
 #[derive(Clone)]
 enum State {
-    Starting,
+    /// The first start (calls wait for it, up to the start limit), or a restart after
+    /// a failure (calls fail at once, with that failure).
+    Starting {
+        after: Option<String>,
+    },
     Up(Peer<RoleClient>),
-    Down { reason: String, retry_at: Instant },
+    Down {
+        reason: String,
+        retry_at: Instant,
+    },
     Stopped,
 }
 
@@ -74,7 +82,7 @@ impl Downstream {
         listed: mpsc::UnboundedSender<Listed>,
         shutdown: watch::Receiver<bool>,
     ) -> (Downstream, tokio::task::JoinHandle<()>) {
-        let (state_tx, state) = watch::channel(State::Starting);
+        let (state_tx, state) = watch::channel(State::Starting { after: None });
         let supervisor = Supervisor {
             name: name.clone(),
             spec,
@@ -98,7 +106,7 @@ impl Downstream {
     pub async fn first_start(&self) -> bool {
         let mut state = self.state.clone();
         match state
-            .wait_for(|state| !matches!(state, State::Starting))
+            .wait_for(|state| !matches!(state, State::Starting { .. }))
             .await
         {
             Ok(state) => matches!(*state, State::Up(_)),
@@ -123,16 +131,18 @@ impl Downstream {
         &self,
         tool: &str,
         arguments: Option<JsonObject>,
-    ) -> Result<CallToolResult, McpError> {
+    ) -> Result<CallToolResponse, McpError> {
         let peer = self.peer().await?;
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
-        match tokio::time::timeout(self.limits.call, peer.call_tool(params)).await {
+        // Dropped at the time limit (or when the host cancels), the request is cancelled
+        // downstream (`notifications/cancelled`).
+        match tokio::time::timeout(self.limits.call, peer.call_tool_once(params)).await {
             Err(_) => Err(self.error(format!(
                 "did not answer `{tool}` within {} s (the call limit, --call-timeout)",
                 self.limits.call.as_secs_f64()
             ))),
-            Ok(Ok(result)) => Ok(result),
+            Ok(Ok(response)) => Ok(response),
             Ok(Err(ServiceError::McpError(mut error))) => {
                 error.message = format!("server `{}`: {}", self.name, error.message).into();
                 Err(error)
@@ -146,12 +156,13 @@ impl Downstream {
         }
     }
 
-    /// The server's peer, waiting for a start in progress up to the start limit.
+    /// The server's peer. A call during the server's first start waits for it (up to
+    /// the start limit); during a restart, it fails at once.
     async fn peer(&self) -> Result<Peer<RoleClient>, McpError> {
         let mut state = self.state.clone();
         let settled = tokio::time::timeout(
             self.limits.start,
-            state.wait_for(|state| !matches!(state, State::Starting)),
+            state.wait_for(|state| !matches!(state, State::Starting { after: None })),
         )
         .await;
         let current = match settled {
@@ -173,7 +184,12 @@ impl Downstream {
                     wait.as_secs_f64().ceil()
                 )))
             }
-            State::Starting | State::Stopped => Err(self.error("is stopped".to_string())),
+            State::Starting {
+                after: Some(reason),
+            } => Err(self.error(format!("is restarting after: {reason}"))),
+            State::Starting { after: None } | State::Stopped => {
+                Err(self.error("is stopped".to_string()))
+            }
         }
     }
 
@@ -198,8 +214,9 @@ struct Supervisor {
 impl Supervisor {
     async fn run(mut self) {
         let mut backoff = BACKOFF_FIRST;
+        let mut after = None;
         while !*self.shutdown.borrow() {
-            self.state.send_replace(State::Starting);
+            self.state.send_replace(State::Starting { after });
             let began = Instant::now();
             let reason = match self.serve().await {
                 Ok(()) => break,
@@ -210,7 +227,11 @@ impl Supervisor {
             }
             tracing::warn!(server = %self.name, "{reason}; restarting in {} s", backoff.as_secs());
             let retry_at = Instant::now() + backoff;
-            self.state.send_replace(State::Down { reason, retry_at });
+            self.state.send_replace(State::Down {
+                reason: reason.clone(),
+                retry_at,
+            });
+            after = Some(reason);
             tokio::select! {
                 () = tokio::time::sleep_until(retry_at) => {}
                 _ = self.shutdown.changed() => {}
@@ -224,27 +245,41 @@ impl Supervisor {
     /// otherwise.
     async fn serve(&mut self) -> Result<(), String> {
         let (changed_tx, mut changed) = mpsc::unbounded_channel();
-        let running = tokio::time::timeout(self.limits.start, self.connect(changed_tx))
-            .await
-            .map_err(|_| {
-                format!(
-                    "did not complete its MCP handshake within {} s",
-                    self.limits.start.as_secs_f64()
-                )
-            })??;
+        // The start limit covers the process, the handshake and the first listing.
+        let deadline = Instant::now() + self.limits.start;
+        let late = || {
+            format!(
+                "did not start and list its tools within {} s (the start limit, --start-timeout)",
+                self.limits.start.as_secs_f64()
+            )
+        };
+        let mut shutdown = self.shutdown.clone();
+        let running = tokio::select! {
+            connected = tokio::time::timeout_at(deadline, self.connect(changed_tx)) => {
+                connected.map_err(|_| late())??
+            }
+            // Dropped unfinished, the child is killed.
+            _ = shutdown.changed() => return Ok(()),
+        };
         let peer = running.peer().clone();
         let stop = running.cancellation_token();
         let waiting = running.waiting();
         tokio::pin!(waiting);
-        let listing = self.list(&peer, self.limits.start);
         let first = tokio::select! {
-            listed = listing => listed,
+            listed = tokio::time::timeout_at(deadline, self.list(&peer)) => {
+                listed.unwrap_or_else(|_| Err(late()))
+            }
             ended = &mut waiting => Err(format!("ended before listing its tools: {}", ended_how(ended))),
+            _ = shutdown.changed() => Err(String::new()),
         };
         if let Err(reason) = first {
             stop.cancel();
             let _ = tokio::time::timeout(STOP_WITHIN, &mut waiting).await;
-            return Err(reason);
+            return if *self.shutdown.borrow() {
+                Ok(())
+            } else {
+                Err(reason)
+            };
         }
         self.state.send_replace(State::Up(peer.clone()));
         tracing::info!(server = %self.name, "started");
@@ -254,11 +289,20 @@ impl Supervisor {
                 Some(()) = changed.recv() => {
                     // Several notifications in a row make one listing.
                     while changed.try_recv().is_ok() {}
-                    if let Err(reason) = self.list(&peer, self.limits.call).await {
+                    let listed = tokio::select! {
+                        listed = tokio::time::timeout(self.limits.call, self.list(&peer)) => {
+                            listed.unwrap_or_else(|_| Err(format!(
+                                "did not list its tools within {} s",
+                                self.limits.call.as_secs_f64()
+                            )))
+                        }
+                        _ = shutdown.changed() => Ok(()),
+                    };
+                    if let Err(reason) = listed {
                         tracing::warn!(server = %self.name, "{reason}");
                     }
                 }
-                _ = self.shutdown.changed() => {
+                _ = shutdown.changed() => {
                     stop.cancel();
                     let _ = tokio::time::timeout(STOP_WITHIN, &mut waiting).await;
                     return Ok(());
@@ -272,13 +316,14 @@ impl Supervisor {
         changed: mpsc::UnboundedSender<()>,
     ) -> Result<RunningService<RoleClient, Watcher>, String> {
         let mut command = tokio::process::Command::new(&self.spec.command);
-        command
-            .args(&self.spec.args)
-            .envs(&self.spec.env)
-            .kill_on_drop(true);
+        command.args(&self.spec.args).envs(&self.spec.env);
         if let Some(cwd) = &self.spec.cwd {
             command.current_dir(cwd);
         }
+        // A group of its own: stopping the server signals the processes a launcher such
+        // as `npx` or `uvx` started too.
+        let mut command = CommandWrap::from(command);
+        command.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
         let (transport, _) = TokioChildProcess::builder(command)
             .stderr(Stdio::inherit())
             .spawn()
@@ -289,11 +334,12 @@ impl Supervisor {
             .map_err(|err| format!("failed its MCP handshake: {err}"))
     }
 
-    /// Lists every page of the server's tools and hands them to the catalog.
-    async fn list(&self, peer: &Peer<RoleClient>, within: Duration) -> Result<(), String> {
-        let tools = tokio::time::timeout(within, peer.list_all_tools())
+    /// Lists every page of the server's tools and hands them to the catalog (the caller
+    /// bounds it in time).
+    async fn list(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
+        let tools = peer
+            .list_all_tools()
             .await
-            .map_err(|_| format!("did not list its tools within {} s", within.as_secs_f64()))?
             .map_err(|err| format!("cannot list its tools: {err}"))?;
         tracing::info!(server = %self.name, tools = tools.len(), "listed");
         self.listed

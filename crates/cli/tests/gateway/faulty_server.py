@@ -1,6 +1,6 @@
 """An MCP server on stdio that misbehaves on request (plain Python, no package).
 
-Usage: python3 faulty_server.py STATE_DIR [--garbage-first] [--tools N]
+Usage: python3 faulty_server.py STATE_DIR [--garbage-first] [--tools N] [--linger]
 
 Tools:
 - `echo` answers its `text`, after a line of garbage on stdout (a client skips it);
@@ -11,7 +11,8 @@ Tools:
 - `env` answers the value of the environment variable `name` (empty when unset);
 - with `--tools N`, N more tools `tool_0` … listed 100 per page (a cursor).
 
-With `--garbage-first` it writes garbage before its first answer. Written by hand so that
+With `--garbage-first` it writes garbage before its first answer; with `--linger` it does
+not exit when its stdin closes (only a signal stops it). Written by hand so that
 it misbehaves exactly as asked; used by the CLI's `gateway` tests as a downstream server
 of `ruche gateway`.
 """
@@ -136,3 +137,5 @@ for line in sys.stdin:
     if "id" in request and "method" in request:
         # Calls run side by side, as a real server's do: a hanging one blocks nothing.
         threading.Thread(target=serve, args=(request,), daemon=True).start()
+if "--linger" in sys.argv:
+    time.sleep(3600)

@@ -406,6 +406,44 @@ fn the_gateway_finds_and_calls_tools_and_contains_every_fault() {
     assert_eq!(indexed.get("ruche"), Some(&0), "{indexed:?}");
 }
 
+#[test]
+fn sigterm_stops_the_gateway_and_every_process_of_its_servers() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    // `sh` as a launcher (as `npx` or `uvx` are): the server is its child, and lingers
+    // after its stdin closes.
+    let script = format!(
+        "{python} {FAULTY} {} --linger; true",
+        state.to_str().unwrap()
+    );
+    let config = write_config(
+        dir.path(),
+        json!({"wrapped": {"command": "sh", "args": ["-c", script]}}),
+    );
+    let (mut session, _) = gateway(dir.path(), &config, &[], Stdio::piped());
+    assert_eq!(
+        text(&forward(
+            &mut session,
+            "wrapped__echo",
+            json!({"text": "up"})
+        )),
+        "up"
+    );
+    let server: i32 = std::fs::read_to_string(state.join("pid"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    crate::run::signal(session.pid(), libc::SIGTERM);
+    let (status, log) = session.wait_exit();
+    assert!(status.success(), "{status:?}: {log}");
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    eventually(
+        "the launched server stopped",
+        || unsafe { libc::kill(server, 0) } != 0,
+    );
+}
+
 /// The `upserted` count of each server's `indexed` log events (JSON lines), summed.
 fn indexed_events(log: &str) -> std::collections::BTreeMap<String, u64> {
     let mut counts = std::collections::BTreeMap::new();

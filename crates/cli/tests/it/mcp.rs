@@ -22,8 +22,8 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(30);
 pub(crate) struct Session {
     child: Child,
     stdin: Option<ChildStdin>,
-    /// The thread reading a piped stderr to its end.
-    stderr: Option<std::thread::JoinHandle<String>>,
+    /// What a thread reading a piped stderr to its end read.
+    stderr: Option<mpsc::Receiver<String>>,
     lines: mpsc::Receiver<Vec<u8>>,
     next_id: u64,
     /// The messages [`Session::request`] read past while waiting for its answer
@@ -77,11 +77,13 @@ impl Session {
             .unwrap();
         let stdin = Some(child.stdin.take().unwrap());
         let stderr = child.stderr.take().map(|mut pipe| {
+            let (sender, log) = mpsc::channel();
             std::thread::spawn(move || {
-                let mut log = String::new();
-                let _ = std::io::Read::read_to_string(&mut pipe, &mut log);
-                log
-            })
+                let mut read = String::new();
+                let _ = std::io::Read::read_to_string(&mut pipe, &mut read);
+                let _ = sender.send(read);
+            });
+            log
         });
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let (sender, lines) = mpsc::channel();
@@ -216,6 +218,16 @@ fn assert_error(message: &Value, code: i64, id: &Value) {
 }
 
 impl Session {
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits (up to 30 s) for the process to exit; its exit status and stderr.
+    pub(crate) fn wait_exit(self) -> (std::process::ExitStatus, String) {
+        self.close()
+    }
+
     /// Closes stdin, as a host that leaves, and waits (up to 30 s) for the process to
     /// exit; its exit status and stderr (when piped).
     pub(crate) fn close(mut self) -> (std::process::ExitStatus, String) {
@@ -231,7 +243,12 @@ impl Session {
             );
             std::thread::sleep(Duration::from_millis(50));
         };
-        let log = self.stderr.take().map(|reader| reader.join().unwrap());
+        // A child of the process that kept its stderr open would hold the pipe: wait a
+        // little, then say so.
+        let log = self.stderr.take().map(|log| {
+            log.recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|_| "(stderr still open 10 s after the exit)".to_string())
+        });
         (status, log.unwrap_or_default())
     }
 }
