@@ -370,6 +370,7 @@ impl Gateway {
             );
         }
         if tracing::enabled!(tracing::Level::INFO) {
+            let elapsed = started.elapsed();
             let catalog_tokens: usize = self
                 .definition_tokens
                 .lock()
@@ -380,7 +381,7 @@ impl Gateway {
                 tools = found.len(),
                 answer_tokens = ruchedb::count_tokens(&answer.to_string()),
                 catalog_tokens,
-                elapsed_us = started.elapsed().as_micros() as u64,
+                elapsed_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
                 "find_tools"
             );
         }
