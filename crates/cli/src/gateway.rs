@@ -82,7 +82,10 @@ pub fn run(config: &Config, servers: &Path, args: &GatewayArgs) -> Result<ExitCo
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(serve(catalog, servers, args.pins.clone(), limits))?;
+    let served = runtime.block_on(serve(catalog, servers, args.pins.clone(), limits));
+    // Blocking work left behind (a wait on a server's process group) is not waited for.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -170,17 +173,24 @@ async fn serve(
             }
         });
     }
+    // SIGTERM or SIGINT ends the session as the host closing stdin does, from the start.
+    let (terminate, terminating) = watch::channel(false);
+    tokio::spawn(async move {
+        terminated().await;
+        let _ = terminate.send(true);
+    });
     let (transport, out) = stdio::Stdio::start()?;
     let served = async {
-        let running = gateway
-            .clone()
-            .serve(transport)
-            .await
-            .map_err(|err| anyhow::anyhow!("MCP handshake failed: {err}"))?;
-        // SIGTERM or SIGINT ends the session as the host closing stdin does.
+        let mut signalled = terminating.clone();
+        let running = tokio::select! {
+            running = gateway.clone().serve(transport) => {
+                running.map_err(|err| anyhow::anyhow!("MCP handshake failed: {err}"))?
+            }
+            _ = signalled.wait_for(|signalled| *signalled) => return anyhow::Ok(()),
+        };
         let session = running.cancellation_token();
         tokio::spawn(async move {
-            terminated().await;
+            let _ = signalled.wait_for(|signalled| *signalled).await;
             session.cancel();
         });
         running.waiting().await?;
@@ -388,10 +398,12 @@ impl Gateway {
         Ok(CallToolResult::structured(answer))
     }
 
+    /// Forwards a call of `name` (`SERVER__TOOL`) to its server, with the host's
+    /// arguments, metadata and input responses (`params`, whose name is replaced).
     async fn forward(
         &self,
         name: String,
-        arguments: Option<JsonObject>,
+        mut params: CallToolRequestParams,
     ) -> Result<CallToolResponse, McpError> {
         let Some((server, tool)) = split(&name) else {
             return Err(McpError::invalid_params(
@@ -408,7 +420,8 @@ impl Gateway {
                 None,
             ));
         };
-        downstream.call(tool, arguments).await
+        params.name = tool.to_string().into();
+        downstream.call(params).await
     }
 
     fn server_names(&self) -> String {
@@ -530,11 +543,14 @@ impl ServerHandler for Gateway {
                     .into());
             }
             "call_tool" => {
-                let call: CallArgs = parse("call_tool", request.arguments)?;
-                self.forward(call.name, call.arguments)
+                let mut request = request;
+                let call: CallArgs = parse("call_tool", request.arguments.take())?;
+                request.arguments = call.arguments;
+                self.forward(call.name, request)
             }
             pinned if self.pins.iter().any(|pin| pin == pinned) => {
-                self.forward(pinned.to_string(), request.arguments)
+                let name = pinned.to_string();
+                self.forward(name, request)
             }
             other => {
                 return Err(McpError::invalid_params(

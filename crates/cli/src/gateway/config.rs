@@ -230,6 +230,22 @@ mod tests {
                 r#"{"mcpServers": {"e": {"command": " "}}}"#,
                 "mcpServers.e.command",
             ),
+            (
+                r#"{"mcpServers": {"e": {"args": []}}}"#,
+                "mcpServers.e.command: missing",
+            ),
+            (
+                r#"{"mcpServers": {"e": {"command": "x", "env": {"T": 12345}}}}"#,
+                "mcpServers.e.env.T",
+            ),
+            (
+                r#"{"mcpServers": {"e": {"command": "x", "env": "T=s3cr3t"}}}"#,
+                "mcpServers.e.env",
+            ),
+            (
+                r#"{"mcpServers": {"e": {"command": "x", "env": {"T": ["s3cr3t"]}}}}"#,
+                "mcpServers.e.env.T",
+            ),
             (r#"{"mcpServers": {}}"#, "no server"),
             (r#"{"servers": {}}"#, "mcpServers"),
             ("{", "EOF"),

@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
-use rmcp::model::{CallToolRequestParams, CallToolResponse, ErrorCode, JsonObject, Tool};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ErrorCode, Tool};
 use rmcp::service::{
     NotificationContext, Peer, QuitReason, RoleClient, RunningService, ServiceError,
 };
@@ -119,7 +119,8 @@ impl Downstream {
         matches!(*self.state.borrow(), State::Up(_))
     }
 
-    /// Calls `tool` with `arguments`; the server's result comes back unchanged.
+    /// Calls the tool `params` names (as the server knows it) with the host's arguments,
+    /// metadata and input responses; the server's answer comes back unchanged.
     ///
     /// # Errors
     ///
@@ -127,14 +128,9 @@ impl Downstream {
     /// retried), did not start within the start limit, did not answer within the call
     /// limit, or closed its connection during the call. An error the server answers keeps
     /// its code and data, its message prefixed with the server's name.
-    pub async fn call(
-        &self,
-        tool: &str,
-        arguments: Option<JsonObject>,
-    ) -> Result<CallToolResponse, McpError> {
+    pub async fn call(&self, params: CallToolRequestParams) -> Result<CallToolResponse, McpError> {
         let peer = self.peer().await?;
-        let mut params = CallToolRequestParams::new(tool.to_string());
-        params.arguments = arguments;
+        let tool = params.name.to_string();
         // Dropped at the time limit (or when the host cancels), the request is cancelled
         // downstream (`notifications/cancelled`).
         match tokio::time::timeout(self.limits.call, peer.call_tool_once(params)).await {
@@ -254,12 +250,12 @@ impl Supervisor {
             )
         };
         let mut shutdown = self.shutdown.clone();
-        let running = tokio::select! {
+        let (running, _group) = tokio::select! {
             connected = tokio::time::timeout_at(deadline, self.connect(changed_tx)) => {
                 connected.map_err(|_| late())??
             }
-            // Dropped unfinished, the child is killed.
-            _ = shutdown.changed() => return Ok(()),
+            // Dropped unfinished, the child and its group are killed.
+            () = stopping(&mut shutdown) => return Ok(()),
         };
         let peer = running.peer().clone();
         let stop = running.cancellation_token();
@@ -270,9 +266,14 @@ impl Supervisor {
                 listed.unwrap_or_else(|_| Err(late()))
             }
             ended = &mut waiting => Err(format!("ended before listing its tools: {}", ended_how(ended))),
-            _ = shutdown.changed() => Err(String::new()),
+            () = stopping(&mut shutdown) => Err(String::new()),
         };
         if let Err(reason) = first {
+            // Calls see why at once, not "still starting", while the server stops.
+            self.state.send_replace(State::Down {
+                reason: reason.clone(),
+                retry_at: Instant::now(),
+            });
             stop.cancel();
             let _ = tokio::time::timeout(STOP_WITHIN, &mut waiting).await;
             return if *self.shutdown.borrow() {
@@ -296,13 +297,15 @@ impl Supervisor {
                                 self.limits.call.as_secs_f64()
                             )))
                         }
-                        _ = shutdown.changed() => Ok(()),
+                        // The loop's own branch below sees the stop (it waits for the
+                        // value, not for a change).
+                        () = stopping(&mut shutdown) => Ok(()),
                     };
                     if let Err(reason) = listed {
                         tracing::warn!(server = %self.name, "{reason}");
                     }
                 }
-                _ = shutdown.changed() => {
+                () = stopping(&mut shutdown) => {
                     stop.cancel();
                     let _ = tokio::time::timeout(STOP_WITHIN, &mut waiting).await;
                     return Ok(());
@@ -314,7 +317,7 @@ impl Supervisor {
     async fn connect(
         &self,
         changed: mpsc::UnboundedSender<()>,
-    ) -> Result<RunningService<RoleClient, Watcher>, String> {
+    ) -> Result<(RunningService<RoleClient, Watcher>, Group), String> {
         let mut command = tokio::process::Command::new(&self.spec.command);
         command.args(&self.spec.args).envs(&self.spec.env);
         if let Some(cwd) = &self.spec.cwd {
@@ -328,10 +331,12 @@ impl Supervisor {
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|err| format!("cannot start `{}`: {err}", self.spec.command))?;
-        Watcher { changed }
+        let group = Group(transport.id());
+        let running = Watcher { changed }
             .serve(transport)
             .await
-            .map_err(|err| format!("failed its MCP handshake: {err}"))
+            .map_err(|err| format!("failed its MCP handshake: {err}"))?;
+        Ok((running, group))
     }
 
     /// Lists every page of the server's tools and hands them to the catalog (the caller
@@ -348,6 +353,29 @@ impl Supervisor {
                 tools,
             })
             .map_err(|_| "the gateway is stopping".to_string())
+    }
+}
+
+/// Resolves once the gateway stops (at once if it has): it waits for the value, so a
+/// stop seen by one `select!` branch is seen by the next too.
+async fn stopping(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+/// A server's process group, killed (SIGKILL) when a run of the server ends, however it
+/// ends: what the server or its launcher left behind goes with it, even when the
+/// runtime is dropped.
+struct Group(Option<u32>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(pgid) = self.0.and_then(|pid| libc::pid_t::try_from(pid).ok()) {
+            // SAFETY: killpg only sends a signal; a group already gone is ESRCH.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
     }
 }
 

@@ -430,16 +430,31 @@ fn sigterm_stops_the_gateway_and_every_process_of_its_servers() {
         )),
         "up"
     );
-    let server: i32 = std::fs::read_to_string(state.join("pid"))
-        .unwrap()
-        .parse()
-        .unwrap();
+    sigterm_stops(session, &state.join("pid"));
+
+    // The same before the host's handshake.
+    std::fs::remove_file(state.join("pid")).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ruche"));
+    command
+        .current_dir(dir.path())
+        .args(["gateway", "--config", config.to_str().unwrap()])
+        .stderr(Stdio::piped());
+    let session = Session::spawn_command(command);
+    eventually("the server started", || state.join("pid").exists());
+    std::thread::sleep(Duration::from_millis(300));
+    sigterm_stops(session, &state.join("pid"));
+}
+
+/// SIGTERM to the gateway: it exits with success and the server whose pid `pid_file`
+/// holds is gone.
+fn sigterm_stops(session: Session, pid_file: &Path) {
+    let server: i32 = std::fs::read_to_string(pid_file).unwrap().parse().unwrap();
     crate::run::signal(session.pid(), libc::SIGTERM);
     let (status, log) = session.wait_exit();
     assert!(status.success(), "{status:?}: {log}");
     // SAFETY: kill with signal 0 only checks that the process exists.
     eventually(
-        "the launched server stopped",
+        "the server stopped",
         || unsafe { libc::kill(server, 0) } != 0,
     );
 }

@@ -223,15 +223,22 @@ impl Session {
         self.child.id()
     }
 
-    /// Waits (up to 30 s) for the process to exit; its exit status and stderr.
+    /// Waits (up to 30 s) for the process to exit, stdin still open (after a signal);
+    /// its exit status and stderr (when piped).
     pub(crate) fn wait_exit(self) -> (std::process::ExitStatus, String) {
-        self.close()
+        self.finish(false)
     }
 
     /// Closes stdin, as a host that leaves, and waits (up to 30 s) for the process to
     /// exit; its exit status and stderr (when piped).
-    pub(crate) fn close(mut self) -> (std::process::ExitStatus, String) {
-        drop(self.stdin.take());
+    pub(crate) fn close(self) -> (std::process::ExitStatus, String) {
+        self.finish(true)
+    }
+
+    fn finish(mut self, close_stdin: bool) -> (std::process::ExitStatus, String) {
+        if close_stdin {
+            drop(self.stdin.take());
+        }
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         let status = loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -239,7 +246,7 @@ impl Session {
             }
             assert!(
                 std::time::Instant::now() < deadline,
-                "still running 30 s after its stdin closed"
+                "still running after 30 s"
             );
             std::thread::sleep(Duration::from_millis(50));
         };
