@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
 use crate::args::GatewayArgs;
-use crate::mcp::stdio;
+use crate::mcp::{schema, stdio};
 
 mod catalog;
 mod config;
@@ -433,21 +433,8 @@ impl Gateway {
         self.pins
             .iter()
             .filter_map(|pin| self.catalog.get(pin).ok().flatten())
-            .map(|tool| {
-                let schema = match tool.parameters {
-                    Value::Object(schema) => schema,
-                    _ => JsonObject::new(),
-                };
-                Tool::new(tool.id, tool.description, Arc::new(schema))
-            })
+            .map(|tool| Tool::new(tool.id, tool.description, schema(tool.parameters)))
             .collect()
-    }
-}
-
-fn schema(value: Value) -> Arc<JsonObject> {
-    match value {
-        Value::Object(object) => Arc::new(object),
-        _ => unreachable!("a literal object"),
     }
 }
 

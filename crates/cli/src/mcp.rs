@@ -732,6 +732,15 @@ fn result_json(hit: &Hit) -> Value {
     out
 }
 
+/// A tool's input schema as MCP lists it: a JSON object (anything else, none given, is
+/// the empty object).
+pub(crate) fn schema(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(object) => Arc::new(object),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
@@ -753,11 +762,7 @@ impl ServerHandler for Server {
         let tools = self
             .offered()
             .map(|spec| {
-                let schema = match spec.schema {
-                    Value::Object(schema) => schema,
-                    _ => JsonObject::new(),
-                };
-                Tool::new(spec.name, spec.description, Arc::new(schema))
+                Tool::new(spec.name, spec.description, schema(spec.schema))
                     .with_annotations(spec.effect.annotations())
             })
             .collect();

@@ -101,6 +101,18 @@ fn names(tools: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// The names the host's `tools/list` gives, and the response.
+fn tools_listed(session: &mut Session) -> (Vec<String>, Value) {
+    let list = session.request("tools/list", json!({}));
+    let listed = list["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list}"))
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_string())
+        .collect();
+    (listed, list)
+}
+
 /// The error of a response, which must be a JSON-RPC error naming `what`.
 fn error_naming(response: &Value, code: i64, what: &str) {
     assert_eq!(response["error"]["code"], json!(code), "{response}");
@@ -162,13 +174,7 @@ fn the_gateway_finds_and_calls_tools_and_contains_every_fault() {
     );
 
     // The host lists two tools and the pinned one, whatever the servers behind.
-    let list = session.request("tools/list", json!({}));
-    let listed: Vec<&str> = list["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tool| tool["name"].as_str().unwrap())
-        .collect();
+    let (listed, list) = tools_listed(&mut session);
     assert_eq!(
         listed,
         ["find_tools", "call_tool", "faulty__echo"],
@@ -333,16 +339,11 @@ fn the_gateway_finds_and_calls_tools_and_contains_every_fault() {
         session.request("ping", json!({}));
         session.skipped.contains(&told)
     });
-    let list = session.request("tools/list", json!({}));
-    let listed: Vec<&str> = list["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tool| tool["name"].as_str().unwrap())
-        .collect();
+    let (listed, list) = tools_listed(&mut session);
     assert_eq!(
         listed,
-        ["find_tools", "call_tool", "faulty__echo", "faulty__grown"]
+        ["find_tools", "call_tool", "faulty__echo", "faulty__grown"],
+        "{list}"
     );
 
     // Malformed frames from the host: JSON-RPC errors, and the gateway goes on.
